@@ -1,0 +1,209 @@
+//! The simulated machine: which torch build runs, which GPUs are in the box, which of them the build sees,
+//! the thread's starting current device, and the faults to inject.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::errors::HostError;
+use crate::family::{Arch, Family, Vendor};
+use crate::trace::Call;
+use crate::visible::visible_gpus;
+
+/// Which runtime the process's torch was built for. One per process, even on mixed-vendor hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TorchBuild {
+    /// A CUDA build: NVIDIA GPUs answer to `cuda`.
+    Cuda,
+    /// A HIP (ROCm) build: AMD GPUs answer to `cuda`.
+    Hip,
+    /// A CPU-only build.
+    Cpu,
+}
+
+impl TorchBuild {
+    /// The GPU family the build runs, if any.
+    pub fn gpu_family(self) -> Option<Family> {
+        match self {
+            TorchBuild::Cuda => Some(Family::Cuda),
+            TorchBuild::Hip => Some(Family::Rocm),
+            TorchBuild::Cpu => None,
+        }
+    }
+
+    /// The vendor whose GPUs the build can see.
+    pub fn vendor(self) -> Option<Vendor> {
+        self.gpu_family().and_then(Family::vendor)
+    }
+}
+
+impl fmt::Display for TorchBuild {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TorchBuild::Cuda => "cuda",
+            TorchBuild::Hip => "hip",
+            TorchBuild::Cpu => "cpu",
+        })
+    }
+}
+
+/// One GPU in the box.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Gpu {
+    /// Its architecture.
+    pub arch: Arch,
+    /// The name the driver reports.
+    pub name: String,
+    /// Opt-in shared memory per block, in bytes.
+    pub smem_optin: u32,
+    /// The driver's UUID (`GPU-…` for NVIDIA), matched by visible-device ids.
+    pub uuid: String,
+}
+
+impl Gpu {
+    /// A GPU with the arch's default name and shared memory; `physical` seeds its UUID.
+    pub fn new(arch: Arch, physical: usize) -> Self {
+        let uuid = match arch.vendor() {
+            Vendor::Nvidia => format!("GPU-{physical:08x}-0000-4000-8000-devsim000000"),
+            _ => format!("{physical:016x}"),
+        };
+        Self {
+            name: arch.default_name(),
+            smem_optin: arch.default_smem_optin(),
+            arch,
+            uuid,
+        }
+    }
+}
+
+/// A runtime call made to fail: after `after` successful calls of that kind (on `device`, if given),
+/// every further one returns the driver error `code`. A fault with no `call` fails every call on
+/// `device`: a lost device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fault {
+    /// The call to fail, or `None` for every device-scoped call (a lost device).
+    pub call: Option<Call>,
+    /// Only calls on this visible ordinal, or any device when `None`.
+    pub device: Option<u32>,
+    /// How many matching calls succeed before the fault fires.
+    pub after: u32,
+    /// The driver's error code.
+    pub code: i32,
+    /// The driver's message; a default for the build and code when empty.
+    pub message: String,
+}
+
+/// A whole simulated machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HostSpec {
+    /// The profile name, or `inline`.
+    pub name: String,
+    /// The torch build the process runs.
+    pub torch: TorchBuild,
+    /// GPUs of the build's vendor, in physical order.
+    pub gpus: Vec<Gpu>,
+    /// GPUs of another vendor in the same box: invisible to this build.
+    pub foreign_gpus: Vec<Gpu>,
+    /// The thread's current device (a visible ordinal) when a scenario starts.
+    pub current: u32,
+    /// Visible-device variables.
+    pub env: BTreeMap<String, String>,
+    /// Faults to inject.
+    pub faults: Vec<Fault>,
+}
+
+impl HostSpec {
+    /// A host with `torch` and GPUs of the given archs, every default else.
+    pub fn new(torch: TorchBuild, archs: &[Arch]) -> Self {
+        Self {
+            name: "inline".into(),
+            torch,
+            gpus: archs
+                .iter()
+                .enumerate()
+                .map(|(i, arch)| Gpu::new(arch.clone(), i))
+                .collect(),
+            foreign_gpus: Vec::new(),
+            current: 0,
+            env: BTreeMap::new(),
+            faults: Vec::new(),
+        }
+    }
+
+    /// The physical indices torch sees, in ordinal order, after the visible-device variables.
+    pub fn visible(&self) -> Result<Vec<usize>, HostError> {
+        let uuids: Vec<String> = self.gpus.iter().map(|gpu| gpu.uuid.clone()).collect();
+        visible_gpus(self.torch, &self.env, &uuids)
+    }
+
+    /// The GPU torch calls `ordinal`, if visible.
+    pub fn visible_gpu(&self, ordinal: u32) -> Option<&Gpu> {
+        let visible = self.visible().ok()?;
+        let physical = *visible.get(usize::try_from(ordinal).ok()?)?;
+        self.gpus.get(physical)
+    }
+
+    /// Checks the host can be simulated: GPUs of the right vendor, a known mask, a current device in range.
+    pub fn validate(&self) -> Result<(), HostError> {
+        let expected = match self.torch {
+            TorchBuild::Cuda => "sm_* archs",
+            TorchBuild::Hip => "gfx* archs",
+            TorchBuild::Cpu => "none: a CPU build sees no GPU",
+        };
+        for (index, gpu) in self.gpus.iter().enumerate() {
+            if Some(gpu.arch.vendor()) != self.torch.vendor() {
+                return Err(HostError::WrongVendor {
+                    index,
+                    arch: gpu.arch.to_string(),
+                    build: self.torch,
+                    expected,
+                });
+            }
+        }
+        let visible = u32::try_from(self.visible()?.len()).unwrap_or(u32::MAX);
+        let current_ok = self.current < visible || (visible == 0 && self.current == 0);
+        if !current_ok {
+            return Err(HostError::CurrentOutOfRange {
+                current: self.current,
+                visible,
+            });
+        }
+        Ok(())
+    }
+
+    /// Every vendor with a GPU in the box, this build's and foreign ones.
+    pub fn vendors_in_box(&self) -> Vec<Vendor> {
+        let mut vendors: Vec<Vendor> = self
+            .gpus
+            .iter()
+            .chain(&self.foreign_gpus)
+            .map(|gpu| gpu.arch.vendor())
+            .collect();
+        vendors.sort();
+        vendors.dedup();
+        vendors
+    }
+}
+
+/// The message a driver of `build` gives for `code`, for faults that name none.
+pub fn driver_message(build: TorchBuild, code: i32) -> String {
+    let (cuda, hip) = match code {
+        1 => ("CUDA_ERROR_INVALID_VALUE", "hipErrorInvalidValue"),
+        2 => ("CUDA_ERROR_OUT_OF_MEMORY", "hipErrorOutOfMemory"),
+        3 => ("CUDA_ERROR_NOT_INITIALIZED", "hipErrorNotInitialized"),
+        100 => ("CUDA_ERROR_NO_DEVICE", "hipErrorNoDevice"),
+        101 => ("CUDA_ERROR_INVALID_DEVICE", "hipErrorInvalidDevice"),
+        200 => ("CUDA_ERROR_INVALID_IMAGE", "hipErrorInvalidImage"),
+        400 => ("CUDA_ERROR_INVALID_HANDLE", "hipErrorInvalidHandle"),
+        700 => ("CUDA_ERROR_ILLEGAL_ADDRESS", "hipErrorIllegalAddress"),
+        719 => ("CUDA_ERROR_LAUNCH_FAILED", "hipErrorLaunchFailure"),
+        801 => ("CUDA_ERROR_NOT_SUPPORTED", "hipErrorNotSupported"),
+        _ => ("CUDA_ERROR_UNKNOWN", "hipErrorUnknown"),
+    };
+    match build {
+        TorchBuild::Hip => hip.to_string(),
+        _ => cuda.to_string(),
+    }
+}

@@ -1,0 +1,102 @@
+//! The one seam between dispatch and hardware.
+//!
+//! Dispatch code talks to a [`Runtime`] and nothing else. [`SimRuntime`] answers from a host profile;
+//! the live runtime answers from real drivers. A [`Recorder`] wraps either and keeps the trace.
+
+mod guard;
+mod recorder;
+mod sim;
+
+use std::fmt;
+
+use serde::Serialize;
+
+pub use guard::DeviceGuard;
+pub use recorder::Recorder;
+pub use sim::SimRuntime;
+
+use crate::errors::DriverError;
+use crate::family::ComputeCapability;
+use crate::host::TorchBuild;
+use crate::selector::TorchDevice;
+
+/// Where data sits or work ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Place {
+    /// The host CPU.
+    Cpu,
+    /// The GPU with this visible ordinal.
+    Gpu(u32),
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Cpu => f.write_str("cpu"),
+            Place::Gpu(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl Serialize for Place {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Place::Cpu => serializer.serialize_str("cpu"),
+            Place::Gpu(n) => serializer.serialize_u32(*n),
+        }
+    }
+}
+
+/// Memory a runtime handed out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Buffer {
+    /// Where it lives.
+    pub place: Place,
+    /// The runtime's handle (a device pointer, or a key into the runtime's own table).
+    pub handle: u64,
+    /// Its size in bytes.
+    pub bytes: usize,
+}
+
+/// Where a launch runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchOn {
+    /// On the CPU.
+    Cpu,
+    /// On the thread's current GPU, as a raw kernel launch does.
+    CurrentDevice,
+}
+
+/// Everything dispatch may ask of hardware. Each method but [`Runtime::build`] is one traced call.
+pub trait Runtime: Send + Sync {
+    /// The torch build the process runs (process state, not a driver call: not traced).
+    fn build(&self) -> TorchBuild;
+    /// How many devices the build sees.
+    fn device_count(&self) -> Result<u32, DriverError>;
+    /// A device's name.
+    fn device_name(&self, ordinal: u32) -> Result<String, DriverError>;
+    /// A device's NVIDIA compute capability. HIP answers it too, with gfx-derived numbers.
+    fn nvidia_capability(&self, ordinal: u32) -> Result<ComputeCapability, DriverError>;
+    /// A device's opt-in shared memory per block, in bytes.
+    fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError>;
+    /// A device's AMD `gcnArchName` (`gfx942:sramecc+:xnack-`). CUDA has no answer.
+    fn amd_arch(&self, ordinal: u32) -> Result<String, DriverError>;
+    /// The calling thread's current device.
+    fn get_device(&self) -> Result<u32, DriverError>;
+    /// Makes `ordinal` the calling thread's current device.
+    fn set_device(&self, ordinal: u32) -> Result<(), DriverError>;
+    /// Allocates `bytes` on a torch device; an indexless GPU device means the current one.
+    fn alloc(&self, device: TorchDevice, bytes: usize) -> Result<Buffer, DriverError>;
+    /// Copies host data into a buffer.
+    fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<(), DriverError>;
+    /// Copies a buffer back to the host.
+    fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>, DriverError>;
+    /// Frees a buffer.
+    fn free(&self, buffer: &Buffer) -> Result<(), DriverError>;
+    /// Launches a kernel and reports where it ran.
+    fn launch(&self, on: LaunchOn, kernel: &str) -> Result<Place, DriverError>;
+    /// Waits for the current device.
+    fn synchronize(&self) -> Result<(), DriverError>;
+    /// Loads a kernel's native extension.
+    fn load_extension(&self, name: &str) -> Result<(), DriverError>;
+}

@@ -1,0 +1,124 @@
+//! A runtime wrapper that records every call in a [`Trace`].
+
+use crate::errors::DriverError;
+use crate::family::ComputeCapability;
+use crate::host::TorchBuild;
+use crate::runtime::{Buffer, LaunchOn, Place, Runtime};
+use crate::selector::TorchDevice;
+use crate::trace::{Call, Entry, Trace};
+
+/// Wraps any runtime and appends one trace entry per call, in order, with its outcome.
+pub struct Recorder {
+    inner: Box<dyn Runtime>,
+    trace: Trace,
+}
+
+impl Recorder {
+    /// Wraps `inner`, recording into a fresh trace.
+    pub fn new(inner: Box<dyn Runtime>) -> Self {
+        Self {
+            inner,
+            trace: Trace::new(),
+        }
+    }
+
+    /// The trace being recorded.
+    pub fn trace(&self) -> &Trace {
+        &self.trace
+    }
+
+    fn record<T>(
+        &self,
+        call: Call,
+        device: Option<String>,
+        detail: Option<&str>,
+        result: Result<T, DriverError>,
+    ) -> Result<T, DriverError> {
+        self.trace.push(Entry::Call {
+            call,
+            device,
+            detail: detail.map(str::to_string),
+            ok: result.is_ok(),
+        });
+        result
+    }
+}
+
+fn on(ordinal: u32) -> Option<String> {
+    Some(ordinal.to_string())
+}
+
+fn at(place: Place) -> Option<String> {
+    Some(place.to_string())
+}
+
+impl Runtime for Recorder {
+    fn build(&self) -> TorchBuild {
+        self.inner.build()
+    }
+
+    fn device_count(&self) -> Result<u32, DriverError> {
+        self.record(Call::DeviceCount, None, None, self.inner.device_count())
+    }
+
+    fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
+        self.record(Call::DeviceName, on(ordinal), None, self.inner.device_name(ordinal))
+    }
+
+    fn nvidia_capability(&self, ordinal: u32) -> Result<ComputeCapability, DriverError> {
+        let result = self.inner.nvidia_capability(ordinal);
+        self.record(Call::NvidiaCapability, on(ordinal), None, result)
+    }
+
+    fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
+        self.record(Call::SmemOptin, on(ordinal), None, self.inner.smem_optin(ordinal))
+    }
+
+    fn amd_arch(&self, ordinal: u32) -> Result<String, DriverError> {
+        self.record(Call::AmdArch, on(ordinal), None, self.inner.amd_arch(ordinal))
+    }
+
+    fn get_device(&self) -> Result<u32, DriverError> {
+        self.record(Call::GetDevice, None, None, self.inner.get_device())
+    }
+
+    fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
+        self.record(Call::SetDevice, on(ordinal), None, self.inner.set_device(ordinal))
+    }
+
+    fn alloc(&self, device: TorchDevice, bytes: usize) -> Result<Buffer, DriverError> {
+        let result = self.inner.alloc(device, bytes);
+        let place = result.as_ref().map(|b| b.place.to_string()).ok();
+        let device = place.or_else(|| Some(device.to_string()));
+        self.record(Call::Alloc, device, None, result)
+    }
+
+    fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<(), DriverError> {
+        let result = self.inner.copy_in(dst, data);
+        self.record(Call::Copy, at(dst.place), Some("to device"), result)
+    }
+
+    fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>, DriverError> {
+        let result = self.inner.copy_out(src);
+        self.record(Call::Copy, at(src.place), Some("to host"), result)
+    }
+
+    fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
+        self.record(Call::Free, at(buffer.place), None, self.inner.free(buffer))
+    }
+
+    fn launch(&self, on: LaunchOn, kernel: &str) -> Result<Place, DriverError> {
+        let result = self.inner.launch(on, kernel);
+        let device = result.as_ref().ok().map(|place| place.to_string());
+        self.record(Call::Launch, device, Some(kernel), result)
+    }
+
+    fn synchronize(&self) -> Result<(), DriverError> {
+        self.record(Call::Synchronize, None, None, self.inner.synchronize())
+    }
+
+    fn load_extension(&self, name: &str) -> Result<(), DriverError> {
+        let result = self.inner.load_extension(name);
+        self.record(Call::ExtensionLoad, None, Some(name), result)
+    }
+}

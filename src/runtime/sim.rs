@@ -1,0 +1,371 @@
+//! A simulated runtime over a [`HostSpec`]: per-thread current device, real memory bookkeeping, HIP's
+//! answers to NVIDIA queries on AMD GPUs, and fault injection.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::{self, ThreadId};
+
+use crate::errors::{DriverError, HostError};
+use crate::family::{Arch, ComputeCapability};
+use crate::host::{Gpu, HostSpec, TorchBuild, driver_message};
+use crate::runtime::{Buffer, LaunchOn, Place, Runtime};
+use crate::selector::{TorchDevice, TorchType};
+use crate::trace::Call;
+
+/// CUDA's and HIP's "invalid device" code.
+const INVALID_DEVICE: i32 = 101;
+/// "no device" code.
+const NO_DEVICE: i32 = 100;
+/// "not supported" code.
+const NOT_SUPPORTED: i32 = 801;
+/// "invalid value" code (a freed or unknown pointer).
+const INVALID_VALUE: i32 = 1;
+
+#[derive(Default)]
+struct State {
+    current: HashMap<ThreadId, u32>,
+    memory: HashMap<u64, (Place, Vec<u8>)>,
+    next_handle: u64,
+    fault_hits: Vec<u32>,
+    extensions: BTreeSet<String>,
+}
+
+/// The simulated runtime. Cheap to build; one per scenario run.
+pub struct SimRuntime {
+    host: HostSpec,
+    visible: Vec<usize>,
+    state: Mutex<State>,
+}
+
+impl SimRuntime {
+    /// A runtime for `host`, which must validate.
+    pub fn new(host: HostSpec) -> Result<Self, HostError> {
+        host.validate()?;
+        let visible = host.visible()?;
+        let state = State {
+            next_handle: 0x7f00_0000_0000,
+            fault_hits: vec![0; host.faults.len()],
+            ..State::default()
+        };
+        Ok(Self {
+            host,
+            visible,
+            state: Mutex::new(state),
+        })
+    }
+
+    /// The host this runtime simulates.
+    pub fn host(&self) -> &HostSpec {
+        &self.host
+    }
+
+    /// The extensions loaded so far.
+    pub fn loaded_extensions(&self) -> Vec<String> {
+        self.state().extensions.iter().cloned().collect()
+    }
+
+    /// How many buffers are still allocated.
+    pub fn live_buffers(&self) -> usize {
+        self.state().memory.len()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn error(&self, call: Call, code: i32, message: Option<&str>) -> DriverError {
+        DriverError {
+            call: call.as_str().to_string(),
+            code,
+            message: message
+                .map(str::to_string)
+                .unwrap_or_else(|| driver_message(self.host.torch, code)),
+        }
+    }
+
+    /// Applies injected faults: counts matching calls and fails those past a fault's threshold.
+    fn check_faults(&self, state: &mut State, call: Call, device: Option<u32>) -> Result<(), DriverError> {
+        for (index, fault) in self.host.faults.iter().enumerate() {
+            let call_matches = match fault.call {
+                Some(wanted) => wanted == call,
+                None => call.is_device_scoped(),
+            };
+            let device_matches = fault.device.is_none() || fault.device == device;
+            if !(call_matches && device_matches) {
+                continue;
+            }
+            if state.fault_hits[index] >= fault.after {
+                let message = (!fault.message.is_empty()).then_some(fault.message.as_str());
+                return Err(self.error(call, fault.code, message));
+            }
+            state.fault_hits[index] += 1;
+        }
+        Ok(())
+    }
+
+    fn current(&self, state: &State) -> u32 {
+        state
+            .current
+            .get(&thread::current().id())
+            .copied()
+            .unwrap_or(self.host.current)
+    }
+
+    /// The visible GPU `ordinal`, after fault checks for `call`.
+    fn gpu(&self, call: Call, ordinal: u32) -> Result<&Gpu, DriverError> {
+        let mut state = self.state();
+        self.check_faults(&mut state, call, Some(ordinal))?;
+        self.visible_gpu(call, ordinal)
+    }
+
+    fn visible_gpu(&self, call: Call, ordinal: u32) -> Result<&Gpu, DriverError> {
+        if self.visible.is_empty() {
+            return Err(self.error(call, NO_DEVICE, None));
+        }
+        usize::try_from(ordinal)
+            .ok()
+            .and_then(|i| self.visible.get(i))
+            .and_then(|physical| self.host.gpus.get(*physical))
+            .ok_or_else(|| self.error(call, INVALID_DEVICE, None))
+    }
+
+    fn place_of(&self, state: &State, call: Call, device: TorchDevice) -> Result<Place, DriverError> {
+        match device.kind {
+            TorchType::Cpu => Ok(Place::Cpu),
+            TorchType::Cuda => {
+                let ordinal = device.index.unwrap_or_else(|| self.current(state));
+                self.visible_gpu(call, ordinal)?;
+                Ok(Place::Gpu(ordinal))
+            }
+            TorchType::Xpu | TorchType::Mps => Err(self.error(call, NOT_SUPPORTED, None)),
+        }
+    }
+
+    fn device_of(place: Place) -> Option<u32> {
+        match place {
+            Place::Gpu(n) => Some(n),
+            Place::Cpu => None,
+        }
+    }
+}
+
+impl Runtime for SimRuntime {
+    fn build(&self) -> TorchBuild {
+        self.host.torch
+    }
+
+    fn device_count(&self) -> Result<u32, DriverError> {
+        let mut state = self.state();
+        self.check_faults(&mut state, Call::DeviceCount, None)?;
+        Ok(u32::try_from(self.visible.len()).unwrap_or(u32::MAX))
+    }
+
+    fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
+        Ok(self.gpu(Call::DeviceName, ordinal)?.name.clone())
+    }
+
+    fn nvidia_capability(&self, ordinal: u32) -> Result<ComputeCapability, DriverError> {
+        match &self.gpu(Call::NvidiaCapability, ordinal)?.arch {
+            Arch::Sm(cc) => Ok(*cc),
+            // hipDeviceProp_t.major/minor: what HIP answers for an AMD GPU.
+            Arch::Gfx(target) => Ok(target.hip_capability()),
+        }
+    }
+
+    fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
+        Ok(self.gpu(Call::SmemOptin, ordinal)?.smem_optin)
+    }
+
+    fn amd_arch(&self, ordinal: u32) -> Result<String, DriverError> {
+        match &self.gpu(Call::AmdArch, ordinal)?.arch {
+            Arch::Gfx(target) => Ok(target.to_string()),
+            Arch::Sm(_) => Err(self.error(
+                Call::AmdArch,
+                NOT_SUPPORTED,
+                Some("gcnArchName is a HIP property; the CUDA driver has none"),
+            )),
+        }
+    }
+
+    fn get_device(&self) -> Result<u32, DriverError> {
+        let mut state = self.state();
+        self.check_faults(&mut state, Call::GetDevice, None)?;
+        if self.visible.is_empty() {
+            return Err(self.error(Call::GetDevice, NO_DEVICE, None));
+        }
+        Ok(self.current(&state))
+    }
+
+    fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
+        let mut state = self.state();
+        self.check_faults(&mut state, Call::SetDevice, Some(ordinal))?;
+        self.visible_gpu(Call::SetDevice, ordinal)?;
+        state.current.insert(thread::current().id(), ordinal);
+        Ok(())
+    }
+
+    fn alloc(&self, device: TorchDevice, bytes: usize) -> Result<Buffer, DriverError> {
+        let mut state = self.state();
+        let place = self.place_of(&state, Call::Alloc, device)?;
+        self.check_faults(&mut state, Call::Alloc, Self::device_of(place))?;
+        let handle = state.next_handle;
+        state.next_handle += (bytes as u64).max(1).next_multiple_of(256);
+        state.memory.insert(handle, (place, vec![0; bytes]));
+        Ok(Buffer {
+            place,
+            handle,
+            bytes,
+        })
+    }
+
+    fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<(), DriverError> {
+        let mut state = self.state();
+        self.check_faults(&mut state, Call::Copy, Self::device_of(dst.place))?;
+        let invalid = self.error(Call::Copy, INVALID_VALUE, None);
+        let (_, memory) = state.memory.get_mut(&dst.handle).ok_or(invalid.clone())?;
+        if data.len() > memory.len() {
+            return Err(invalid);
+        }
+        memory[..data.len()].copy_from_slice(data);
+        Ok(())
+    }
+
+    fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>, DriverError> {
+        let mut state = self.state();
+        self.check_faults(&mut state, Call::Copy, Self::device_of(src.place))?;
+        state
+            .memory
+            .get(&src.handle)
+            .map(|(_, data)| data.clone())
+            .ok_or_else(|| self.error(Call::Copy, INVALID_VALUE, None))
+    }
+
+    fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
+        let mut state = self.state();
+        self.check_faults(&mut state, Call::Free, Self::device_of(buffer.place))?;
+        state
+            .memory
+            .remove(&buffer.handle)
+            .map(|_| ())
+            .ok_or_else(|| self.error(Call::Free, INVALID_VALUE, None))
+    }
+
+    fn launch(&self, on: LaunchOn, _kernel: &str) -> Result<Place, DriverError> {
+        let mut state = self.state();
+        let place = match on {
+            LaunchOn::Cpu => Place::Cpu,
+            LaunchOn::CurrentDevice => {
+                if self.visible.is_empty() {
+                    return Err(self.error(Call::Launch, NO_DEVICE, None));
+                }
+                Place::Gpu(self.current(&state))
+            }
+        };
+        self.check_faults(&mut state, Call::Launch, Self::device_of(place))?;
+        Ok(place)
+    }
+
+    fn synchronize(&self) -> Result<(), DriverError> {
+        let mut state = self.state();
+        let current = (!self.visible.is_empty()).then(|| self.current(&state));
+        self.check_faults(&mut state, Call::Synchronize, current)
+    }
+
+    fn load_extension(&self, name: &str) -> Result<(), DriverError> {
+        let mut state = self.state();
+        self.check_faults(&mut state, Call::ExtensionLoad, None)?;
+        state.extensions.insert(name.to_string());
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn host(torch: TorchBuild, archs: &[&str]) -> HostSpec {
+        let archs: Vec<Arch> = archs.iter().map(|a| a.parse().expect("arch")).collect();
+        HostSpec::new(torch, &archs)
+    }
+
+    #[test]
+    fn each_thread_keeps_its_own_current_device() {
+        let sim = SimRuntime::new(host(TorchBuild::Cuda, &["sm_90", "sm_90"])).expect("host");
+        sim.set_device(1).expect("set");
+        std::thread::scope(|s| {
+            s.spawn(|| assert_eq!(sim.get_device().expect("get"), 0));
+        });
+        assert_eq!(sim.get_device().expect("get"), 1);
+    }
+
+    #[test]
+    fn hip_answers_capability_queries_with_gfx_numbers() {
+        let sim = SimRuntime::new(host(TorchBuild::Hip, &["gfx942"])).expect("host");
+        assert_eq!(sim.nvidia_capability(0).expect("cc"), ComputeCapability::new(9, 4));
+        assert_eq!(sim.amd_arch(0).expect("arch"), "gfx942");
+    }
+
+    #[test]
+    fn cuda_has_no_gcn_arch_name() {
+        let sim = SimRuntime::new(host(TorchBuild::Cuda, &["sm_90"])).expect("host");
+        let error = sim.amd_arch(0).expect_err("no gcnArchName on CUDA");
+        assert_eq!(error.code, NOT_SUPPORTED);
+    }
+
+    #[test]
+    fn freed_memory_gives_the_driver_error() {
+        let sim = SimRuntime::new(host(TorchBuild::Cuda, &["sm_90"])).expect("host");
+        let buffer = sim.alloc(TorchDevice::cuda(0), 16).expect("alloc");
+        sim.copy_in(&buffer, &[7; 16]).expect("copy");
+        assert_eq!(sim.copy_out(&buffer).expect("copy back"), vec![7; 16]);
+        sim.free(&buffer).expect("free");
+        assert_eq!(sim.copy_out(&buffer).expect_err("freed").code, INVALID_VALUE);
+        assert_eq!(sim.free(&buffer).expect_err("double free").code, INVALID_VALUE);
+    }
+
+    #[test]
+    fn out_of_range_devices_are_invalid() {
+        let sim = SimRuntime::new(host(TorchBuild::Cuda, &["sm_90"])).expect("host");
+        assert_eq!(sim.set_device(1).expect_err("one gpu").code, INVALID_DEVICE);
+        assert_eq!(
+            sim.alloc(TorchDevice::cuda(3), 1).expect_err("one gpu").code,
+            INVALID_DEVICE
+        );
+    }
+
+    #[test]
+    fn faults_fire_after_the_given_number_of_calls() {
+        let mut spec = host(TorchBuild::Cuda, &["sm_90", "sm_90"]);
+        spec.faults.push(crate::host::Fault {
+            call: Some(Call::Launch),
+            device: Some(1),
+            after: 1,
+            code: 719,
+            message: String::new(),
+        });
+        let sim = SimRuntime::new(spec).expect("host");
+        sim.launch(LaunchOn::CurrentDevice, "k").expect("device 0 is fine");
+        sim.set_device(1).expect("set");
+        sim.launch(LaunchOn::CurrentDevice, "k").expect("first call on 1 passes");
+        let error = sim.launch(LaunchOn::CurrentDevice, "k").expect_err("second fails");
+        assert_eq!(error.code, 719);
+        assert!(error.message.contains("CUDA_ERROR_LAUNCH_FAILED"));
+    }
+
+    #[test]
+    fn a_lost_device_fails_every_call_on_it() {
+        let mut spec = host(TorchBuild::Hip, &["gfx942", "gfx942"]);
+        spec.faults.push(crate::host::Fault {
+            call: None,
+            device: Some(1),
+            after: 0,
+            code: 999,
+            message: String::new(),
+        });
+        let sim = SimRuntime::new(spec).expect("host");
+        assert!(sim.amd_arch(0).is_ok());
+        assert!(sim.amd_arch(1).is_err());
+        assert!(sim.device_name(1).is_err());
+        assert!(sim.set_device(1).is_err());
+    }
+}

@@ -1,0 +1,399 @@
+//! Device selectors, their normalization to a [`Target`], and the one boundary function that turns a
+//! target into a torch device.
+//!
+//! Every spelling a user may write goes through [`normalize`]: on a HIP build each CUDA spelling (strings,
+//! integers, `Family::Cuda`, torch-style `cuda` devices) becomes ROCM, and ROCM is never turned back into
+//! CUDA. [`to_torch_device`] is the only place a target becomes a torch device; call it at execution
+//! boundaries alone.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::errors::DispatchError;
+use crate::family::Family;
+use crate::host::TorchBuild;
+use crate::mutants::{self, Mutant};
+
+/// What a user writes to ask for a device.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Selector {
+    /// A bare ordinal: the `n`-th visible GPU of the running build.
+    Ordinal(i64),
+    /// A string: `"cuda"`, `"cuda:1"`, `"ROCM"`, `"hip:0"`, `"cpu"`, `"torch.device('cuda:1')"` ...
+    Text(String),
+    /// A family enum value (GPTQModel's `DEVICE.CUDA`).
+    #[serde(skip)]
+    Family(Family),
+    /// A torch device object.
+    #[serde(skip)]
+    Torch(TorchDevice),
+}
+
+impl From<&str> for Selector {
+    fn from(text: &str) -> Self {
+        Selector::Text(text.to_string())
+    }
+}
+
+impl From<i64> for Selector {
+    fn from(ordinal: i64) -> Self {
+        Selector::Ordinal(ordinal)
+    }
+}
+
+impl From<Family> for Selector {
+    fn from(family: Family) -> Self {
+        Selector::Family(family)
+    }
+}
+
+impl From<TorchDevice> for Selector {
+    fn from(device: TorchDevice) -> Self {
+        Selector::Torch(device)
+    }
+}
+
+impl fmt::Display for Selector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Selector::Ordinal(n) => write!(f, "{n}"),
+            Selector::Text(text) => write!(f, "\"{text}\""),
+            Selector::Family(family) => write!(f, "Family::{family:?}"),
+            Selector::Torch(device) => write!(f, "torch.device(\"{device}\")"),
+        }
+    }
+}
+
+/// A normalized selector: a family plus an optional ordinal. No ordinal means "the current device".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Target {
+    /// The family, already normalized for the running build (ROCM on HIP, never CUDA there).
+    pub family: Family,
+    /// The explicit ordinal as written, or `None` for the family's current device.
+    pub ordinal: Option<u32>,
+}
+
+impl Target {
+    /// A family target: the current device of the family.
+    pub const fn family(family: Family) -> Self {
+        Self {
+            family,
+            ordinal: None,
+        }
+    }
+
+    /// An explicit device of the family.
+    pub const fn device(family: Family, ordinal: u32) -> Self {
+        Self {
+            family,
+            ordinal: Some(ordinal),
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.ordinal {
+            Some(n) => write!(f, "{}:{n}", self.family),
+            None => write!(f, "{}", self.family),
+        }
+    }
+}
+
+/// What a lock covers: one target, or every device of the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Every device the pool knows.
+    All,
+    /// One device, or every device of one family.
+    Target(Target),
+}
+
+/// The device types torch knows. ROCM has none of its own: HIP builds use `cuda`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TorchType {
+    /// `cpu`
+    Cpu,
+    /// `cuda` (NVIDIA on CUDA builds, AMD on HIP builds)
+    Cuda,
+    /// `xpu`
+    Xpu,
+    /// `mps`
+    Mps,
+}
+
+/// What a boundary call receives: a torch device type plus an optional index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TorchDevice {
+    /// The torch device type.
+    pub kind: TorchType,
+    /// The index, or `None` for the current device of that type.
+    pub index: Option<u32>,
+}
+
+impl TorchDevice {
+    /// `cpu`
+    pub const CPU: TorchDevice = TorchDevice {
+        kind: TorchType::Cpu,
+        index: None,
+    };
+
+    /// `cuda:N`
+    pub const fn cuda(index: u32) -> Self {
+        Self {
+            kind: TorchType::Cuda,
+            index: Some(index),
+        }
+    }
+}
+
+impl fmt::Display for TorchDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.kind {
+            TorchType::Cpu => "cpu",
+            TorchType::Cuda => "cuda",
+            TorchType::Xpu => "xpu",
+            TorchType::Mps => "mps",
+        };
+        match self.index {
+            Some(index) => write!(f, "{kind}:{index}"),
+            None => f.write_str(kind),
+        }
+    }
+}
+
+/// A selector as spelled, before the running build gives it meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spelled {
+    Cpu,
+    Cuda,
+    Rocm,
+    Xpu,
+    Mps,
+    All,
+    /// A bare integer: the running build's GPU family.
+    Gpu,
+}
+
+/// Reads a selector's spelling: which family word, which ordinal. Knows nothing about the build.
+fn spell(selector: &Selector) -> Result<(Spelled, Option<u32>, bool), DispatchError> {
+    match selector {
+        Selector::Ordinal(n) => {
+            let ordinal = u32::try_from(*n).map_err(|_| DispatchError::UnknownSelector {
+                input: n.to_string(),
+            })?;
+            Ok((Spelled::Gpu, Some(ordinal), false))
+        }
+        Selector::Family(family) => Ok((spelled_family(*family), None, false)),
+        Selector::Torch(device) => {
+            let spelled = match device.kind {
+                TorchType::Cpu => Spelled::Cpu,
+                TorchType::Cuda => Spelled::Cuda,
+                TorchType::Xpu => Spelled::Xpu,
+                TorchType::Mps => Spelled::Mps,
+            };
+            Ok((spelled, device.index, false))
+        }
+        Selector::Text(text) => {
+            let (spelled, ordinal) = spell_text(text)?;
+            Ok((spelled, ordinal, true))
+        }
+    }
+}
+
+fn spelled_family(family: Family) -> Spelled {
+    match family {
+        Family::Cpu => Spelled::Cpu,
+        Family::Cuda => Spelled::Cuda,
+        Family::Rocm => Spelled::Rocm,
+        Family::Xpu => Spelled::Xpu,
+        Family::Mps => Spelled::Mps,
+        Family::All => Spelled::All,
+    }
+}
+
+/// Parses the string forms: `cuda`, `cuda:1`, `ROCM`, `hip:0`, `DEVICE.ROCM`, `"3"`,
+/// `torch.device('cuda:1')`, `torch.device("cuda", 1)` and `device(type='cuda', index=1)`.
+fn spell_text(text: &str) -> Result<(Spelled, Option<u32>), DispatchError> {
+    let unknown = || DispatchError::UnknownSelector {
+        input: text.to_string(),
+    };
+    let lower = text.trim().to_ascii_lowercase();
+    let inner = unwrap_torch_device(&lower).ok_or_else(unknown)?;
+    let inner = inner.strip_prefix("device.").unwrap_or(&inner).to_string();
+    if let Ok(n) = inner.parse::<u32>() {
+        return Ok((Spelled::Gpu, Some(n)));
+    }
+    let (name, ordinal) = match inner.split_once(':') {
+        Some((name, digits)) => {
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(unknown());
+            }
+            (name, Some(digits.parse::<u32>().map_err(|_| unknown())?))
+        }
+        None => (inner.as_str(), None),
+    };
+    let spelled = match name {
+        "cpu" => Spelled::Cpu,
+        "cuda" => Spelled::Cuda,
+        "rocm" | "hip" => Spelled::Rocm,
+        "xpu" => Spelled::Xpu,
+        "mps" => Spelled::Mps,
+        "all" if ordinal.is_none() => Spelled::All,
+        _ => return Err(unknown()),
+    };
+    let ordinal = if spelled == Spelled::Cpu { None } else { ordinal };
+    Ok((spelled, ordinal))
+}
+
+/// Strips the torch-style wrappers and returns `name[:index]`; `None` when a wrapper is malformed.
+fn unwrap_torch_device(lower: &str) -> Option<String> {
+    let args = if let Some(rest) = lower.strip_prefix("torch.device(") {
+        rest.strip_suffix(')')?
+    } else if let Some(rest) = lower.strip_prefix("device(") {
+        rest.strip_suffix(')')?
+    } else {
+        return Some(lower.to_string());
+    };
+    let mut name = None;
+    let mut index = None;
+    for (position, arg) in args.split(',').map(str::trim).enumerate() {
+        let (key, value) = match arg.split_once('=') {
+            Some((key, value)) => (Some(key.trim()), value.trim()),
+            None => (None, arg),
+        };
+        let value = value.trim_matches(|c| c == '\'' || c == '"');
+        match (key, position) {
+            (Some("type"), _) | (None, 0) => name = Some(value.to_string()),
+            (Some("index"), _) | (None, 1) => index = Some(value.to_string()),
+            _ => return None,
+        }
+    }
+    let name = name?;
+    Some(match index {
+        Some(index) if index != "none" => format!("{name}:{index}"),
+        _ => name,
+    })
+}
+
+/// Normalizes a selector for the running build.
+///
+/// `visible_count` is asked only for GPU families, so CPU requests make no runtime call. Errors:
+/// `unknown-selector` for spellings devsim does not know, `family-not-present` for a family the build has
+/// none of, `no-such-device` for an ordinal past the visible count.
+pub fn normalize(
+    selector: &Selector,
+    build: TorchBuild,
+    visible_count: impl FnOnce() -> Result<u32, DispatchError>,
+) -> Result<Target, DispatchError> {
+    match normalize_scope(selector, build, visible_count)? {
+        Scope::Target(target) => Ok(target),
+        Scope::All => Err(DispatchError::UnknownSelector {
+            input: format!("{selector} (`all` names a lock scope, not a device)"),
+        }),
+    }
+}
+
+/// Like [`normalize`], but also accepts `all`, which only lock scopes may name.
+pub fn normalize_scope(
+    selector: &Selector,
+    build: TorchBuild,
+    visible_count: impl FnOnce() -> Result<u32, DispatchError>,
+) -> Result<Scope, DispatchError> {
+    let (spelled, ordinal, from_text) = spell(selector)?;
+    let gpu_family = build.gpu_family();
+    let family = match spelled {
+        Spelled::All => return Ok(Scope::All),
+        Spelled::Cpu => return Ok(Scope::Target(Target::family(Family::Cpu))),
+        Spelled::Xpu => Family::Xpu,
+        Spelled::Mps => Family::Mps,
+        Spelled::Rocm => {
+            if mutants::active(Mutant::RocmStoredAsCuda) {
+                Family::Cuda
+            } else {
+                Family::Rocm
+            }
+        }
+        Spelled::Cuda | Spelled::Gpu => {
+            let keep_spelling = build == TorchBuild::Hip
+                && spelled == Spelled::Cuda
+                && ((from_text && mutants::active(Mutant::StringSelectorsSkipNormalization))
+                    || (!from_text && mutants::active(Mutant::CudaSpellingIsNvidia)));
+            match gpu_family {
+                Some(Family::Rocm) if mutants::active(Mutant::RocmStoredAsCuda) => Family::Cuda,
+                _ if keep_spelling => Family::Cuda,
+                Some(family) => family,
+                None => Family::Cuda,
+            }
+        }
+    };
+    // torch's `cuda` namespace answers on CUDA and HIP builds alike; only a HIP build has AMD GPUs.
+    let present = match family {
+        Family::Cuda => matches!(build, TorchBuild::Cuda | TorchBuild::Hip),
+        Family::Rocm => build == TorchBuild::Hip,
+        _ => false,
+    };
+    if !present {
+        return Err(DispatchError::FamilyNotPresent { family, build });
+    }
+    let count = visible_count()?;
+    if count == 0 {
+        return Err(DispatchError::FamilyNotPresent { family, build });
+    }
+    if let Some(ordinal) = ordinal {
+        if ordinal >= count {
+            return Err(DispatchError::NoSuchDevice {
+                target: Target::device(family, ordinal),
+                visible: count,
+            });
+        }
+    }
+    Ok(Scope::Target(Target { family, ordinal }))
+}
+
+/// The one boundary function: the torch device a target is handed to torch as.
+///
+/// A family target stays indexless (torch then uses the current device); an explicit ordinal is kept as
+/// written. ROCM becomes torch type `cuda` here and only here.
+pub fn to_torch_device(target: &Target) -> TorchDevice {
+    let kind = match target.family {
+        Family::Cpu | Family::All => return TorchDevice::CPU,
+        Family::Cuda | Family::Rocm => TorchType::Cuda,
+        Family::Xpu => TorchType::Xpu,
+        Family::Mps => TorchType::Mps,
+    };
+    let index = if mutants::active(Mutant::ExplicitOrdinalDropped) {
+        None
+    } else if mutants::active(Mutant::FamilyMovesToGpuZero) {
+        Some(target.ordinal.unwrap_or(0))
+    } else {
+        target.ordinal
+    };
+    TorchDevice { kind, index }
+}
+
+impl std::str::FromStr for TorchDevice {
+    type Err = DispatchError;
+
+    /// Parses `cpu`, `cuda`, `cuda:1`, `xpu:0`, `mps` (torch's own spellings only).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let unknown = || DispatchError::UnknownSelector {
+            input: text.to_string(),
+        };
+        let (kind, index) = match text.split_once(':') {
+            Some((kind, index)) => (kind, Some(index.parse().map_err(|_| unknown())?)),
+            None => (text, None),
+        };
+        let kind = match kind {
+            "cpu" => TorchType::Cpu,
+            "cuda" => TorchType::Cuda,
+            "xpu" => TorchType::Xpu,
+            "mps" => TorchType::Mps,
+            _ => return Err(unknown()),
+        };
+        Ok(TorchDevice { kind, index })
+    }
+}

@@ -1,0 +1,277 @@
+//! The trace: the ordered record of every runtime call (and every dispatch gate) made while a step ran.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+
+/// A runtime call, as named in scenario trace rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Call {
+    /// How many devices the build sees.
+    DeviceCount,
+    /// A device's name.
+    DeviceName,
+    /// An NVIDIA compute-capability query.
+    NvidiaCapability,
+    /// An NVIDIA opt-in shared-memory-per-block query.
+    SmemOptin,
+    /// An AMD `gcnArchName` query.
+    AmdArch,
+    /// Read the thread's current device.
+    GetDevice,
+    /// Change the thread's current device.
+    SetDevice,
+    /// Allocate device memory.
+    Alloc,
+    /// Copy between host and device.
+    Copy,
+    /// Free device memory.
+    Free,
+    /// Launch work.
+    Launch,
+    /// Wait for the device.
+    Synchronize,
+    /// Load a kernel's native extension.
+    ExtensionLoad,
+    /// Take a device-pool lock.
+    Lock,
+}
+
+impl Call {
+    /// Every call, in a fixed order.
+    pub const EVERY: [Call; 14] = [
+        Call::DeviceCount,
+        Call::DeviceName,
+        Call::NvidiaCapability,
+        Call::SmemOptin,
+        Call::AmdArch,
+        Call::GetDevice,
+        Call::SetDevice,
+        Call::Alloc,
+        Call::Copy,
+        Call::Free,
+        Call::Launch,
+        Call::Synchronize,
+        Call::ExtensionLoad,
+        Call::Lock,
+    ];
+
+    /// The name used in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Call::DeviceCount => "device_count",
+            Call::DeviceName => "device_name",
+            Call::NvidiaCapability => "nvidia_capability",
+            Call::SmemOptin => "smem_optin",
+            Call::AmdArch => "amd_arch",
+            Call::GetDevice => "get_device",
+            Call::SetDevice => "set_device",
+            Call::Alloc => "alloc",
+            Call::Copy => "copy",
+            Call::Free => "free",
+            Call::Launch => "launch",
+            Call::Synchronize => "synchronize",
+            Call::ExtensionLoad => "extension_load",
+            Call::Lock => "lock",
+        }
+    }
+
+    /// Whether the call concerns one device (and so can hit a lost device).
+    pub fn is_device_scoped(self) -> bool {
+        !matches!(
+            self,
+            Call::DeviceCount | Call::GetDevice | Call::ExtensionLoad | Call::Lock
+        )
+    }
+}
+
+impl fmt::Display for Call {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Call {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Call::EVERY
+            .into_iter()
+            .find(|call| call.as_str() == name)
+            .ok_or_else(|| name.to_string())
+    }
+}
+
+/// A dispatch gate, recorded in order as each runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Gate {
+    /// Selector normalization.
+    Normalize,
+    /// The kernel's declared families against the target's family.
+    Family,
+    /// The kernel's supported bit widths.
+    Bits,
+    /// The kernel's arch rule against the target's GPU.
+    Arch,
+}
+
+impl Gate {
+    /// Every gate, in the order dispatch runs them.
+    pub const EVERY: [Gate; 4] = [Gate::Normalize, Gate::Family, Gate::Bits, Gate::Arch];
+
+    /// The name used in scenario files: `gate:family`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Gate::Normalize => "gate:normalize",
+            Gate::Family => "gate:family",
+            Gate::Bits => "gate:bits",
+            Gate::Arch => "gate:arch",
+        }
+    }
+}
+
+/// One entry of a trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Entry {
+    /// A runtime call.
+    Call {
+        /// Which call.
+        call: Call,
+        /// The device it concerned, if one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        device: Option<String>,
+        /// A detail: the extension or kernel name, the lock key.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        /// Whether it succeeded.
+        ok: bool,
+    },
+    /// A dispatch gate.
+    Gate {
+        /// Which gate.
+        gate: Gate,
+        /// Whether it passed.
+        passed: bool,
+        /// What it judged.
+        detail: String,
+    },
+}
+
+impl Entry {
+    /// The name trace rules match: the call name, or `gate:…`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Entry::Call { call, .. } => call.as_str(),
+            Entry::Gate { gate, .. } => gate.as_str(),
+        }
+    }
+}
+
+impl fmt::Display for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Entry::Call {
+                call,
+                device,
+                detail,
+                ok,
+            } => {
+                write!(f, "{call}")?;
+                let args: Vec<&str> = device.iter().chain(detail).map(String::as_str).collect();
+                if !args.is_empty() {
+                    write!(f, "({})", args.join(", "))?;
+                }
+                if !ok {
+                    write!(f, " -> error")?;
+                }
+                Ok(())
+            }
+            Entry::Gate {
+                gate,
+                passed,
+                detail,
+            } => write!(
+                f,
+                "{} {} ({detail})",
+                gate.as_str(),
+                if *passed { "passed" } else { "refused" }
+            ),
+        }
+    }
+}
+
+/// Whether a name is one trace rules may use.
+pub fn is_event_name(name: &str) -> bool {
+    name.parse::<Call>().is_ok() || Gate::EVERY.iter().any(|gate| gate.as_str() == name)
+}
+
+/// Every name trace rules may use.
+pub fn event_names() -> Vec<&'static str> {
+    Call::EVERY
+        .iter()
+        .map(|call| call.as_str())
+        .chain(Gate::EVERY.iter().map(|gate| gate.as_str()))
+        .collect()
+}
+
+/// A shared, ordered, append-only list of entries.
+#[derive(Debug, Clone, Default)]
+pub struct Trace {
+    entries: Arc<Mutex<Vec<Entry>>>,
+}
+
+impl Trace {
+    /// An empty trace.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<Entry>> {
+        // A panic while holding the lock cannot leave a half-pushed Vec, so the data is still good.
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Appends an entry.
+    pub fn push(&self, entry: Entry) {
+        self.lock().push(entry);
+    }
+
+    /// Records a gate outcome.
+    pub fn gate(&self, gate: Gate, passed: bool, detail: impl Into<String>) {
+        self.push(Entry::Gate {
+            gate,
+            passed,
+            detail: detail.into(),
+        });
+    }
+
+    /// The number of entries so far: a mark to slice a step's entries with [`Trace::since`].
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// The entries recorded since `mark`.
+    pub fn since(&self, mark: usize) -> Vec<Entry> {
+        self.lock().get(mark..).map(<[_]>::to_vec).unwrap_or_default()
+    }
+
+    /// Every entry.
+    pub fn entries(&self) -> Vec<Entry> {
+        self.since(0)
+    }
+}
+
+/// How many entries in `entries` are named `name`.
+pub fn count(entries: &[Entry], name: &str) -> usize {
+    entries.iter().filter(|entry| entry.name() == name).count()
+}
