@@ -5,10 +5,15 @@
 //! records every call, and runs kernel contracts and scenario files against it, so dispatch bugs show up
 //! without the hardware.
 
+pub mod discover;
+pub mod dispatch;
 pub mod errors;
 pub mod family;
 pub mod host;
+pub mod kernel;
 pub mod mutants;
+pub mod pool;
+pub mod report;
 pub mod runtime;
 pub mod selector;
 pub mod trace;
@@ -20,3 +25,5 @@ pub use host::{HostSpec, TorchBuild};
 pub use runtime::{Recorder, Runtime, SimRuntime};
 pub use selector::{Selector, Target, TorchDevice, normalize, to_torch_device};
 pub use trace::{Call, Trace};
+pub use dispatch::Dispatch;
+pub use kernel::{Catalog, Kernel, KernelSpec};

@@ -1,0 +1,245 @@
+//! The reference catalog: the kernels the seed audits, with their contracts (../shared/CATALOG.md).
+//!
+//! Priorities the reference gives are kept; the others are chosen here: allspark 70, awq_gemv_triton 35,
+//! awq_bitblas 25, awq_llm 15,
+//! qqq 100 / qqq_torch 90, paroquant_triton 40 / paroquant 20, fp8_torch 10, w4a_nvfp4 110 / w4a_fp8 100,
+//! bitsandbytes 10, vptq_cuda 10, exl3_exllama_v3 100 / exl3_torch 10, mlx 60 (GPTQ and AWQ),
+//! fp4_source 10. Explicit-only kernels have priority 0.
+
+use crate::errors::DispatchError;
+use crate::family::{ComputeCapability, Family};
+use crate::kernel::special::{AllSpark, Bitsandbytes, NativeExl3};
+use crate::kernel::{Kernel, KernelSpec, Method, SpecKernel};
+
+use Family::{All, Cpu, Cuda, Mps, Rocm, Xpu};
+use Method::*;
+
+const GPTQ_BITS: &[u32] = &[2, 3, 4, 8];
+const FOUR: &[u32] = &[4];
+const EIGHT: &[u32] = &[8];
+const FOUR_EIGHT: &[u32] = &[4, 8];
+const GGUF_BITS: &[u32] = &[2, 3, 4, 5, 6, 8];
+const EXL3_BITS: &[u32] = &[2, 3, 4, 5, 6, 8];
+const SWORDFISH_CC: &[ComputeCapability] = &[
+    ComputeCapability::new(10, 0),
+    ComputeCapability::new(10, 3),
+    ComputeCapability::new(11, 0),
+];
+const RDNA4: &[&str] = &["gfx1200", "gfx1201"];
+const MACHETE_SMEM: u32 = 204_800;
+
+/// Every contract of the reference catalog, in CATALOG.md's order.
+pub const REFERENCE_SPECS: &[KernelSpec] = &[
+    KernelSpec::new("gptq_torch", Gptq, GPTQ_BITS, &[All]).priority(20),
+    KernelSpec::new("gptq_torch_fused", Gptq, FOUR, &[Cpu, Xpu]).priority(50),
+    KernelSpec::new("gptq_torch_aten", Gptq, FOUR, &[Cpu]).priority(110),
+    KernelSpec::new("gptq_torch_int8", Gptq, EIGHT, &[Cpu]).explicit_only(),
+    KernelSpec::new("gptq_triton", Gptq, &[2, 4, 8], &[Cuda])
+        .requires("triton")
+        .priority(40)
+        .alternative("gptq_torch"),
+    KernelSpec::new("gptq_exllama_v2", Gptq, FOUR, &[Cuda])
+        .extension("exllamav2")
+        .priority(80)
+        .alternative("gptq_torch"),
+    KernelSpec::new("gptq_marlin", Gptq, FOUR_EIGHT, &[Cuda])
+        .cc_at_least(7, 5)
+        .extension("marlin")
+        .priority(90)
+        .alternative("gptq_torch"),
+    KernelSpec::new("gptq_machete", Gptq, FOUR_EIGHT, &[Cuda])
+        .cc_one_of(&[ComputeCapability::new(9, 0)])
+        .smem_optin_at_least(MACHETE_SMEM)
+        .extension("machete")
+        .priority(100)
+        .alternative("gptq_torch"),
+    KernelSpec::new("gptq_swordfish", Gptq, FOUR, &[Cuda])
+        .cc_one_of(SWORDFISH_CC)
+        .extension("swordfish")
+        .priority(101)
+        .alternative("gptq_torch"),
+    KernelSpec::new("gptq_bitblas", Gptq, &[1, 2, 4, 8], &[Cuda])
+        .requires("bitblas")
+        .priority(30)
+        .alternative("gptq_torch"),
+    KernelSpec::new("gptq_allspark", Gptq, FOUR_EIGHT, &[Cuda, Rocm])
+        .cc_range((8, 0), (9, 0))
+        .amd_targets(RDNA4)
+        .extension("allspark")
+        .priority(70)
+        .alternative("gptq_torch")
+        .repacks(),
+    KernelSpec::new("awq_torch", Awq, FOUR, &[All]).priority(10),
+    KernelSpec::new("awq_torch_fused", Awq, FOUR, &[Cpu, Xpu]).priority(20),
+    KernelSpec::new("awq_torch_aten", Awq, FOUR, &[Cpu]).priority(110),
+    KernelSpec::new("awq_torch_int8", Awq, EIGHT, &[Cpu]).explicit_only(),
+    KernelSpec::new("awq_gemm", Awq, FOUR, &[Cuda])
+        .extension("awq")
+        .priority(60)
+        .alternative("awq_gemm_triton"),
+    KernelSpec::new("awq_gemv", Awq, FOUR, &[Cuda])
+        .extension("awq")
+        .priority(40)
+        .alternative("awq_gemv_triton"),
+    KernelSpec::new("awq_gemv_fast", Awq, FOUR, &[Cuda])
+        .extension("awq")
+        .priority(30)
+        .alternative("awq_gemv_triton"),
+    KernelSpec::new("awq_llm", Awq, FOUR, &[Cuda])
+        .extension("awq")
+        .priority(15)
+        .alternative("awq_torch"),
+    KernelSpec::new("awq_gemm_triton", Awq, FOUR, &[Cuda, Rocm])
+        .requires("triton")
+        .priority(50),
+    KernelSpec::new("awq_gemv_triton", Awq, FOUR, &[Cuda, Rocm])
+        .requires("triton")
+        .priority(35),
+    KernelSpec::new("awq_marlin", Awq, FOUR, &[Cuda])
+        .cc_at_least(8, 0)
+        .extension("marlin")
+        .priority(90)
+        .alternative("awq_torch"),
+    KernelSpec::new("awq_machete", Awq, FOUR, &[Cuda])
+        .cc_one_of(&[ComputeCapability::new(9, 0)])
+        .smem_optin_at_least(MACHETE_SMEM)
+        .extension("machete")
+        .priority(100)
+        .alternative("awq_torch"),
+    KernelSpec::new("awq_swordfish", Awq, FOUR, &[Cuda])
+        .cc_one_of(SWORDFISH_CC)
+        .extension("swordfish")
+        .priority(101)
+        .alternative("awq_torch"),
+    KernelSpec::new("awq_bitblas", Awq, FOUR, &[Cuda])
+        .requires("bitblas")
+        .priority(25)
+        .alternative("awq_torch"),
+    KernelSpec::new("awq_exllama_v2", Awq, FOUR, &[Cuda])
+        .extension("exllamav2_awq")
+        .priority(80)
+        .alternative("awq_torch"),
+    KernelSpec::new("awq_allspark", Awq, FOUR_EIGHT, &[Cuda, Rocm])
+        .cc_range((8, 0), (9, 0))
+        .amd_targets(RDNA4)
+        .extension("allspark")
+        .priority(70)
+        .alternative("awq_torch")
+        .repacks(),
+    KernelSpec::new("qqq", Qqq, FOUR, &[Cuda])
+        .cc_at_least(8, 0)
+        .extension("qqq")
+        .priority(100)
+        .alternative("qqq_torch"),
+    KernelSpec::new("qqq_torch", Qqq, FOUR, &[All]).priority(90),
+    KernelSpec::new("paroquant", Paroquant, FOUR, &[All]).priority(20),
+    KernelSpec::new("paroquant_triton", Paroquant, FOUR, &[Cuda, Rocm])
+        .requires("triton")
+        .priority(40),
+    KernelSpec::new("fp8_torch", Fp8, EIGHT, &[Cpu, Cuda, Rocm, Xpu, Mps]).priority(10),
+    KernelSpec::new("w4a_fp8", W4a, FOUR, &[Cuda])
+        .cc_at_least(8, 9)
+        .extension("w4a")
+        .priority(100),
+    KernelSpec::new("w4a_nvfp4", W4a, FOUR, &[Cuda])
+        .cc_at_least(10, 0)
+        .extension("w4a")
+        .priority(110),
+    KernelSpec::new("bitsandbytes", Method::Bitsandbytes, FOUR_EIGHT, &[Cpu, Cuda, Rocm])
+        .requires("bitsandbytes")
+        .priority(10),
+    KernelSpec::new("gguf_torch", Gguf, GGUF_BITS, &[All]).priority(15),
+    KernelSpec::new("gguf_triton", Gguf, GGUF_BITS, &[Cuda, Rocm])
+        .requires("triton")
+        .priority(45),
+    KernelSpec::new("gguf_cpp_cpu", Gguf, GGUF_BITS, &[Cpu])
+        .extension("ggml")
+        .priority(25),
+    KernelSpec::new("gguf_cpp_cuda", Gguf, GGUF_BITS, &[Cuda])
+        .extension("ggml")
+        .priority(35)
+        .alternative("gguf_triton"),
+    KernelSpec::new("vptq_cuda", Vptq, &[2, 3, 4], &[Cuda])
+        .extension("vptq")
+        .priority(10),
+    KernelSpec::new("mlx_gptq", Gptq, GPTQ_BITS, &[Mps])
+        .requires("mlx")
+        .priority(60),
+    KernelSpec::new("mlx_awq", Awq, FOUR, &[Mps]).requires("mlx").priority(60),
+    KernelSpec::new("torch_quant_embedding", Embedding, FOUR_EIGHT, &[All]).explicit_only(),
+    KernelSpec::new("exl3_exllama_v3", Exl3, EXL3_BITS, &[Cuda])
+        .extension("exllamav3")
+        .priority(100)
+        .alternative("exl3_torch"),
+    KernelSpec::new("exl3_torch", Exl3, EXL3_BITS, &[All]).priority(10),
+    KernelSpec::new("fp4_source", Fp4, FOUR, &[Cpu, Cuda]).priority(10),
+];
+
+/// A set of registered kernels, looked up by name.
+pub struct Catalog {
+    kernels: Vec<Box<dyn Kernel>>,
+}
+
+impl Catalog {
+    /// The reference catalog, with the behaviour-carrying kernels wired to their own types.
+    pub fn reference() -> Self {
+        let kernels = REFERENCE_SPECS
+            .iter()
+            .cloned()
+            .map(|spec| -> Box<dyn Kernel> {
+                match spec.name {
+                    "gptq_allspark" | "awq_allspark" => Box::new(AllSpark(spec)),
+                    "exl3_exllama_v3" => Box::new(NativeExl3(spec)),
+                    "bitsandbytes" => Box::new(Bitsandbytes(spec)),
+                    _ => Box::new(SpecKernel(spec)),
+                }
+            })
+            .collect();
+        Self { kernels }
+    }
+
+    /// A catalog of exactly these kernels.
+    pub fn from_kernels(kernels: Vec<Box<dyn Kernel>>) -> Self {
+        Self { kernels }
+    }
+
+    /// Every kernel, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &dyn Kernel> {
+        self.kernels.iter().map(|k| k.as_ref())
+    }
+
+    /// Every kernel name, in registration order.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.iter().map(|k| k.spec().name).collect()
+    }
+
+    /// How many kernels are registered.
+    pub fn len(&self) -> usize {
+        self.kernels.len()
+    }
+
+    /// Whether no kernel is registered.
+    pub fn is_empty(&self) -> bool {
+        self.kernels.is_empty()
+    }
+
+    /// The kernel called `name`, or an `unknown-kernel` error naming the closest one.
+    pub fn get(&self, name: &str) -> Result<&dyn Kernel, DispatchError> {
+        self.iter()
+            .find(|k| k.spec().name == name)
+            .ok_or_else(|| DispatchError::UnknownKernel {
+                name: name.to_string(),
+                suggestion: closest(name, self.names()),
+            })
+    }
+}
+
+/// The candidate closest to `input` by edit distance, if close enough to be a plausible typo.
+pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(input, c), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c.to_string())
+}

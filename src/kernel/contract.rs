@@ -1,0 +1,298 @@
+//! A kernel's device contract: the data a contributor fills in, in a few lines.
+
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::family::{ComputeCapability, Family};
+
+/// A quantization method, the key automatic selection picks by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    /// GPTQ.
+    Gptq,
+    /// AWQ.
+    Awq,
+    /// QQQ.
+    Qqq,
+    /// ParoQuant.
+    Paroquant,
+    /// FP8.
+    Fp8,
+    /// W4A (FP8 or NVFP4 activations).
+    W4a,
+    /// bitsandbytes NF4/FP4/INT8.
+    Bitsandbytes,
+    /// GGUF.
+    Gguf,
+    /// VPTQ.
+    Vptq,
+    /// EXL3.
+    Exl3,
+    /// Source-FP4 loading.
+    Fp4,
+    /// Quantized embeddings.
+    Embedding,
+}
+
+impl Method {
+    /// Every method, in a fixed order.
+    pub const EVERY: [Method; 12] = [
+        Method::Gptq,
+        Method::Awq,
+        Method::Qqq,
+        Method::Paroquant,
+        Method::Fp8,
+        Method::W4a,
+        Method::Bitsandbytes,
+        Method::Gguf,
+        Method::Vptq,
+        Method::Exl3,
+        Method::Fp4,
+        Method::Embedding,
+    ];
+
+    /// The lowercase name used in scenario files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Gptq => "gptq",
+            Method::Awq => "awq",
+            Method::Qqq => "qqq",
+            Method::Paroquant => "paroquant",
+            Method::Fp8 => "fp8",
+            Method::W4a => "w4a",
+            Method::Bitsandbytes => "bitsandbytes",
+            Method::Gguf => "gguf",
+            Method::Vptq => "vptq",
+            Method::Exl3 => "exl3",
+            Method::Fp4 => "fp4",
+            Method::Embedding => "embedding",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Method {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Method::EVERY
+            .into_iter()
+            .find(|method| method.as_str() == name.to_ascii_lowercase())
+            .ok_or_else(|| name.to_string())
+    }
+}
+
+/// Which NVIDIA compute capabilities a kernel runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "rule", rename_all = "snake_case")]
+pub enum NvidiaRule {
+    /// `cc >= min`.
+    AtLeast {
+        /// The lowest capability accepted.
+        min: ComputeCapability,
+    },
+    /// `min <= cc < below`.
+    Range {
+        /// The lowest capability accepted.
+        min: ComputeCapability,
+        /// The first capability refused.
+        below: ComputeCapability,
+    },
+    /// `cc` in a set.
+    OneOf {
+        /// The capabilities accepted.
+        set: &'static [ComputeCapability],
+    },
+}
+
+impl NvidiaRule {
+    /// Whether `cc` passes.
+    pub fn admits(&self, cc: ComputeCapability) -> bool {
+        match self {
+            NvidiaRule::AtLeast { min } => cc >= *min,
+            NvidiaRule::Range { min, below } => cc >= *min && cc < *below,
+            NvidiaRule::OneOf { set } => set.contains(&cc),
+        }
+    }
+}
+
+impl fmt::Display for NvidiaRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NvidiaRule::AtLeast { min } => write!(f, "compute capability >= {min}"),
+            NvidiaRule::Range { min, below } => {
+                write!(f, "compute capability >= {min} and < {below}")
+            }
+            NvidiaRule::OneOf { set } => {
+                let set: Vec<String> = set.iter().map(ToString::to_string).collect();
+                write!(f, "compute capability in {{{}}}", set.join(", "))
+            }
+        }
+    }
+}
+
+/// A kernel's declared device contract.
+#[derive(Debug, Clone, Serialize)]
+pub struct KernelSpec {
+    /// The catalog key.
+    pub name: &'static str,
+    /// The quantization method.
+    pub method: Method,
+    /// Supported weight bit widths.
+    pub bits: &'static [u32],
+    /// The families the kernel declares; `All` admits every family.
+    pub families: &'static [Family],
+    /// NVIDIA compute-capability rule, if any.
+    pub nvidia: Option<NvidiaRule>,
+    /// Minimum opt-in shared memory per block on NVIDIA, in bytes.
+    pub smem_optin_min: Option<u32>,
+    /// AMD base targets accepted, if restricted.
+    pub amd_targets: Option<&'static [&'static str]>,
+    /// The native extension loaded once every gate passed.
+    pub extension: Option<&'static str>,
+    /// A Python-side requirement (triton, bitblas, mlx ...), informational.
+    pub requires: Option<&'static str>,
+    /// Selection priority; higher wins.
+    pub priority: u32,
+    /// Whether automatic selection may pick it (explicit-only kernels are reachable by name alone).
+    pub selectable: bool,
+    /// The portable kernel to name when refusing.
+    pub alternative: Option<&'static str>,
+    /// Whether moving weights repacks them on the device (in the target's context).
+    pub repacks: bool,
+}
+
+const fn cc(major: u32, minor: u32) -> ComputeCapability {
+    ComputeCapability::new(major, minor)
+}
+
+impl KernelSpec {
+    /// A contract with a name, method, bit widths and families; the rest by builder methods.
+    pub const fn new(
+        name: &'static str,
+        method: Method,
+        bits: &'static [u32],
+        families: &'static [Family],
+    ) -> Self {
+        Self {
+            name,
+            method,
+            bits,
+            families,
+            nvidia: None,
+            smem_optin_min: None,
+            amd_targets: None,
+            extension: None,
+            requires: None,
+            priority: 0,
+            selectable: true,
+            alternative: None,
+            repacks: false,
+        }
+    }
+
+    /// NVIDIA `cc >= major.minor`.
+    pub const fn cc_at_least(mut self, major: u32, minor: u32) -> Self {
+        self.nvidia = Some(NvidiaRule::AtLeast {
+            min: cc(major, minor),
+        });
+        self
+    }
+
+    /// NVIDIA `min <= cc < below`.
+    pub const fn cc_range(mut self, min: (u32, u32), below: (u32, u32)) -> Self {
+        self.nvidia = Some(NvidiaRule::Range {
+            min: cc(min.0, min.1),
+            below: cc(below.0, below.1),
+        });
+        self
+    }
+
+    /// NVIDIA `cc` in a set.
+    pub const fn cc_one_of(mut self, set: &'static [ComputeCapability]) -> Self {
+        self.nvidia = Some(NvidiaRule::OneOf { set });
+        self
+    }
+
+    /// Minimum opt-in shared memory per block on NVIDIA.
+    pub const fn smem_optin_at_least(mut self, bytes: u32) -> Self {
+        self.smem_optin_min = Some(bytes);
+        self
+    }
+
+    /// AMD base targets accepted.
+    pub const fn amd_targets(mut self, targets: &'static [&'static str]) -> Self {
+        self.amd_targets = Some(targets);
+        self
+    }
+
+    /// The native extension to load after the gates.
+    pub const fn extension(mut self, name: &'static str) -> Self {
+        self.extension = Some(name);
+        self
+    }
+
+    /// A Python-side requirement.
+    pub const fn requires(mut self, package: &'static str) -> Self {
+        self.requires = Some(package);
+        self
+    }
+
+    /// Selection priority.
+    pub const fn priority(mut self, priority: u32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Reachable by name only.
+    pub const fn explicit_only(mut self) -> Self {
+        self.selectable = false;
+        self.priority = 0;
+        self
+    }
+
+    /// The portable kernel to suggest on refusal.
+    pub const fn alternative(mut self, name: &'static str) -> Self {
+        self.alternative = Some(name);
+        self
+    }
+
+    /// Weights are repacked on the device after a move.
+    pub const fn repacks(mut self) -> Self {
+        self.repacks = true;
+        self
+    }
+
+    /// Whether the declaration admits `family` (directly or through `All`).
+    pub fn declares(&self, family: Family) -> bool {
+        self.families.contains(&Family::All) || self.families.contains(&family)
+    }
+
+    /// The declared families in words: `cuda, rocm`.
+    pub fn families_text(&self) -> String {
+        let names: Vec<&str> = self.families.iter().map(|f| f.as_str()).collect();
+        names.join(", ")
+    }
+
+    /// The arch rule in words, for `devsim kernels`.
+    pub fn arch_text(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(rule) = &self.nvidia {
+            parts.push(format!("cuda: {rule}"));
+        }
+        if let Some(bytes) = self.smem_optin_min {
+            parts.push(format!("cuda: opt-in shared memory >= {bytes} bytes"));
+        }
+        if let Some(targets) = self.amd_targets {
+            parts.push(format!("rocm: {}", targets.join(" or ")));
+        }
+        parts.join("; ")
+    }
+}

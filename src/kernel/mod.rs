@@ -1,0 +1,86 @@
+//! Kernel contracts and the paths every kernel has: validate, warmup and move.
+//!
+//! Most kernels are pure data ([`KernelSpec`]) behind [`SpecKernel`]. Kernels with behaviour beyond data
+//! implement [`Kernel`] themselves, overriding only what differs; the default methods run the shared gates.
+
+pub mod audit;
+pub mod catalog;
+pub mod contract;
+pub mod gate;
+mod paths;
+pub mod select;
+mod special;
+
+pub use catalog::Catalog;
+pub use contract::{KernelSpec, Method, NvidiaRule};
+pub use paths::{Moved, Validated, Warmed};
+
+use crate::dispatch::Dispatch;
+use crate::errors::DispatchError;
+use crate::family::Family;
+use crate::runtime::Place;
+use crate::selector::{Selector, Target};
+
+/// A registered kernel: its contract plus its validate, warmup and move paths.
+pub trait Kernel: Send + Sync {
+    /// The declared contract.
+    fn spec(&self) -> &KernelSpec;
+
+    /// The families the family gate checks (the declaration, unless a kernel knows better).
+    fn families(&self) -> &[Family] {
+        self.spec().families
+    }
+
+    /// Runs every gate for an already-normalized target, then loads the extension.
+    fn validate_target(
+        &self,
+        dispatch: &Dispatch,
+        target: Target,
+        bits: Option<u32>,
+    ) -> Result<(), DispatchError> {
+        gate::run_gates(dispatch, self.spec(), self.families(), target, bits)
+    }
+
+    /// Normalizes the selector, then validates the target.
+    fn validate(&self, dispatch: &Dispatch, selector: &Selector) -> Result<Validated, DispatchError> {
+        paths::validate(self, dispatch, selector)
+    }
+
+    /// Work done on the device inside the target's context before the warmup launch or after a move
+    /// (repacking weights, for kernels that repack). Nothing by default.
+    fn prepare_on_device(&self, _dispatch: &Dispatch) -> Result<(), DispatchError> {
+        Ok(())
+    }
+
+    /// The name of the kernel launched at warmup.
+    fn launch_name(&self, _target: Target) -> String {
+        self.spec().name.to_string()
+    }
+
+    /// Validates, enters the target's context, launches, restores the caller's current device.
+    fn warmup(&self, dispatch: &Dispatch, selector: &Selector) -> Result<Warmed, DispatchError> {
+        paths::warmup(self, dispatch, selector)
+    }
+
+    /// Validates, resolves at the boundary and moves the kernel's weights there.
+    fn move_weights(&self, dispatch: &Dispatch, selector: &Selector) -> Result<Moved, DispatchError> {
+        paths::move_weights(self, dispatch, selector)
+    }
+}
+
+/// A kernel that is nothing but its contract.
+pub struct SpecKernel(pub KernelSpec);
+
+impl Kernel for SpecKernel {
+    fn spec(&self) -> &KernelSpec {
+        &self.0
+    }
+}
+
+/// The ordinal of a place, if a GPU.
+pub(crate) fn gpu_ordinal(place: Place) -> Option<u32> {
+    match place {
+        Place::Gpu(n) => Some(n),
+        Place::Cpu => None,
+    }
+}

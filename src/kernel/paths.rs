@@ -1,0 +1,145 @@
+//! The default validate, warmup and move paths.
+
+use serde::Serialize;
+
+use crate::dispatch::Dispatch;
+use crate::errors::{DispatchError, DriverError};
+use crate::kernel::{Kernel, gpu_ordinal};
+use crate::mutants::{self, Mutant};
+use crate::runtime::{DeviceGuard, LaunchOn, Place};
+use crate::selector::{Selector, Target, TorchDevice, TorchType, to_torch_device};
+
+/// A kernel accepted a target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Validated {
+    /// The normalized target.
+    pub target: Target,
+    /// Where it resolves at the torch boundary.
+    #[serde(serialize_with = "crate::report::display")]
+    pub torch_device: TorchDevice,
+}
+
+/// A warmup ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warmed {
+    /// What validation accepted.
+    #[serde(flatten)]
+    pub validated: Validated,
+    /// Where the warmup kernel ran.
+    pub ran_on: Place,
+}
+
+/// Weights were moved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Moved {
+    /// What validation accepted.
+    #[serde(flatten)]
+    pub validated: Validated,
+    /// Where the data ended.
+    pub lands_on: Place,
+}
+
+/// The bytes a kernel's test weights hold: deterministic, kernel-specific.
+fn weights(name: &str) -> Vec<u8> {
+    let seed = name.bytes().fold(17u8, |acc, b| acc.wrapping_mul(31).wrapping_add(b));
+    (0..4096u32)
+        .map(|i| seed.wrapping_add((i % 251) as u8))
+        .collect()
+}
+
+pub(super) fn validate<K: Kernel + ?Sized>(
+    kernel: &K,
+    dispatch: &Dispatch,
+    selector: &Selector,
+) -> Result<Validated, DispatchError> {
+    let target = dispatch.normalize(selector)?;
+    kernel.validate_target(dispatch, target, None)?;
+    Ok(Validated {
+        target,
+        torch_device: to_torch_device(&target),
+    })
+}
+
+/// Enters the context of a GPU torch device with an explicit index; `None` for CPU and indexless devices,
+/// which already run in the current context.
+fn enter<'a>(
+    dispatch: &Dispatch<'a>,
+    device: TorchDevice,
+) -> Result<Option<DeviceGuard<'a>>, DriverError> {
+    match (device.kind, device.index) {
+        (TorchType::Cpu, _) | (_, None) => Ok(None),
+        (_, Some(ordinal)) => DeviceGuard::enter(dispatch.runtime, ordinal).map(Some),
+    }
+}
+
+fn restore(guard: Option<DeviceGuard>) -> Result<(), DriverError> {
+    guard.map(DeviceGuard::restore).transpose().map(|_| ())
+}
+
+pub(super) fn warmup<K: Kernel + ?Sized>(
+    kernel: &K,
+    dispatch: &Dispatch,
+    selector: &Selector,
+) -> Result<Warmed, DispatchError> {
+    let validated = kernel.validate(dispatch, selector)?;
+    let device = validated.torch_device;
+    let rt = dispatch.runtime;
+    let on = if device.kind == TorchType::Cpu {
+        LaunchOn::Cpu
+    } else {
+        LaunchOn::CurrentDevice
+    };
+    let guard = if mutants::active(Mutant::WarmupOutsideTargetContext) {
+        None
+    } else {
+        enter(dispatch, device)?
+    };
+    // On error the guard's drop restores the caller's device.
+    if on == LaunchOn::CurrentDevice {
+        kernel.prepare_on_device(dispatch)?;
+    }
+    let ran_on = rt.launch(on, &kernel.launch_name(validated.target))?;
+    if on == LaunchOn::CurrentDevice {
+        rt.synchronize()?;
+    }
+    restore(guard)?;
+    Ok(Warmed { validated, ran_on })
+}
+
+pub(super) fn move_weights<K: Kernel + ?Sized>(
+    kernel: &K,
+    dispatch: &Dispatch,
+    selector: &Selector,
+) -> Result<Moved, DispatchError> {
+    let validated = kernel.validate(dispatch, selector)?;
+    let rt = dispatch.runtime;
+    let data = weights(kernel.spec().name);
+    let buffer = rt.alloc(validated.torch_device, data.len())?;
+    let result = (|| -> Result<(), DispatchError> {
+        rt.copy_in(&buffer, &data)?;
+        if let Some(ordinal) = gpu_ordinal(buffer.place) {
+            if kernel.spec().repacks {
+                let guard = DeviceGuard::enter(rt, ordinal)?;
+                kernel.prepare_on_device(dispatch)?;
+                guard.restore()?;
+            }
+        }
+        let back = rt.copy_out(&buffer)?;
+        if back != data {
+            return Err(DriverError {
+                call: "copy".into(),
+                code: -1,
+                message: "weights read back differ from what was written".into(),
+            }
+            .into());
+        }
+        Ok(())
+    })();
+    let freed = rt.free(&buffer);
+    result?;
+    freed?;
+    Ok(Moved {
+        validated,
+        lands_on: buffer.place,
+    })
+}

@@ -1,0 +1,78 @@
+//! Kernels with behaviour beyond their contract. Each overrides only what differs.
+
+use crate::dispatch::Dispatch;
+use crate::errors::DispatchError;
+use crate::family::Family;
+use crate::host::TorchBuild;
+use crate::kernel::{Kernel, KernelSpec, gate};
+use crate::mutants::{self, Mutant};
+use crate::runtime::LaunchOn;
+use crate::selector::Target;
+
+/// AllSpark (GPTQ and AWQ): repacks its weights on the device, inside the target's context, before the
+/// warmup launch and after a move. Its AMD rule is checked per selected target by the shared arch gate.
+pub struct AllSpark(pub KernelSpec);
+
+impl Kernel for AllSpark {
+    fn spec(&self) -> &KernelSpec {
+        &self.0
+    }
+
+    fn prepare_on_device(&self, dispatch: &Dispatch) -> Result<(), DispatchError> {
+        dispatch
+            .runtime
+            .launch(LaunchOn::CurrentDevice, "allspark_repack")?;
+        Ok(())
+    }
+}
+
+/// Native EXL3 (exllamav3): its extension is CUDA-only, so a HIP process refuses every request before the
+/// extension is touched, naming the portable alternative.
+pub struct NativeExl3(pub KernelSpec);
+
+impl Kernel for NativeExl3 {
+    fn spec(&self) -> &KernelSpec {
+        &self.0
+    }
+
+    fn validate_target(
+        &self,
+        dispatch: &Dispatch,
+        target: Target,
+        bits: Option<u32>,
+    ) -> Result<(), DispatchError> {
+        if dispatch.runtime.build() == TorchBuild::Hip && target.family != Family::Cpu {
+            if mutants::active(Mutant::ExtensionLoadedBeforeGates) {
+                gate::load_extension(dispatch, self.spec())?;
+            }
+            // Still run the family gate so the refusal is recorded where every other one is.
+            gate::family_gate(dispatch, self.spec(), self.families(), target)?;
+        }
+        gate::run_gates(dispatch, self.spec(), self.families(), target, bits)
+    }
+}
+
+/// bitsandbytes: NF4/FP4 (4-bit) and INT8 on CPU, NVIDIA and AMD. Its ROCm support was hidden by a missing
+/// declaration before the audit; the warmup launches the vendor path of the target's family.
+pub struct Bitsandbytes(pub KernelSpec);
+
+/// What bitsandbytes declared before the audit (ROCm missing).
+const PRE_AUDIT_FAMILIES: &[Family] = &[Family::Cpu, Family::Cuda];
+
+impl Kernel for Bitsandbytes {
+    fn spec(&self) -> &KernelSpec {
+        &self.0
+    }
+
+    fn families(&self) -> &[Family] {
+        if mutants::active(Mutant::HiddenRocmSupport) {
+            PRE_AUDIT_FAMILIES
+        } else {
+            self.0.families
+        }
+    }
+
+    fn launch_name(&self, target: Target) -> String {
+        format!("bitsandbytes_{}", target.family)
+    }
+}

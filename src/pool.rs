@@ -1,0 +1,143 @@
+//! The device thread pool's locks: one read/write lock per torch device key.
+//!
+//! A lock on one ordinal covers that device; a lock on a family covers every device of it (on a HIP build
+//! ROCM and "cuda" are the same family); a lock on `all` covers every key. Keys are always taken in one
+//! fixed order (cpu, then cuda:0, cuda:1 ...), so no two callers can deadlock.
+
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use crate::dispatch::Dispatch;
+use crate::errors::{DispatchError, DriverError};
+use crate::family::Family;
+use crate::mutants::{self, Mutant};
+use crate::runtime::Runtime;
+use crate::selector::{Scope, Selector, TorchDevice, TorchType};
+use crate::trace::{Call, Entry};
+
+/// Whether a lock shares its keys with other readers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Shared.
+    Read,
+    /// Exclusive.
+    Write,
+}
+
+enum Held<'a> {
+    Read(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
+    Write(#[allow(dead_code)] RwLockWriteGuard<'a, ()>),
+}
+
+/// Locks held on a set of keys; released when dropped.
+pub struct PoolGuard<'a> {
+    keys: Vec<TorchDevice>,
+    _held: Vec<Held<'a>>,
+}
+
+impl PoolGuard<'_> {
+    /// The keys held, in acquisition order.
+    pub fn covers(&self) -> &[TorchDevice] {
+        &self.keys
+    }
+}
+
+/// A lock per torch device the runtime sees.
+pub struct DevicePool {
+    keys: Vec<TorchDevice>,
+    locks: Vec<RwLock<()>>,
+}
+
+impl DevicePool {
+    /// A pool keyed by `cpu` and each visible GPU as `cuda:N`.
+    pub fn new(runtime: &dyn Runtime) -> Result<Self, DriverError> {
+        let gpus = match runtime.build().gpu_family() {
+            Some(_) => runtime.device_count()?,
+            None => 0,
+        };
+        Ok(Self::with_gpus(gpus))
+    }
+
+    /// A pool keyed by `cpu` and `cuda:0..gpus`.
+    pub fn with_gpus(gpus: u32) -> Self {
+        let mut keys = vec![TorchDevice::CPU];
+        keys.extend((0..gpus).map(TorchDevice::cuda));
+        keys.sort();
+        let locks = keys.iter().map(|_| RwLock::new(())).collect();
+        Self { keys, locks }
+    }
+
+    /// Every key, in lock order.
+    pub fn keys(&self) -> &[TorchDevice] {
+        &self.keys
+    }
+
+    /// The keys a scope covers, in lock order.
+    pub fn keys_for(&self, scope: Scope) -> Result<Vec<TorchDevice>, DispatchError> {
+        let target = match scope {
+            Scope::All => return Ok(self.keys.clone()),
+            Scope::Target(target) => target,
+        };
+        if target.family == Family::Rocm && mutants::active(Mutant::PoolRejectsRocm) {
+            return Err(DispatchError::UnknownSelector {
+                input: "rocm (unknown device for pool)".into(),
+            });
+        }
+        let kind = match target.family {
+            Family::Cpu => TorchType::Cpu,
+            Family::Cuda | Family::Rocm => TorchType::Cuda,
+            Family::Xpu => TorchType::Xpu,
+            Family::Mps => TorchType::Mps,
+            Family::All => return Ok(self.keys.clone()),
+        };
+        Ok(self
+            .keys
+            .iter()
+            .copied()
+            .filter(|key| key.kind == kind)
+            .filter(|key| target.ordinal.is_none() || key.index == target.ordinal)
+            .collect())
+    }
+
+    /// Takes every key of `scope` in `mode`, in lock order, blocking until all are held.
+    pub fn lock(&self, scope: Scope, mode: LockMode) -> Result<PoolGuard<'_>, DispatchError> {
+        let keys = self.keys_for(scope)?;
+        let held = keys
+            .iter()
+            .filter_map(|key| self.keys.iter().position(|k| k == key))
+            .map(|index| {
+                let lock = &self.locks[index];
+                match mode {
+                    LockMode::Read => Held::Read(lock.read().unwrap_or_else(|e| e.into_inner())),
+                    LockMode::Write => {
+                        Held::Write(lock.write().unwrap_or_else(|e| e.into_inner()))
+                    }
+                }
+            })
+            .collect();
+        Ok(PoolGuard { keys, _held: held })
+    }
+
+    /// Normalizes a selector (family enums, `all`, any CUDA spelling), locks, records one `lock` entry per
+    /// key, and returns the guard.
+    pub fn lock_selector<'p>(
+        &'p self,
+        dispatch: &Dispatch,
+        selector: &Selector,
+        mode: LockMode,
+    ) -> Result<PoolGuard<'p>, DispatchError> {
+        let scope = dispatch.normalize_scope(selector)?;
+        let guard = self.lock(scope, mode)?;
+        for key in guard.covers() {
+            dispatch.trace.push(Entry::Call {
+                call: Call::Lock,
+                device: Some(key.to_string()),
+                detail: Some(match mode {
+                    LockMode::Read => "read".into(),
+                    LockMode::Write => "write".into(),
+                }),
+                ok: true,
+            });
+        }
+        Ok(guard)
+    }
+}
