@@ -243,7 +243,7 @@ pub enum HostError {
 }
 
 /// A scenario or host-profile file that cannot be loaded, located at `path:line:column`.
-#[derive(Debug, Clone, PartialEq, Eq, Error, miette::Diagnostic)]
+#[derive(Debug, Clone, Error, miette::Diagnostic)]
 #[error("{}:{line}:{column}: {message}", path.display())]
 pub struct LoadError {
     /// The file.
@@ -257,6 +257,27 @@ pub struct LoadError {
     /// A suggestion, such as the closest valid name.
     #[help]
     pub help: Option<String>,
+    /// The file's text, for rendering the offending line.
+    #[source_code]
+    pub source_code: Option<miette::NamedSource<String>>,
+    /// Where in the text.
+    #[label("here")]
+    pub span: Option<miette::SourceSpan>,
+}
+
+impl LoadError {
+    /// An error with no source snippet.
+    pub fn new(path: impl Into<PathBuf>, line: usize, column: usize, message: impl Into<String>) -> Self {
+        Self {
+            path: path.into(),
+            line,
+            column,
+            message: message.into(),
+            help: None,
+            source_code: None,
+            span: None,
+        }
+    }
 }
 
 /// Why `devsim` as a whole could not do what it was asked.

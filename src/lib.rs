@@ -5,16 +5,19 @@
 //! records every call, and runs kernel contracts and scenario files against it, so dispatch bugs show up
 //! without the hardware.
 
+pub mod bench;
 pub mod discover;
 pub mod dispatch;
 pub mod errors;
 pub mod family;
 pub mod host;
 pub mod kernel;
+pub mod matrix;
 pub mod mutants;
 pub mod pool;
 pub mod report;
 pub mod runtime;
+pub mod scenario;
 pub mod selector;
 pub mod trace;
 pub mod visible;

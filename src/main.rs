@@ -1,1 +1,250 @@
-fn main() {}
+//! `devsim`: run, check and list device-dispatch scenarios.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+use devsim::errors::CliError;
+use devsim::kernel::Catalog;
+use devsim::report;
+use devsim::scenario::load::{HOSTS_DIR, load_profile, profile_names};
+use devsim::scenario::suite::{Summary, load_all, run_simulated};
+
+/// A test harness for cross-vendor GPU device dispatch.
+#[derive(Parser)]
+#[command(name = "devsim", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Format {
+    /// Text for people.
+    Human,
+    /// JSON for tools.
+    Json,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run scenario files on the simulated runtime (default: scenarios/).
+    Run {
+        /// Files or folders.
+        paths: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
+    /// Load and validate scenario files without running them.
+    Check {
+        /// Files or folders.
+        paths: Vec<PathBuf>,
+    },
+    /// List the kernel catalog.
+    Kernels {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
+    /// List the host profiles.
+    Hosts {
+        /// The scenario root holding hosts/.
+        #[arg(default_value = "scenarios")]
+        root: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
+    },
+    /// Benchmark the kernel matrix and the scenario corpus.
+    Bench {
+        /// The scenario root.
+        #[arg(default_value = "scenarios")]
+        root: PathBuf,
+        /// How many rounds of each measurement.
+        #[arg(long, default_value_t = 5)]
+        rounds: u32,
+    },
+}
+
+/// Prints a line to stdout, ignoring a closed pipe (`devsim kernels | head` must not panic).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    if paths.is_empty() {
+        vec![PathBuf::from("scenarios")]
+    } else {
+        paths
+    }
+}
+
+fn print_load_errors(errors: &[devsim::errors::LoadError]) {
+    for error in errors {
+        esay!("{:?}", miette::Report::new(error.clone()));
+    }
+}
+
+fn run(paths: Vec<PathBuf>, format: Format) -> Result<(), CliError> {
+    let catalog = Catalog::reference();
+    let (scenarios, errors) = load_all(&default_paths(paths), &catalog)?;
+    print_load_errors(&errors);
+    let reports: Vec<_> = scenarios
+        .iter()
+        .map(|scenario| run_simulated(scenario, &catalog))
+        .collect();
+    let summary = Summary::of(&reports, errors.len());
+    match format {
+        Format::Human => {
+            for report in &reports {
+                say!("{}", report::human(report).trim_end());
+            }
+            say!("{summary}");
+        }
+        Format::Json => {
+            let value = serde_json::json!({
+                "scenarios": reports,
+                "load_errors": errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "summary": summary,
+            });
+            say!("{}", serde_json::to_string_pretty(&value)?);
+        }
+    }
+    if summary.failed > 0 {
+        return Err(CliError::Failed {
+            failed: summary.failed,
+        });
+    }
+    Ok(())
+}
+
+fn check(paths: Vec<PathBuf>) -> Result<(), CliError> {
+    let catalog = Catalog::reference();
+    let (scenarios, errors) = load_all(&default_paths(paths), &catalog)?;
+    print_load_errors(&errors);
+    say!("{} scenario(s) loaded, {} failed to load", scenarios.len(), errors.len());
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Load {
+            count: errors.len(),
+        })
+    }
+}
+
+fn kernels(format: Format) -> Result<(), CliError> {
+    let catalog = Catalog::reference();
+    match format {
+        Format::Json => {
+            let rows: Vec<_> = catalog
+                .iter()
+                .map(|kernel| {
+                    let spec = kernel.spec();
+                    serde_json::json!({
+                        "name": spec.name,
+                        "method": spec.method,
+                        "bits": spec.bits,
+                        "families": spec.families,
+                        "arch": spec.arch_text(),
+                        "extension": spec.extension,
+                        "requires": spec.requires,
+                        "priority": spec.priority,
+                        "selectable": spec.selectable,
+                        "alternative": spec.alternative,
+                        "rocm_audit": devsim::kernel::audit::decision(spec.name).map(|d| format!("{d:?}")),
+                    })
+                })
+                .collect();
+            say!("{}", serde_json::to_string_pretty(&rows)?);
+        }
+        Format::Human => {
+            say!(
+                "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} arch",
+                "name", "method", "families", "prio", "auto", "extension"
+            );
+            for kernel in catalog.iter() {
+                let spec = kernel.spec();
+                say!(
+                    "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} {}",
+                    spec.name,
+                    spec.method.as_str(),
+                    spec.families_text(),
+                    spec.priority,
+                    if spec.selectable { "yes" } else { "no" },
+                    spec.extension.unwrap_or("-"),
+                    spec.arch_text()
+                );
+            }
+            say!("{} kernels", catalog.len());
+        }
+    }
+    Ok(())
+}
+
+fn hosts(root: PathBuf, format: Format) -> Result<(), CliError> {
+    let mut profiles = Vec::new();
+    let mut errors = Vec::new();
+    for name in profile_names(&root) {
+        match load_profile(&root.join(HOSTS_DIR).join(format!("{name}.toml"))) {
+            Ok(host) => profiles.push(host),
+            Err(error) => errors.push(error),
+        }
+    }
+    print_load_errors(&errors);
+    match format {
+        Format::Json => say!("{}", serde_json::to_string_pretty(&profiles)?),
+        Format::Human => {
+            for host in &profiles {
+                let gpus: Vec<String> = host.gpus.iter().map(|g| g.arch.to_string()).collect();
+                let foreign: Vec<String> =
+                    host.foreign_gpus.iter().map(|g| g.arch.to_string()).collect();
+                say!(
+                    "{:<14} torch={:<5} gpus=[{}]{}",
+                    host.name,
+                    host.torch,
+                    gpus.join(", "),
+                    if foreign.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" foreign=[{}]", foreign.join(", "))
+                    }
+                );
+            }
+            say!("{} host profile(s) in {}", profiles.len(), root.join(HOSTS_DIR).display());
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Load {
+            count: errors.len(),
+        })
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { paths, format } => run(paths, format),
+        Command::Check { paths } => check(paths),
+        Command::Kernels { format } => kernels(format),
+        Command::Hosts { root, format } => hosts(root, format),
+        Command::Bench { root, rounds } => devsim::bench::run(&root, rounds),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::Failed { failed }) => {
+            esay!("error: failed to pass {failed} scenario(s)");
+            ExitCode::from(1)
+        }
+        Err(error) => {
+            esay!("error: failed to {error}");
+            ExitCode::from(2)
+        }
+    }
+}

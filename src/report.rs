@@ -1,4 +1,8 @@
-//! Helpers shared by human and JSON output.
+//! Human and JSON output for scenario reports.
+
+use std::fmt::Write;
+
+use crate::scenario::run::{ScenarioReport, Status};
 
 /// Serializes any `Display` value as its string form (torch devices, targets).
 pub fn display<T: std::fmt::Display, S: serde::Serializer>(
@@ -6,4 +10,52 @@ pub fn display<T: std::fmt::Display, S: serde::Serializer>(
     serializer: S,
 ) -> Result<S::Ok, S::Error> {
     serializer.collect_str(value)
+}
+
+/// One scenario's result for a terminal: a status line, and for failures every difference with the
+/// failing step's trace.
+pub fn human(report: &ScenarioReport) -> String {
+    let mut out = String::new();
+    match &report.status {
+        Status::Passed => {
+            let _ = writeln!(out, "ok      {}", report.name);
+        }
+        Status::Skipped(reason) => {
+            let _ = writeln!(out, "skipped {} ({reason})", report.name);
+        }
+        Status::Failed => {
+            let _ = writeln!(out, "FAILED  {}", report.name);
+            let _ = writeln!(out, "  scenario: {}", report.path);
+            let _ = writeln!(out, "  what it pins: {}", report.description);
+            for step in report.steps.iter().filter(|s| !s.mismatches.is_empty()) {
+                let _ = writeln!(
+                    out,
+                    "  step {} ({}, line {}):",
+                    step.number, step.action, step.line
+                );
+                for m in &step.mismatches {
+                    let _ = writeln!(
+                        out,
+                        "    {}: expected {}, got {}",
+                        m.key, m.expected, m.actual
+                    );
+                }
+                let _ = writeln!(out, "    trace of the step:");
+                if step.trace.is_empty() {
+                    let _ = writeln!(out, "      (empty)");
+                }
+                for entry in &step.trace {
+                    let _ = writeln!(out, "      {entry}");
+                }
+            }
+            for m in &report.trace_mismatches {
+                let _ = writeln!(
+                    out,
+                    "  {}: expected {}, got {}",
+                    m.key, m.expected, m.actual
+                );
+            }
+        }
+    }
+    out
 }

@@ -397,3 +397,9 @@ impl std::str::FromStr for TorchDevice {
         Ok(TorchDevice { kind, index })
     }
 }
+
+/// Checks a selector's spelling without knowing the build: `unknown-selector` for words devsim does not
+/// know. Used by the scenario loader to refuse typos at load time.
+pub fn check_spelling(selector: &Selector) -> Result<(), DispatchError> {
+    spell(selector).map(|_| ())
+}

@@ -22,6 +22,11 @@ impl Recorder {
         }
     }
 
+    /// The wrapped runtime, for questions that must not appear in the trace.
+    pub fn inner(&self) -> &dyn Runtime {
+        self.inner.as_ref()
+    }
+
     /// The trace being recorded.
     pub fn trace(&self) -> &Trace {
         &self.trace

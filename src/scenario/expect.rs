@@ -1,0 +1,154 @@
+//! Comparing what a step produced with what its scenario expects.
+
+use serde::Serialize;
+
+use crate::scenario::model::{ExpectedOrdinal, Expectations, TraceRules};
+use crate::scenario::run::Observed;
+use crate::trace::{Entry, count};
+
+/// One expected-versus-actual difference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Mismatch {
+    /// The expectation key (`ran_on`, `trace.never` ...).
+    pub key: String,
+    /// What the scenario expects.
+    pub expected: String,
+    /// What happened.
+    pub actual: String,
+}
+
+fn check(out: &mut Vec<Mismatch>, key: &str, expected: Option<&str>, actual: Option<String>) {
+    let Some(expected) = expected else { return };
+    let actual = actual.unwrap_or_else(|| "(nothing)".into());
+    if expected != actual {
+        out.push(Mismatch {
+            key: key.into(),
+            expected: expected.into(),
+            actual,
+        });
+    }
+}
+
+/// Every difference between a step's expectations and what it produced.
+pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    match &observed.error {
+        None if !expect.ok => out.push(Mismatch {
+            key: "ok".into(),
+            expected: match &expect.error {
+                Some(kind) => format!("false (error {kind})"),
+                None => "false".into(),
+            },
+            actual: "true".into(),
+        }),
+        Some((kind, message)) => {
+            if expect.ok {
+                out.push(Mismatch {
+                    key: "ok".into(),
+                    expected: "true".into(),
+                    actual: format!("false ({kind}: {message})"),
+                });
+            }
+            check(&mut out, "error", expect.error.as_deref(), Some(kind.clone()));
+            if let Some(fragment) = &expect.message {
+                if !message.contains(fragment.as_str()) {
+                    out.push(Mismatch {
+                        key: "message".into(),
+                        expected: format!("a message containing {fragment:?}"),
+                        actual: message.clone(),
+                    });
+                }
+            }
+        }
+        None => {}
+    }
+    check(&mut out, "family", expect.family.as_deref(), observed.family.clone());
+    if let Some(ordinal) = expect.ordinal {
+        let expected = match ordinal {
+            ExpectedOrdinal::Some(n) => n.to_string(),
+            ExpectedOrdinal::None => "none".into(),
+        };
+        let actual = observed
+            .family
+            .as_ref()
+            .map(|_| observed.ordinal.map_or("none".into(), |n| n.to_string()));
+        check(&mut out, "ordinal", Some(&expected), actual);
+    }
+    check(&mut out, "torch_device", expect.torch_device.as_deref(), observed.torch_device.clone());
+    check(&mut out, "ran_on", expect.ran_on.as_deref(), observed.ran_on.clone());
+    check(&mut out, "lands_on", expect.lands_on.as_deref(), observed.lands_on.clone());
+    check(
+        &mut out,
+        "current_after",
+        expect.current_after.map(|n| n.to_string()).as_deref(),
+        observed.current_after.map(|n| n.to_string()),
+    );
+    check(&mut out, "selected", expect.selected.as_deref(), observed.selected.clone());
+    if let Some(covers) = &expect.covers {
+        let mut expected = covers.clone();
+        expected.sort();
+        let mut actual = observed.covers.clone().unwrap_or_default();
+        actual.sort();
+        if expected != actual {
+            out.push(Mismatch {
+                key: "covers".into(),
+                expected: format!("{expected:?}"),
+                actual: format!("{actual:?}"),
+            });
+        }
+    }
+    check(&mut out, "vendor", expect.vendor.as_deref(), observed.vendor.clone());
+    if let Some(archs) = &expect.archs {
+        let actual = observed.archs.clone().unwrap_or_default();
+        if *archs != actual {
+            out.push(Mismatch {
+                key: "archs".into(),
+                expected: format!("{archs:?}"),
+                actual: format!("{actual:?}"),
+            });
+        }
+    }
+    out.extend(check_trace(&expect.trace, entries, "trace"));
+    out
+}
+
+/// Every way `entries` breaks `rules`; keys are prefixed with `prefix`.
+pub fn check_trace(rules: &TraceRules, entries: &[Entry], prefix: &str) -> Vec<Mismatch> {
+    let mut out = Vec::new();
+    let mut expect_count = |rule: &str, name: &str, wanted: usize| {
+        let seen = count(entries, name);
+        if seen != wanted {
+            out.push(Mismatch {
+                key: format!("{prefix}.{rule}"),
+                expected: format!("{name} x{wanted}"),
+                actual: format!("{name} x{seen}"),
+            });
+        }
+    };
+    for name in &rules.never {
+        expect_count("never", name, 0);
+    }
+    for name in &rules.once {
+        expect_count("once", name, 1);
+    }
+    for (name, wanted) in &rules.count {
+        expect_count("count", name, *wanted);
+    }
+    if !rules.order.is_empty() {
+        let mut wanted = rules.order.iter().peekable();
+        for entry in entries {
+            if wanted.peek().is_some_and(|name| *name == entry.name()) {
+                wanted.next();
+            }
+        }
+        if wanted.peek().is_some() {
+            let names: Vec<&str> = entries.iter().map(Entry::name).collect();
+            out.push(Mismatch {
+                key: format!("{prefix}.order"),
+                expected: rules.order.join(" .. "),
+                actual: names.join(", "),
+            });
+        }
+    }
+    out
+}

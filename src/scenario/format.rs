@@ -1,0 +1,196 @@
+//! The scenario file format, version 1, as serde types (../shared/SCENARIOS.md).
+//!
+//! Unknown keys are refused everywhere. Values that later checks may refuse (names, archs, selectors)
+//! keep their source span, so every error can point at `path:line:column`.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::host::TorchBuild;
+
+/// The only format version this build reads.
+pub const FORMAT_VERSION: i64 = 1;
+
+/// A whole scenario file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// Must be 1.
+    pub format: Spanned<i64>,
+    /// One sentence: the behaviour pinned.
+    pub description: String,
+    /// Free-form labels.
+    #[serde(default)]
+    pub tags: Vec<String>,
+    /// The host: a profile, inline fields, or both (inline wins).
+    pub host: Spanned<HostFields>,
+    /// Scenario-level expectations.
+    #[serde(default)]
+    pub expect: Option<ScenarioExpect>,
+    /// The steps, in order.
+    #[serde(default, rename = "step")]
+    pub steps: Vec<Spanned<StepFields>>,
+}
+
+/// Host fields, shared by scenario `[host]` tables and profile files under `scenarios/hosts/`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostFields {
+    /// A profile name (`scenarios/hosts/<name>.toml`); scenario files only.
+    pub profile: Option<Spanned<String>>,
+    /// What the profile is; profile files only.
+    pub description: Option<String>,
+    /// The torch build.
+    pub torch: Option<Spanned<TorchBuild>>,
+    /// GPUs of the build's vendor, by arch, in physical order.
+    pub gpus: Option<Vec<Spanned<String>>>,
+    /// GPUs with detail, instead of `gpus`.
+    pub gpu: Option<Vec<GpuFields>>,
+    /// GPUs of another vendor in the box.
+    pub foreign_gpus: Option<Vec<Spanned<String>>>,
+    /// The thread's current device at start.
+    pub current: Option<Spanned<u32>>,
+    /// Visible-device variables.
+    pub env: Option<Spanned<BTreeMap<String, String>>>,
+    /// Faults to inject (an addition to format 1).
+    pub fault: Option<Vec<FaultFields>>,
+}
+
+/// One GPU with detail.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuFields {
+    /// `sm_90`, `gfx1201` ...
+    pub arch: Spanned<String>,
+    /// The driver's name.
+    pub name: Option<String>,
+    /// Opt-in shared memory per block, bytes.
+    pub smem_optin: Option<u32>,
+    /// The driver's UUID, for id-based visible-device masks.
+    pub uuid: Option<String>,
+}
+
+/// One injected fault.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultFields {
+    /// The call to fail; omitted: every call on `device` (a lost device).
+    pub call: Option<Spanned<String>>,
+    /// Only calls on this visible ordinal.
+    pub device: Option<u32>,
+    /// Matching calls that succeed first.
+    #[serde(default)]
+    pub after: u32,
+    /// The driver error code (default 999, unknown).
+    pub code: Option<i32>,
+    /// The driver message (default: the build's name for the code).
+    pub message: Option<String>,
+}
+
+/// Scenario-level expectations.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioExpect {
+    /// Rules over the whole scenario's trace.
+    pub trace: Option<TraceRuleFields>,
+}
+
+/// Trace rules.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceRuleFields {
+    /// Events that must not occur.
+    #[serde(default)]
+    pub never: Vec<Spanned<String>>,
+    /// Events that must occur exactly once.
+    #[serde(default)]
+    pub once: Vec<Spanned<String>>,
+    /// Exact counts.
+    pub count: Option<Spanned<BTreeMap<String, usize>>>,
+    /// Events that must occur in this relative order (others may come between).
+    #[serde(default)]
+    pub order: Vec<Spanned<String>>,
+}
+
+/// A selector as written: a string or an integer.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum SelectorValue {
+    /// An ordinal.
+    Int(i64),
+    /// A string selector.
+    Text(String),
+}
+
+/// An expected ordinal or place: an integer, or a word (`"none"`, `"cpu"`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum IntOrWord {
+    /// An ordinal.
+    Int(i64),
+    /// A word.
+    Word(String),
+}
+
+/// One step.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepFields {
+    /// normalize | resolve | validate | warmup | move | select | lock | set_device | discover
+    pub action: Spanned<String>,
+    /// What the step does, in words (optional).
+    pub description: Option<String>,
+    /// The kernel: validate, warmup, move.
+    pub kernel: Option<Spanned<String>>,
+    /// The selector: validate, warmup, move, normalize, resolve, select.
+    pub device: Option<Spanned<SelectorValue>>,
+    /// The method: select.
+    pub method: Option<Spanned<String>>,
+    /// The bit width: select.
+    pub bits: Option<u32>,
+    /// The lock scope: lock.
+    pub scope: Option<Spanned<SelectorValue>>,
+    /// `read` (default) or `write`: lock.
+    pub mode: Option<Spanned<String>>,
+    /// The ordinal: set_device.
+    pub ordinal: Option<u32>,
+    /// What the step must produce.
+    #[serde(default)]
+    pub expect: StepExpectFields,
+}
+
+/// A step's expectations; every key present is checked.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepExpectFields {
+    /// Success or failure (default: success unless `error` is given).
+    pub ok: Option<bool>,
+    /// The error kind.
+    pub error: Option<Spanned<String>>,
+    /// A fragment of the error message.
+    pub message: Option<String>,
+    /// The normalized family.
+    pub family: Option<Spanned<String>>,
+    /// The normalized ordinal, or `"none"`.
+    pub ordinal: Option<Spanned<IntOrWord>>,
+    /// The torch device at the boundary.
+    pub torch_device: Option<Spanned<String>>,
+    /// Where a warmup ran: an ordinal or `"cpu"`.
+    pub ran_on: Option<Spanned<IntOrWord>>,
+    /// Where moved data ended: an ordinal or `"cpu"`.
+    pub lands_on: Option<Spanned<IntOrWord>>,
+    /// The thread's current device after the step.
+    pub current_after: Option<u32>,
+    /// The kernel selection picked.
+    pub selected: Option<Spanned<String>>,
+    /// The pool keys a lock holds.
+    pub covers: Option<Vec<String>>,
+    /// discover: the vendor of the usable GPUs (`nvidia`, `amd`, `none`).
+    pub vendor: Option<Spanned<String>>,
+    /// discover: the visible GPUs' archs, in ordinal order.
+    pub archs: Option<Vec<String>>,
+    /// Rules over this step's trace.
+    pub trace: Option<TraceRuleFields>,
+}

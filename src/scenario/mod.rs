@@ -1,0 +1,12 @@
+//! Scenario files: the format, loading with located diagnostics, running, and comparing.
+
+pub mod expect;
+pub mod format;
+pub mod load;
+pub mod model;
+pub mod run;
+pub mod suite;
+
+pub use load::{find_scenarios, load_profile, load_scenario, root_of};
+pub use model::Scenario;
+pub use run::{ScenarioReport, Status, run_scenario};

@@ -1,0 +1,184 @@
+//! A loaded, checked scenario: what the runner executes.
+
+use std::path::PathBuf;
+
+use crate::host::HostSpec;
+use crate::kernel::Method;
+use crate::pool::LockMode;
+use crate::selector::Selector;
+
+/// A scenario ready to run.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Its name in reports and test lists: the path relative to the scenario root, `/`-separated.
+    pub name: String,
+    /// One sentence.
+    pub description: String,
+    /// Labels.
+    pub tags: Vec<String>,
+    /// The host, profile and inline fields merged.
+    pub host: HostSpec,
+    /// Rules over the whole trace.
+    pub trace_rules: TraceRules,
+    /// The steps.
+    pub steps: Vec<Step>,
+}
+
+/// One step.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// 1-based position.
+    pub number: usize,
+    /// The line of its `[[step]]` header.
+    pub line: usize,
+    /// Optional words.
+    pub description: Option<String>,
+    /// What it does.
+    pub action: Action,
+    /// What it must produce.
+    pub expect: Expectations,
+}
+
+/// What a step does.
+#[derive(Debug, Clone)]
+pub enum Action {
+    /// Normalize a selector.
+    Normalize(Selector),
+    /// Normalize, then resolve to a torch device.
+    Resolve(Selector),
+    /// Validate a kernel for a selector.
+    Validate {
+        /// The kernel name.
+        kernel: String,
+        /// The selector.
+        device: Selector,
+    },
+    /// Warm a kernel up on a selector.
+    Warmup {
+        /// The kernel name.
+        kernel: String,
+        /// The selector.
+        device: Selector,
+    },
+    /// Move a kernel's weights to a selector.
+    Move {
+        /// The kernel name.
+        kernel: String,
+        /// The selector.
+        device: Selector,
+    },
+    /// Select automatically.
+    Select {
+        /// The method.
+        method: Method,
+        /// The bit width.
+        bits: u32,
+        /// The selector.
+        device: Selector,
+    },
+    /// Take pool locks.
+    Lock {
+        /// The scope selector.
+        scope: Selector,
+        /// Read or write.
+        mode: LockMode,
+    },
+    /// Change the thread's current device.
+    SetDevice(u32),
+    /// List what the build can use.
+    Discover,
+}
+
+impl Action {
+    /// The action's name as written in files.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Action::Normalize(_) => "normalize",
+            Action::Resolve(_) => "resolve",
+            Action::Validate { .. } => "validate",
+            Action::Warmup { .. } => "warmup",
+            Action::Move { .. } => "move",
+            Action::Select { .. } => "select",
+            Action::Lock { .. } => "lock",
+            Action::SetDevice(_) => "set_device",
+            Action::Discover => "discover",
+        }
+    }
+
+    /// Every action name.
+    pub const NAMES: [&'static str; 9] = [
+        "normalize",
+        "resolve",
+        "validate",
+        "warmup",
+        "move",
+        "select",
+        "lock",
+        "set_device",
+        "discover",
+    ];
+}
+
+/// An expected ordinal: a number or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpectedOrdinal {
+    /// This ordinal.
+    Some(u32),
+    /// No ordinal (a family target).
+    None,
+}
+
+/// Checked step expectations; `None` fields are not checked.
+#[derive(Debug, Clone, Default)]
+pub struct Expectations {
+    /// Whether the step must succeed.
+    pub ok: bool,
+    /// The error kind.
+    pub error: Option<String>,
+    /// A fragment of the error message.
+    pub message: Option<String>,
+    /// The normalized family.
+    pub family: Option<String>,
+    /// The normalized ordinal.
+    pub ordinal: Option<ExpectedOrdinal>,
+    /// The torch device.
+    pub torch_device: Option<String>,
+    /// Where a warmup ran (`cpu` or an ordinal).
+    pub ran_on: Option<String>,
+    /// Where moved data ended.
+    pub lands_on: Option<String>,
+    /// The current device after the step.
+    pub current_after: Option<u32>,
+    /// The selected kernel.
+    pub selected: Option<String>,
+    /// The pool keys covered.
+    pub covers: Option<Vec<String>>,
+    /// The discovered vendor.
+    pub vendor: Option<String>,
+    /// The discovered archs.
+    pub archs: Option<Vec<String>>,
+    /// Rules over the step's trace.
+    pub trace: TraceRules,
+}
+
+/// Rules over a trace; names are call names or `gate:*`.
+#[derive(Debug, Clone, Default)]
+pub struct TraceRules {
+    /// Must not occur.
+    pub never: Vec<String>,
+    /// Must occur exactly once.
+    pub once: Vec<String>,
+    /// Exact counts.
+    pub count: Vec<(String, usize)>,
+    /// Must occur in this relative order.
+    pub order: Vec<String>,
+}
+
+impl TraceRules {
+    /// Whether there is no rule.
+    pub fn is_empty(&self) -> bool {
+        self.never.is_empty() && self.once.is_empty() && self.count.is_empty() && self.order.is_empty()
+    }
+}

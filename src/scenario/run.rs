@@ -1,0 +1,242 @@
+//! Running a scenario's steps against a runtime wrapped by the recorder.
+
+use serde::Serialize;
+
+use crate::discover::discover;
+use crate::dispatch::Dispatch;
+use crate::errors::DispatchError;
+use crate::kernel::Catalog;
+use crate::kernel::select::select;
+use crate::pool::DevicePool;
+use crate::runtime::{Recorder, Runtime};
+use crate::scenario::expect::{Mismatch, check_trace, compare};
+use crate::scenario::model::{Action, Scenario};
+use crate::selector::to_torch_device;
+use crate::trace::Entry;
+
+/// What a step produced, as strings comparable with expectations.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Observed {
+    /// The error kind and message, if the step failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<(String, String)>,
+    /// The normalized family.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The normalized ordinal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ordinal: Option<u32>,
+    /// The torch device at the boundary.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub torch_device: Option<String>,
+    /// Where a warmup ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ran_on: Option<String>,
+    /// Where moved data ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lands_on: Option<String>,
+    /// The current device after the step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_after: Option<u32>,
+    /// The selected kernel.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selected: Option<String>,
+    /// The pool keys a lock held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub covers: Option<Vec<String>>,
+    /// The discovered vendor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    /// The discovered archs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archs: Option<Vec<String>>,
+}
+
+/// One step's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepReport {
+    /// 1-based position.
+    pub number: usize,
+    /// The line of its header.
+    pub line: usize,
+    /// The action name.
+    pub action: &'static str,
+    /// What it produced.
+    pub observed: Observed,
+    /// The differences from what was expected (empty: the step passed).
+    pub mismatches: Vec<Mismatch>,
+    /// The step's trace.
+    pub trace: Vec<Entry>,
+}
+
+/// How a scenario ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "reason", rename_all = "lowercase")]
+pub enum Status {
+    /// Every expectation held.
+    Passed,
+    /// At least one expectation failed.
+    Failed,
+    /// It could not run in this mode, for the reason given.
+    Skipped(String),
+}
+
+/// One scenario's result.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioReport {
+    /// The scenario's name (relative path).
+    pub name: String,
+    /// Its file.
+    pub path: String,
+    /// Its description.
+    pub description: String,
+    /// How it ended.
+    #[serde(flatten)]
+    pub status: Status,
+    /// Each step run.
+    pub steps: Vec<StepReport>,
+    /// Differences from the scenario-level trace rules.
+    pub trace_mismatches: Vec<Mismatch>,
+}
+
+impl ScenarioReport {
+    /// A report for a scenario that did not run.
+    pub fn skipped(scenario: &Scenario, reason: impl Into<String>) -> Self {
+        Self {
+            name: scenario.name.clone(),
+            path: scenario.path.display().to_string(),
+            description: scenario.description.clone(),
+            status: Status::Skipped(reason.into()),
+            steps: Vec::new(),
+            trace_mismatches: Vec::new(),
+        }
+    }
+}
+
+fn target_fields(observed: &mut Observed, target: crate::selector::Target) {
+    observed.family = Some(target.family.to_string());
+    observed.ordinal = target.ordinal;
+    observed.torch_device = Some(to_torch_device(&target).to_string());
+}
+
+fn fail(observed: &mut Observed, error: DispatchError) {
+    observed.error = Some((error.kind().to_string(), error.to_string()));
+}
+
+/// Runs one action; fills `observed`.
+fn perform(dispatch: &Dispatch, catalog: &Catalog, pool: &DevicePool, action: &Action, observed: &mut Observed) {
+    let result: Result<(), DispatchError> = (|| {
+        match action {
+            Action::Normalize(selector) => {
+                let target = dispatch.normalize(selector)?;
+                observed.family = Some(target.family.to_string());
+                observed.ordinal = target.ordinal;
+            }
+            Action::Resolve(selector) => {
+                let target = dispatch.normalize(selector)?;
+                target_fields(observed, target);
+            }
+            Action::Validate { kernel, device } => {
+                let kernel = catalog.get(kernel)?;
+                let validated = kernel.validate(dispatch, device)?;
+                target_fields(observed, validated.target);
+            }
+            Action::Warmup { kernel, device } => {
+                let kernel = catalog.get(kernel)?;
+                let warmed = kernel.warmup(dispatch, device)?;
+                target_fields(observed, warmed.validated.target);
+                observed.ran_on = Some(warmed.ran_on.to_string());
+            }
+            Action::Move { kernel, device } => {
+                let kernel = catalog.get(kernel)?;
+                let moved = kernel.move_weights(dispatch, device)?;
+                target_fields(observed, moved.validated.target);
+                observed.lands_on = Some(moved.lands_on.to_string());
+            }
+            Action::Select {
+                method,
+                bits,
+                device,
+            } => {
+                let selected = select(dispatch, catalog, *method, *bits, device)?;
+                target_fields(observed, selected.target);
+                observed.selected = Some(selected.kernel.spec().name.to_string());
+            }
+            Action::Lock { scope, mode } => {
+                let guard = pool.lock_selector(dispatch, scope, *mode)?;
+                observed.covers = Some(guard.covers().iter().map(ToString::to_string).collect());
+            }
+            Action::SetDevice(ordinal) => dispatch.runtime.set_device(*ordinal)?,
+            Action::Discover => {
+                let found = discover(dispatch.runtime)?;
+                observed.vendor = Some(found.vendor.map_or("none".into(), |v| v.to_string()));
+                observed.archs = Some(found.gpus.into_iter().map(|g| g.arch).collect());
+            }
+        }
+        Ok(())
+    })();
+    if let Err(error) = result {
+        fail(observed, error);
+    }
+}
+
+/// Runs every step of `scenario` on `runtime` (wrapped in a fresh recorder) and checks every expectation.
+///
+/// `current` reads the thread's current device without recording it, for `current_after`.
+pub fn run_scenario(scenario: &Scenario, catalog: &Catalog, runtime: Box<dyn Runtime>) -> ScenarioReport {
+    let current = CurrentProbe::new(&*runtime);
+    let recorder = Recorder::new(runtime);
+    let dispatch = Dispatch::new(&recorder, recorder.trace().clone());
+    let pool = match DevicePool::new(recorder.inner()) {
+        Ok(pool) => pool,
+        Err(_) => DevicePool::with_gpus(0),
+    };
+    let mut steps = Vec::new();
+    for step in &scenario.steps {
+        let mark = recorder.trace().len();
+        let mut observed = Observed::default();
+        perform(&dispatch, catalog, &pool, &step.action, &mut observed);
+        observed.current_after = current.read(recorder.inner());
+        let trace = recorder.trace().since(mark);
+        let mismatches = compare(&step.expect, &observed, &trace);
+        steps.push(StepReport {
+            number: step.number,
+            line: step.line,
+            action: step.action.name(),
+            observed,
+            mismatches,
+            trace,
+        });
+    }
+    let trace_mismatches = check_trace(&scenario.trace_rules, &recorder.trace().entries(), "expect.trace");
+    let failed = !trace_mismatches.is_empty() || steps.iter().any(|s| !s.mismatches.is_empty());
+    ScenarioReport {
+        name: scenario.name.clone(),
+        path: scenario.path.display().to_string(),
+        description: scenario.description.clone(),
+        status: if failed { Status::Failed } else { Status::Passed },
+        steps,
+        trace_mismatches,
+    }
+}
+
+/// Reads the current device outside the trace, where the build has GPUs.
+struct CurrentProbe {
+    has_gpus: bool,
+}
+
+impl CurrentProbe {
+    fn new(runtime: &dyn Runtime) -> Self {
+        Self {
+            has_gpus: runtime.device_count().is_ok_and(|n| n > 0),
+        }
+    }
+
+    fn read(&self, runtime: &dyn Runtime) -> Option<u32> {
+        if self.has_gpus {
+            runtime.get_device().ok()
+        } else {
+            None
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Running many scenario files: discovery, loading, running, and the summary.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::errors::{CliError, LoadError};
+use crate::kernel::Catalog;
+use crate::runtime::{Runtime, SimRuntime};
+use crate::scenario::{Scenario, ScenarioReport, Status, find_scenarios, load_scenario, run_scenario};
+
+/// Passed, failed and skipped counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Summary {
+    /// Scenarios whose every expectation held.
+    pub passed: usize,
+    /// Scenarios that failed, or files that did not load.
+    pub failed: usize,
+    /// Scenarios that could not run in this mode.
+    pub skipped: usize,
+}
+
+impl Summary {
+    /// Counts reports plus files that failed to load.
+    pub fn of(reports: &[ScenarioReport], load_errors: usize) -> Self {
+        let mut summary = Summary {
+            failed: load_errors,
+            ..Summary::default()
+        };
+        for report in reports {
+            match report.status {
+                Status::Passed => summary.passed += 1,
+                Status::Failed => summary.failed += 1,
+                Status::Skipped(_) => summary.skipped += 1,
+            }
+        }
+        summary
+    }
+}
+
+impl std::fmt::Display for Summary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} passed, {} failed, {} skipped",
+            self.passed, self.failed, self.skipped
+        )
+    }
+}
+
+/// Every scenario under `paths`, loaded; files that fail to load come back as errors, never dropped.
+pub fn load_all(
+    paths: &[PathBuf],
+    catalog: &Catalog,
+) -> Result<(Vec<Scenario>, Vec<LoadError>), CliError> {
+    let files = find_scenarios(paths).map_err(|source| CliError::Io {
+        path: paths.first().cloned().unwrap_or_default(),
+        source,
+    })?;
+    let mut scenarios = Vec::new();
+    let mut errors = Vec::new();
+    for file in files {
+        match load_scenario(&file, catalog) {
+            Ok(scenario) => scenarios.push(scenario),
+            Err(error) => errors.push(error),
+        }
+    }
+    Ok((scenarios, errors))
+}
+
+/// Runs a scenario on the simulated runtime of its host.
+pub fn run_simulated(scenario: &Scenario, catalog: &Catalog) -> ScenarioReport {
+    match SimRuntime::new(scenario.host.clone()) {
+        Ok(runtime) => run_scenario(scenario, catalog, Box::new(runtime) as Box<dyn Runtime>),
+        // Hosts are validated at load; this is a second line of defence, reported as a failure.
+        Err(error) => {
+            let mut report = ScenarioReport::skipped(scenario, "");
+            report.status = Status::Failed;
+            report.trace_mismatches.push(crate::scenario::expect::Mismatch {
+                key: "host".into(),
+                expected: "a host the simulator accepts".into(),
+                actual: error.to_string(),
+            });
+            report
+        }
+    }
+}
