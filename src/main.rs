@@ -86,7 +86,7 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
 
 fn print_load_errors(errors: &[devsim::errors::LoadError]) {
     for error in errors {
-        esay!("{:?}", miette::Report::new(error.clone()));
+        eprintln!("{:?}", miette::Report::new(error.clone()));
     }
 }
 
@@ -239,11 +239,11 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Failed { failed }) => {
-            esay!("error: failed to pass {failed} scenario(s)");
+            eprintln!("error: failed to pass {failed} scenario(s)");
             ExitCode::from(1)
         }
         Err(error) => {
-            esay!("error: failed to {error}");
+            eprintln!("error: failed to {error}");
             ExitCode::from(2)
         }
     }
