@@ -1,0 +1,53 @@
+//! One test per scenario file under `scenarios/` (host profiles excluded), discovered at run time and
+//! named by its path relative to `scenarios/`. Supports libtest's `--list`, `--exact`, `--ignored` and
+//! filters, so cargo test and cargo-nextest can list, filter and shard them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use devsim::kernel::Catalog;
+use devsim::report;
+use devsim::scenario::suite::run_simulated;
+use devsim::scenario::{Status, find_scenarios, load_scenario, root_of};
+use libtest_mimic::{Arguments, Failed, Trial};
+
+fn scenario_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
+}
+
+fn trial_name(path: &Path) -> String {
+    path.strip_prefix(root_of(path))
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
+fn simulated(path: PathBuf, catalog: Arc<Catalog>) -> Result<(), Failed> {
+    let scenario = load_scenario(&path, &catalog).map_err(|error| Failed::from(error.to_string()))?;
+    let report = run_simulated(&scenario, &catalog);
+    match report.status {
+        Status::Passed => Ok(()),
+        Status::Failed => Err(report::human(&report).into()),
+        Status::Skipped(reason) => Err(format!("a simulated run cannot be skipped: {reason}").into()),
+    }
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let catalog = Arc::new(Catalog::reference());
+    let files = match find_scenarios(&[scenario_root()]) {
+        Ok(files) => files,
+        Err(error) => {
+            eprintln!("error: failed to list scenarios: {error}");
+            std::process::exit(2);
+        }
+    };
+    let trials = files
+        .into_iter()
+        .map(|path| {
+            let catalog = Arc::clone(&catalog);
+            Trial::test(trial_name(&path), move || simulated(path, catalog)).with_kind("sim")
+        })
+        .collect();
+    libtest_mimic::run(&args, trials).exit();
+}
