@@ -39,7 +39,7 @@ pub struct DriverError {
 pub enum DispatchError {
     /// A selector spelling devsim does not know.
     #[error(
-        "parse device selector {input}: expected cpu, cuda[:N], rocm[:N], hip[:N], xpu[:N], mps, a family name or an integer ordinal"
+        "parse device selector `{input}`: expected cpu, cuda[:N], rocm[:N], hip[:N], xpu[:N], mps, a family name or an integer ordinal"
     )]
     UnknownSelector {
         /// What was written.

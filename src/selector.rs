@@ -292,7 +292,7 @@ pub fn normalize(
     match normalize_scope(selector, build, visible_count)? {
         Scope::Target(target) => Ok(target),
         Scope::All => Err(DispatchError::UnknownSelector {
-            input: format!("{selector} (`all` names a lock scope, not a device)"),
+            input: format!("{selector} (a lock scope, not a device)"),
         }),
     }
 }

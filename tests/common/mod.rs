@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use devsim::dispatch::Dispatch;
 use devsim::host::HostSpec;
-use devsim::runtime::{Recorder, Runtime, SimRuntime};
+use devsim::runtime::{Recorder, SimRuntime};
 use devsim::scenario::load_profile;
 use devsim::trace::count;
 use devsim::{Arch, TorchBuild};
