@@ -115,7 +115,10 @@ pub enum DispatchError {
         supported: String,
     },
     /// Automatic selection found no kernel passing every gate.
-    #[error("select a {method} kernel for {bits}-bit weights on {target}: {}", refusal_list(refusals))]
+    #[error(
+        "select a {method} kernel for {bits}-bit weights on {target}: {}",
+        refusal_list(refusals)
+    )]
     NoKernel {
         /// The quantization method.
         method: String,
@@ -222,7 +225,9 @@ pub enum HostError {
         key: String,
     },
     /// PyTorch's own check: HIP_VISIBLE_DEVICES may not list more devices than ROCR_VISIBLE_DEVICES.
-    #[error("apply visible devices: HIP_VISIBLE_DEVICES contains more devices than ROCR_VISIBLE_DEVICES")]
+    #[error(
+        "apply visible devices: HIP_VISIBLE_DEVICES contains more devices than ROCR_VISIBLE_DEVICES"
+    )]
     HipMaskWiderThanRocr,
     /// A profile that names itself in a cycle or a missing profile.
     #[error("find host profile `{name}`: expected one of {available}")]
@@ -243,7 +248,7 @@ pub enum HostError {
 }
 
 /// A scenario or host-profile file that cannot be loaded, located at `path:line:column`.
-#[derive(Debug, Clone, Error, miette::Diagnostic)]
+#[derive(Debug, Clone, Error)]
 #[error("{}:{line}:{column}: {message}", path.display())]
 pub struct LoadError {
     /// The file.
@@ -255,28 +260,57 @@ pub struct LoadError {
     /// What was wrong and what was expected.
     pub message: String,
     /// A suggestion, such as the closest valid name.
-    #[help]
     pub help: Option<String>,
-    /// The file's text, for rendering the offending line.
-    #[source_code]
-    pub source_code: Option<miette::NamedSource<String>>,
-    /// Where in the text.
-    #[label("here")]
-    pub span: Option<miette::SourceSpan>,
+    /// The offending text, for rendering (boxed: errors stay small on the happy path).
+    pub snippet: Option<Box<Snippet>>,
+}
+
+/// The file text and byte range a [`LoadError`] points at.
+#[derive(Debug, Clone)]
+pub struct Snippet {
+    /// The whole file, named by its path.
+    pub source: miette::NamedSource<String>,
+    /// The offending range.
+    pub span: miette::SourceSpan,
 }
 
 impl LoadError {
     /// An error with no source snippet.
-    pub fn new(path: impl Into<PathBuf>, line: usize, column: usize, message: impl Into<String>) -> Self {
+    pub fn new(
+        path: impl Into<PathBuf>,
+        line: usize,
+        column: usize,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
             path: path.into(),
             line,
             column,
             message: message.into(),
             help: None,
-            source_code: None,
-            span: None,
+            snippet: None,
         }
+    }
+}
+
+impl miette::Diagnostic for LoadError {
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|help| Box::new(help) as Box<dyn std::fmt::Display>)
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.snippet
+            .as_ref()
+            .map(|snippet| &snippet.source as &dyn miette::SourceCode)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        let snippet = self.snippet.as_ref()?;
+        Some(Box::new(std::iter::once(
+            miette::LabeledSpan::new_with_span(Some("here".into()), snippet.span),
+        )))
     }
 }
 

@@ -127,7 +127,11 @@ fn check(paths: Vec<PathBuf>) -> Result<(), CliError> {
     let catalog = Catalog::reference();
     let (scenarios, errors) = load_all(&default_paths(paths), &catalog)?;
     print_load_errors(&errors);
-    say!("{} scenario(s) loaded, {} failed to load", scenarios.len(), errors.len());
+    say!(
+        "{} scenario(s) loaded, {} failed to load",
+        scenarios.len(),
+        errors.len()
+    );
     if errors.is_empty() {
         Ok(())
     } else {
@@ -165,7 +169,12 @@ fn kernels(format: Format) -> Result<(), CliError> {
         Format::Human => {
             say!(
                 "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} arch",
-                "name", "method", "families", "prio", "auto", "extension"
+                "name",
+                "method",
+                "families",
+                "prio",
+                "auto",
+                "extension"
             );
             for kernel in catalog.iter() {
                 let spec = kernel.spec();
@@ -201,8 +210,11 @@ fn hosts(root: PathBuf, format: Format) -> Result<(), CliError> {
         Format::Human => {
             for host in &profiles {
                 let gpus: Vec<String> = host.gpus.iter().map(|g| g.arch.to_string()).collect();
-                let foreign: Vec<String> =
-                    host.foreign_gpus.iter().map(|g| g.arch.to_string()).collect();
+                let foreign: Vec<String> = host
+                    .foreign_gpus
+                    .iter()
+                    .map(|g| g.arch.to_string())
+                    .collect();
                 say!(
                     "{:<14} torch={:<5} gpus=[{}]{}",
                     host.name,
@@ -215,7 +227,11 @@ fn hosts(root: PathBuf, format: Format) -> Result<(), CliError> {
                     }
                 );
             }
-            say!("{} host profile(s) in {}", profiles.len(), root.join(HOSTS_DIR).display());
+            say!(
+                "{} host profile(s) in {}",
+                profiles.len(),
+                root.join(HOSTS_DIR).display()
+            );
         }
     }
     if errors.is_empty() {

@@ -4,6 +4,7 @@
 //! the live runtime answers from real drivers. A [`Recorder`] wraps either and keeps the trace.
 
 mod guard;
+pub mod live;
 mod recorder;
 mod sim;
 

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::scenario::model::{ExpectedOrdinal, Expectations, TraceRules};
+use crate::scenario::model::{Expectations, ExpectedOrdinal, TraceRules};
 use crate::scenario::run::Observed;
 use crate::trace::{Entry, count};
 
@@ -49,7 +49,12 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
                     actual: format!("false ({kind}: {message})"),
                 });
             }
-            check(&mut out, "error", expect.error.as_deref(), Some(kind.clone()));
+            check(
+                &mut out,
+                "error",
+                expect.error.as_deref(),
+                Some(kind.clone()),
+            );
             if let Some(fragment) = &expect.message {
                 if !message.contains(fragment.as_str()) {
                     out.push(Mismatch {
@@ -62,7 +67,12 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
         }
         None => {}
     }
-    check(&mut out, "family", expect.family.as_deref(), observed.family.clone());
+    check(
+        &mut out,
+        "family",
+        expect.family.as_deref(),
+        observed.family.clone(),
+    );
     if let Some(ordinal) = expect.ordinal {
         let expected = match ordinal {
             ExpectedOrdinal::Some(n) => n.to_string(),
@@ -74,16 +84,36 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
             .map(|_| observed.ordinal.map_or("none".into(), |n| n.to_string()));
         check(&mut out, "ordinal", Some(&expected), actual);
     }
-    check(&mut out, "torch_device", expect.torch_device.as_deref(), observed.torch_device.clone());
-    check(&mut out, "ran_on", expect.ran_on.as_deref(), observed.ran_on.clone());
-    check(&mut out, "lands_on", expect.lands_on.as_deref(), observed.lands_on.clone());
+    check(
+        &mut out,
+        "torch_device",
+        expect.torch_device.as_deref(),
+        observed.torch_device.clone(),
+    );
+    check(
+        &mut out,
+        "ran_on",
+        expect.ran_on.as_deref(),
+        observed.ran_on.clone(),
+    );
+    check(
+        &mut out,
+        "lands_on",
+        expect.lands_on.as_deref(),
+        observed.lands_on.clone(),
+    );
     check(
         &mut out,
         "current_after",
         expect.current_after.map(|n| n.to_string()).as_deref(),
         observed.current_after.map(|n| n.to_string()),
     );
-    check(&mut out, "selected", expect.selected.as_deref(), observed.selected.clone());
+    check(
+        &mut out,
+        "selected",
+        expect.selected.as_deref(),
+        observed.selected.clone(),
+    );
     if let Some(covers) = &expect.covers {
         let mut expected = covers.clone();
         expected.sort();
@@ -97,7 +127,12 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
             });
         }
     }
-    check(&mut out, "vendor", expect.vendor.as_deref(), observed.vendor.clone());
+    check(
+        &mut out,
+        "vendor",
+        expect.vendor.as_deref(),
+        observed.vendor.clone(),
+    );
     if let Some(archs) = &expect.archs {
         let actual = observed.archs.clone().unwrap_or_default();
         if *archs != actual {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use toml::Spanned;
 
-use crate::errors::{DispatchError, HostError, LoadError};
+use crate::errors::{DispatchError, HostError, LoadError, Snippet};
 use crate::family::{Arch, Family};
 use crate::host::{Fault, Gpu, HostSpec, TorchBuild};
 use crate::kernel::catalog::closest;
@@ -20,9 +20,7 @@ use crate::scenario::format::{
     FORMAT_VERSION, HostFields, IntOrWord, ScenarioFile, SelectorValue, StepExpectFields,
     StepFields, TraceRuleFields,
 };
-use crate::scenario::model::{
-    Action, ExpectedOrdinal, Expectations, Scenario, Step, TraceRules,
-};
+use crate::scenario::model::{Action, Expectations, ExpectedOrdinal, Scenario, Step, TraceRules};
 use crate::selector::{Selector, check_spelling};
 use crate::trace::{Call, event_names, is_event_name};
 
@@ -46,12 +44,19 @@ impl Source<'_> {
             .map(|l| l.chars().count())
             .unwrap_or(0)
             + 1;
+        let length = span
+            .end
+            .saturating_sub(offset)
+            .max(1)
+            .min(self.text.len() - offset);
         LoadError {
-            source_code: Some(miette::NamedSource::new(
-                self.path.display().to_string(),
-                self.text.to_string(),
-            )),
-            span: Some((offset, span.end.saturating_sub(offset).max(1).min(self.text.len() - offset)).into()),
+            snippet: Some(Box::new(Snippet {
+                source: miette::NamedSource::new(
+                    self.path.display().to_string(),
+                    self.text.to_string(),
+                ),
+                span: (offset, length).into(),
+            })),
             ..LoadError::new(self.path, line, column, message)
         }
     }
@@ -177,7 +182,10 @@ pub fn load_profile(path: &Path) -> Result<HostSpec, LoadError> {
         .unwrap_or_default();
     let parts = host_parts(&source, &fields, 0..0)?;
     let torch = parts.torch.ok_or_else(|| {
-        source.error(0..0, "describe the host: expected `torch = \"cuda\" | \"hip\" | \"cpu\"`")
+        source.error(
+            0..0,
+            "describe the host: expected `torch = \"cuda\" | \"hip\" | \"cpu\"`",
+        )
     })?;
     let host = HostSpec {
         name,
@@ -208,7 +216,10 @@ pub fn load_scenario(path: &Path, catalog: &Catalog) -> Result<Scenario, LoadErr
         ));
     }
     if file.description.trim().is_empty() {
-        return Err(source.error(0..0, "load the scenario: `description` must be one sentence, not empty"));
+        return Err(source.error(
+            0..0,
+            "load the scenario: `description` must be one sentence, not empty",
+        ));
     }
     let root = root_of(path);
     let host = merged_host(&source, &file.host, &root)?;
@@ -311,7 +322,12 @@ fn merged_host(
 }
 
 /// Places a host validation error on the key that caused it, or on the host table.
-fn host_error(source: &Source, fields: &HostFields, span: Range<usize>, error: HostError) -> LoadError {
+fn host_error(
+    source: &Source,
+    fields: &HostFields,
+    span: Range<usize>,
+    error: HostError,
+) -> LoadError {
     let at = match &error {
         HostError::CurrentOutOfRange { .. } => fields.current.as_ref().map(|c| c.span()),
         HostError::UnknownEnv { .. } | HostError::HipMaskWiderThanRocr => {
@@ -321,7 +337,12 @@ fn host_error(source: &Source, fields: &HostFields, span: Range<usize>, error: H
             .gpus
             .as_ref()
             .and_then(|g| g.get(*index).map(|a| a.span()))
-            .or_else(|| fields.gpu.as_ref().and_then(|g| g.get(*index).map(|d| d.arch.span())))
+            .or_else(|| {
+                fields
+                    .gpu
+                    .as_ref()
+                    .and_then(|g| g.get(*index).map(|d| d.arch.span()))
+            })
             .or_else(|| fields.torch.as_ref().map(|t| t.span())),
         _ => None,
     };
@@ -339,7 +360,11 @@ fn parse_archs(source: &Source, archs: &[Spanned<String>]) -> Result<Vec<Arch>, 
         .collect()
 }
 
-fn host_parts(source: &Source, fields: &HostFields, span: Range<usize>) -> Result<HostParts, LoadError> {
+fn host_parts(
+    source: &Source,
+    fields: &HostFields,
+    span: Range<usize>,
+) -> Result<HostParts, LoadError> {
     let gpus = match (&fields.gpus, &fields.gpu) {
         (Some(_), Some(_)) => {
             return Err(source.error(
@@ -528,7 +553,10 @@ fn load_step(
         if present && !wanted.contains(&key) {
             return Err(source.error(
                 step.span(),
-                format!("run step {number} ({action_name}): it does not use `{key}`; it takes {}", list_or_nothing(wanted)),
+                format!(
+                    "run step {number} ({action_name}): it does not use `{key}`; it takes {}",
+                    list_or_nothing(wanted)
+                ),
             ));
         }
         if !present && wanted.contains(&key) && !optional {
@@ -570,8 +598,12 @@ fn load_step(
         )
     };
     let action = match action_name {
-        "normalize" => Action::Normalize(device(fields.device.as_ref().ok_or_else(|| missing("device"))?)?),
-        "resolve" => Action::Resolve(device(fields.device.as_ref().ok_or_else(|| missing("device"))?)?),
+        "normalize" => Action::Normalize(device(
+            fields.device.as_ref().ok_or_else(|| missing("device"))?,
+        )?),
+        "resolve" => Action::Resolve(device(
+            fields.device.as_ref().ok_or_else(|| missing("device"))?,
+        )?),
         "validate" | "warmup" | "move" => {
             let kernel = kernel(fields.kernel.as_ref().ok_or_else(|| missing("kernel"))?)?;
             let device = device(fields.device.as_ref().ok_or_else(|| missing("device"))?)?;
@@ -587,7 +619,10 @@ fn load_step(
                 let names: Vec<&str> = Method::EVERY.iter().map(|m| m.as_str()).collect();
                 source.error_with_help(
                     method_field.span(),
-                    format!("select by method `{name}`: expected one of {}", names.join(", ")),
+                    format!(
+                        "select by method `{name}`: expected one of {}",
+                        names.join(", ")
+                    ),
                     did_you_mean(&name, names),
                 )
             })?;
@@ -598,7 +633,11 @@ fn load_step(
             }
         }
         "lock" => {
-            let mode = match fields.mode.as_ref().map(|m| (m.get_ref().as_str(), m.span())) {
+            let mode = match fields
+                .mode
+                .as_ref()
+                .map(|m| (m.get_ref().as_str(), m.span()))
+            {
                 None | Some(("read", _)) => LockMode::Read,
                 Some(("write", _)) => LockMode::Write,
                 Some((other, span)) => {
@@ -629,7 +668,10 @@ fn list_or_nothing(keys: &[&str]) -> String {
     if keys.is_empty() {
         "no other key".into()
     } else {
-        keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+        keys.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -662,7 +704,10 @@ fn expectations(
             ));
         }
         if fields.ok == Some(true) {
-            return Err(source.error(error.span(), "expect an error with `ok = true`: set `ok = false` or drop `error`"));
+            return Err(source.error(
+                error.span(),
+                "expect an error with `ok = true`: set `ok = false` or drop `error`",
+            ));
         }
     }
     if let Some(family) = &fields.family {
@@ -670,7 +715,11 @@ fn expectations(
         if !names.contains(&family.get_ref().as_str()) {
             return Err(source.error_with_help(
                 family.span(),
-                format!("expect family `{}`: expected one of {}", family.get_ref(), names.join(", ")),
+                format!(
+                    "expect family `{}`: expected one of {}",
+                    family.get_ref(),
+                    names.join(", ")
+                ),
                 did_you_mean(family.get_ref(), names),
             ));
         }
@@ -679,7 +728,10 @@ fn expectations(
         None => None,
         Some(value) => Some(match value.get_ref() {
             IntOrWord::Int(n) => ExpectedOrdinal::Some(u32::try_from(*n).map_err(|_| {
-                source.error(value.span(), "expect `ordinal`: expected a non-negative ordinal or \"none\"")
+                source.error(
+                    value.span(),
+                    "expect `ordinal`: expected a non-negative ordinal or \"none\"",
+                )
             })?),
             IntOrWord::Word(word) if word == "none" => ExpectedOrdinal::None,
             IntOrWord::Word(_) => {
@@ -708,7 +760,10 @@ fn expectations(
         if catalog.get(selected.get_ref()).is_err() {
             return Err(source.error_with_help(
                 selected.span(),
-                format!("expect selected kernel `{}`: it is not in the catalog", selected.get_ref()),
+                format!(
+                    "expect selected kernel `{}`: it is not in the catalog",
+                    selected.get_ref()
+                ),
                 did_you_mean(selected.get_ref(), catalog.names()),
             ));
         }
@@ -718,7 +773,11 @@ fn expectations(
         if !VENDORS.contains(&vendor.get_ref().as_str()) {
             return Err(source.error_with_help(
                 vendor.span(),
-                format!("expect vendor `{}`: expected one of {}", vendor.get_ref(), VENDORS.join(", ")),
+                format!(
+                    "expect vendor `{}`: expected one of {}",
+                    vendor.get_ref(),
+                    VENDORS.join(", ")
+                ),
                 did_you_mean(vendor.get_ref(), VENDORS),
             ));
         }
@@ -730,8 +789,16 @@ fn expectations(
         family: fields.family.as_ref().map(|f| f.get_ref().clone()),
         ordinal,
         torch_device: fields.torch_device.as_ref().map(|d| d.get_ref().clone()),
-        ran_on: fields.ran_on.as_ref().map(|v| place_word(source, v, "ran_on")).transpose()?,
-        lands_on: fields.lands_on.as_ref().map(|v| place_word(source, v, "lands_on")).transpose()?,
+        ran_on: fields
+            .ran_on
+            .as_ref()
+            .map(|v| place_word(source, v, "ran_on"))
+            .transpose()?,
+        lands_on: fields
+            .lands_on
+            .as_ref()
+            .map(|v| place_word(source, v, "lands_on"))
+            .transpose()?,
         current_after: fields.current_after,
         selected: fields.selected.as_ref().map(|s| s.get_ref().clone()),
         covers: fields.covers.clone(),

@@ -179,6 +179,9 @@ pub struct TraceRules {
 impl TraceRules {
     /// Whether there is no rule.
     pub fn is_empty(&self) -> bool {
-        self.never.is_empty() && self.once.is_empty() && self.count.is_empty() && self.order.is_empty()
+        self.never.is_empty()
+            && self.once.is_empty()
+            && self.count.is_empty()
+            && self.order.is_empty()
     }
 }

@@ -124,7 +124,13 @@ fn fail(observed: &mut Observed, error: DispatchError) {
 }
 
 /// Runs one action; fills `observed`.
-fn perform(dispatch: &Dispatch, catalog: &Catalog, pool: &DevicePool, action: &Action, observed: &mut Observed) {
+fn perform(
+    dispatch: &Dispatch,
+    catalog: &Catalog,
+    pool: &DevicePool,
+    action: &Action,
+    observed: &mut Observed,
+) {
     let result: Result<(), DispatchError> = (|| {
         match action {
             Action::Normalize(selector) => {
@@ -183,7 +189,11 @@ fn perform(dispatch: &Dispatch, catalog: &Catalog, pool: &DevicePool, action: &A
 /// Runs every step of `scenario` on `runtime` (wrapped in a fresh recorder) and checks every expectation.
 ///
 /// `current` reads the thread's current device without recording it, for `current_after`.
-pub fn run_scenario(scenario: &Scenario, catalog: &Catalog, runtime: Box<dyn Runtime>) -> ScenarioReport {
+pub fn run_scenario(
+    scenario: &Scenario,
+    catalog: &Catalog,
+    runtime: Box<dyn Runtime>,
+) -> ScenarioReport {
     let current = CurrentProbe::new(&*runtime);
     let recorder = Recorder::new(runtime);
     let dispatch = Dispatch::new(&recorder, recorder.trace().clone());
@@ -208,13 +218,21 @@ pub fn run_scenario(scenario: &Scenario, catalog: &Catalog, runtime: Box<dyn Run
             trace,
         });
     }
-    let trace_mismatches = check_trace(&scenario.trace_rules, &recorder.trace().entries(), "expect.trace");
+    let trace_mismatches = check_trace(
+        &scenario.trace_rules,
+        &recorder.trace().entries(),
+        "expect.trace",
+    );
     let failed = !trace_mismatches.is_empty() || steps.iter().any(|s| !s.mismatches.is_empty());
     ScenarioReport {
         name: scenario.name.clone(),
         path: scenario.path.display().to_string(),
         description: scenario.description.clone(),
-        status: if failed { Status::Failed } else { Status::Passed },
+        status: if failed {
+            Status::Failed
+        } else {
+            Status::Passed
+        },
         steps,
         trace_mismatches,
     }

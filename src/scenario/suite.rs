@@ -7,7 +7,9 @@ use serde::Serialize;
 use crate::errors::{CliError, LoadError};
 use crate::kernel::Catalog;
 use crate::runtime::{Runtime, SimRuntime};
-use crate::scenario::{Scenario, ScenarioReport, Status, find_scenarios, load_scenario, run_scenario};
+use crate::scenario::{
+    Scenario, ScenarioReport, Status, find_scenarios, load_scenario, run_scenario,
+};
 
 /// Passed, failed and skipped counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -76,11 +78,13 @@ pub fn run_simulated(scenario: &Scenario, catalog: &Catalog) -> ScenarioReport {
         Err(error) => {
             let mut report = ScenarioReport::skipped(scenario, "");
             report.status = Status::Failed;
-            report.trace_mismatches.push(crate::scenario::expect::Mismatch {
-                key: "host".into(),
-                expected: "a host the simulator accepts".into(),
-                actual: error.to_string(),
-            });
+            report
+                .trace_mismatches
+                .push(crate::scenario::expect::Mismatch {
+                    key: "host".into(),
+                    expected: "a host the simulator accepts".into(),
+                    actual: error.to_string(),
+                });
             report
         }
     }
