@@ -48,9 +48,11 @@ impl<'a> Dispatch<'a> {
             Ok(target) => self
                 .trace
                 .gate(Gate::Normalize, true, format!("{selector} -> {target}")),
-            Err(error) => self
-                .trace
-                .gate(Gate::Normalize, false, format!("{selector}: {}", error.kind())),
+            Err(error) => self.trace.gate(
+                Gate::Normalize,
+                false,
+                format!("{selector}: {}", error.kind()),
+            ),
         }
     }
 }

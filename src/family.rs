@@ -379,12 +379,20 @@ mod tests {
         let error = input.parse::<Arch>().expect_err("must be refused");
         let message = error.to_string();
         assert!(message.contains(&format!("`{input}`")), "{message}");
-        assert!(message.contains("sm_90") && message.contains("gfx1201"), "{message}");
+        assert!(
+            message.contains("sm_90") && message.contains("gfx1201"),
+            "{message}"
+        );
     }
 
     #[test]
     fn compute_capabilities_order_by_major_then_minor() {
-        let parse = |s: &str| s.parse::<Arch>().expect("arch").capability().expect("nvidia");
+        let parse = |s: &str| {
+            s.parse::<Arch>()
+                .expect("arch")
+                .capability()
+                .expect("nvidia")
+        };
         assert!(parse("sm_75") < parse("sm_80"));
         assert!(parse("sm_89") < parse("sm_90"));
         assert!(parse("sm_90") < parse("sm_100"));
@@ -396,7 +404,11 @@ mod tests {
     #[case("gfx90a", 9, 0)]
     #[case("gfx1201", 12, 0)]
     #[case("gfx1030", 10, 3)]
-    fn hip_reports_gfx_derived_capabilities(#[case] arch: &str, #[case] major: u32, #[case] minor: u32) {
+    fn hip_reports_gfx_derived_capabilities(
+        #[case] arch: &str,
+        #[case] major: u32,
+        #[case] minor: u32,
+    ) {
         let arch: Arch = arch.parse().expect("arch");
         assert_eq!(
             arch.gfx().expect("amd").hip_capability(),

@@ -22,11 +22,11 @@ pub mod selector;
 pub mod trace;
 pub mod visible;
 
+pub use dispatch::Dispatch;
 pub use errors::{DispatchError, DriverError, HostError};
 pub use family::{Arch, ComputeCapability, Family, Vendor};
 pub use host::{HostSpec, TorchBuild};
+pub use kernel::{Catalog, Kernel, KernelSpec};
 pub use runtime::{Recorder, Runtime, SimRuntime};
 pub use selector::{Selector, Target, TorchDevice, normalize, to_torch_device};
 pub use trace::{Call, Trace};
-pub use dispatch::Dispatch;
-pub use kernel::{Catalog, Kernel, KernelSpec};

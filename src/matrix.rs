@@ -45,7 +45,11 @@ pub struct MatrixOutcome {
 
 /// Selector spellings to try on a host: strings in several cases, ordinals, family enums, torch devices.
 pub fn selectors_for(host: &HostSpec) -> Vec<Selector> {
-    let last = host.visible().map(|v| v.len()).unwrap_or(0).saturating_sub(1) as u32;
+    let last = host
+        .visible()
+        .map(|v| v.len())
+        .unwrap_or(0)
+        .saturating_sub(1) as u32;
     vec![
         Selector::from("cpu"),
         Selector::from("cuda"),
@@ -128,7 +132,9 @@ struct Result_ {
 
 fn run_case(case: &Case, outcome: &mut MatrixOutcome) {
     let Ok(sim) = SimRuntime::new(case.host.clone()) else {
-        outcome.violations.push(format!("{}: host does not validate", case.name()));
+        outcome
+            .violations
+            .push(format!("{}: host does not validate", case.name()));
         return;
     };
     let recorder = Recorder::new(Box::new(sim));
@@ -139,17 +145,41 @@ fn run_case(case: &Case, outcome: &mut MatrixOutcome) {
             let r = case.kernel.validate(&dispatch, case.selector);
             outcome.validate_times.push(started.elapsed());
             match r {
-                Ok(v) => Result_ { target: Some(v.target), place: None, error: None },
-                Err(e) => Result_ { target: None, place: None, error: Some(e) },
+                Ok(v) => Result_ {
+                    target: Some(v.target),
+                    place: None,
+                    error: None,
+                },
+                Err(e) => Result_ {
+                    target: None,
+                    place: None,
+                    error: Some(e),
+                },
             }
         }
         Path::Warmup => match case.kernel.warmup(&dispatch, case.selector) {
-            Ok(w) => Result_ { target: Some(w.validated.target), place: Some(w.ran_on), error: None },
-            Err(e) => Result_ { target: None, place: None, error: Some(e) },
+            Ok(w) => Result_ {
+                target: Some(w.validated.target),
+                place: Some(w.ran_on),
+                error: None,
+            },
+            Err(e) => Result_ {
+                target: None,
+                place: None,
+                error: Some(e),
+            },
         },
         Path::Move => match case.kernel.move_weights(&dispatch, case.selector) {
-            Ok(m) => Result_ { target: Some(m.validated.target), place: Some(m.lands_on), error: None },
-            Err(e) => Result_ { target: None, place: None, error: Some(e) },
+            Ok(m) => Result_ {
+                target: Some(m.validated.target),
+                place: Some(m.lands_on),
+                error: None,
+            },
+            Err(e) => Result_ {
+                target: None,
+                place: None,
+                error: Some(e),
+            },
         },
     };
     outcome.cases += 1;
@@ -161,9 +191,11 @@ fn run_case(case: &Case, outcome: &mut MatrixOutcome) {
     } else {
         outcome.accepted += 1;
     }
-    outcome
-        .violations
-        .extend(violations.drain(..).map(|v| format!("{}: {v}", case.name())));
+    outcome.violations.extend(
+        violations
+            .drain(..)
+            .map(|v| format!("{}: {v}", case.name())),
+    );
 }
 
 fn check_invariants(
@@ -177,7 +209,10 @@ fn check_invariants(
     let build = case.host.torch;
     if let Some(target) = result.target {
         if !spec.declares(target.family) {
-            broken.push(format!("accepted a {} target it does not declare", target.family));
+            broken.push(format!(
+                "accepted a {} target it does not declare",
+                target.family
+            ));
         }
         if build == TorchBuild::Hip && target.family == Family::Cuda {
             broken.push("a HIP build produced a CUDA target".into());
@@ -209,7 +244,10 @@ fn check_invariants(
             _ => Place::Gpu(target.ordinal.unwrap_or(case.current)),
         };
         if place != expected {
-            broken.push(format!("{:?} ended on {place} instead of {expected}", case.path));
+            broken.push(format!(
+                "{:?} ended on {place} instead of {expected}",
+                case.path
+            ));
         }
     }
     broken

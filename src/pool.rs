@@ -108,9 +108,7 @@ impl DevicePool {
                 let lock = &self.locks[index];
                 match mode {
                     LockMode::Read => Held::Read(lock.read().unwrap_or_else(|e| e.into_inner())),
-                    LockMode::Write => {
-                        Held::Write(lock.write().unwrap_or_else(|e| e.into_inner()))
-                    }
+                    LockMode::Write => Held::Write(lock.write().unwrap_or_else(|e| e.into_inner())),
                 }
             })
             .collect();

@@ -245,7 +245,11 @@ fn spell_text(text: &str) -> Result<(Spelled, Option<u32>), DispatchError> {
         "all" if ordinal.is_none() => Spelled::All,
         _ => return Err(unknown()),
     };
-    let ordinal = if spelled == Spelled::Cpu { None } else { ordinal };
+    let ordinal = if spelled == Spelled::Cpu {
+        None
+    } else {
+        ordinal
+    };
     Ok((spelled, ordinal))
 }
 

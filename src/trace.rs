@@ -262,7 +262,10 @@ impl Trace {
 
     /// The entries recorded since `mark`.
     pub fn since(&self, mark: usize) -> Vec<Entry> {
-        self.lock().get(mark..).map(<[_]>::to_vec).unwrap_or_default()
+        self.lock()
+            .get(mark..)
+            .map(<[_]>::to_vec)
+            .unwrap_or_default()
     }
 
     /// Every entry.

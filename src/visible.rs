@@ -231,7 +231,10 @@ mod tests {
 
     #[test]
     fn hip_mask_wider_than_rocr_is_refused_as_pytorch_does() {
-        let vars = env(&[("ROCR_VISIBLE_DEVICES", "0"), ("HIP_VISIBLE_DEVICES", "0,1")]);
+        let vars = env(&[
+            ("ROCR_VISIBLE_DEVICES", "0"),
+            ("HIP_VISIBLE_DEVICES", "0,1"),
+        ]);
         assert_eq!(
             visible_gpus(TorchBuild::Hip, &vars, &uuids(2)),
             Err(HostError::HipMaskWiderThanRocr)

@@ -7,7 +7,11 @@ use devsim::selector::{Selector, Target, TorchDevice, normalize, to_torch_device
 use devsim::{Family, TorchBuild};
 use rstest::rstest;
 
-fn norm(selector: impl Into<Selector>, build: TorchBuild, visible: u32) -> Result<Target, DispatchError> {
+fn norm(
+    selector: impl Into<Selector>,
+    build: TorchBuild,
+    visible: u32,
+) -> Result<Target, DispatchError> {
     normalize(&selector.into(), build, || Ok(visible))
 }
 
@@ -31,7 +35,10 @@ fn every_cuda_spelling_means_rocm_on_hip(
     #[case] family: Family,
     #[case] ordinal: Option<u32>,
 ) {
-    assert_eq!(norm(text, TorchBuild::Hip, 2), Ok(Target { family, ordinal }));
+    assert_eq!(
+        norm(text, TorchBuild::Hip, 2),
+        Ok(Target { family, ordinal })
+    );
 }
 
 #[rstest]
@@ -75,7 +82,9 @@ fn bad_selectors_are_typed_errors_naming_the_input(
 
 #[test]
 fn unknown_selector_messages_name_the_input_and_the_accepted_forms() {
-    let message = norm("cdua:1", TorchBuild::Cuda, 2).expect_err("typo").to_string();
+    let message = norm("cdua:1", TorchBuild::Cuda, 2)
+        .expect_err("typo")
+        .to_string();
     assert!(message.contains("cdua:1"), "{message}");
     assert!(message.contains("rocm[:N]"), "{message}");
 }
@@ -94,7 +103,9 @@ fn a_mask_that_hides_every_gpu_leaves_the_family_absent() {
 
 #[test]
 fn cpu_requests_ask_the_runtime_nothing() {
-    let target = normalize(&"cpu".into(), TorchBuild::Hip, || panic!("no device count for cpu"));
+    let target = normalize(&"cpu".into(), TorchBuild::Hip, || {
+        panic!("no device count for cpu")
+    });
     assert_eq!(target, Ok(Target::family(Family::Cpu)));
 }
 
@@ -106,6 +117,9 @@ fn cpu_requests_ask_the_runtime_nothing() {
 #[case::cpu(Target::family(Family::Cpu), "cpu")]
 #[case::xpu(Target::device(Family::Xpu, 0), "xpu:0")]
 #[case::mps(Target::family(Family::Mps), "mps")]
-fn resolution_keeps_ordinals_and_leaves_families_indexless(#[case] target: Target, #[case] device: &str) {
+fn resolution_keeps_ordinals_and_leaves_families_indexless(
+    #[case] target: Target,
+    #[case] device: &str,
+) {
     assert_eq!(to_torch_device(&target).to_string(), device);
 }

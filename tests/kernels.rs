@@ -4,9 +4,9 @@ mod common;
 
 use common::{Sim, host, scenario_root};
 use devsim::kernel::Catalog;
+use devsim::kernel::Method;
 use devsim::kernel::audit::{ROCM_AUDIT, contradiction, decision};
 use devsim::kernel::select::select;
-use devsim::kernel::Method;
 use devsim::matrix::{run_matrix, shipped_hosts};
 use devsim::runtime::{Place, Runtime};
 use devsim::selector::{Selector, TorchDevice};
@@ -15,14 +15,52 @@ use rstest::rstest;
 
 /// Every row of ../shared/CATALOG.md, in its order.
 const CATALOG_ROWS: [&str; 46] = [
-    "gptq_torch", "gptq_torch_fused", "gptq_torch_aten", "gptq_torch_int8", "gptq_triton",
-    "gptq_exllama_v2", "gptq_marlin", "gptq_machete", "gptq_swordfish", "gptq_bitblas",
-    "gptq_allspark", "awq_torch", "awq_torch_fused", "awq_torch_aten", "awq_torch_int8", "awq_gemm",
-    "awq_gemv", "awq_gemv_fast", "awq_llm", "awq_gemm_triton", "awq_gemv_triton", "awq_marlin",
-    "awq_machete", "awq_swordfish", "awq_bitblas", "awq_exllama_v2", "awq_allspark", "qqq",
-    "qqq_torch", "paroquant", "paroquant_triton", "fp8_torch", "w4a_fp8", "w4a_nvfp4",
-    "bitsandbytes", "gguf_torch", "gguf_triton", "gguf_cpp_cpu", "gguf_cpp_cuda", "vptq_cuda",
-    "mlx_gptq", "mlx_awq", "torch_quant_embedding", "exl3_exllama_v3", "exl3_torch", "fp4_source",
+    "gptq_torch",
+    "gptq_torch_fused",
+    "gptq_torch_aten",
+    "gptq_torch_int8",
+    "gptq_triton",
+    "gptq_exllama_v2",
+    "gptq_marlin",
+    "gptq_machete",
+    "gptq_swordfish",
+    "gptq_bitblas",
+    "gptq_allspark",
+    "awq_torch",
+    "awq_torch_fused",
+    "awq_torch_aten",
+    "awq_torch_int8",
+    "awq_gemm",
+    "awq_gemv",
+    "awq_gemv_fast",
+    "awq_llm",
+    "awq_gemm_triton",
+    "awq_gemv_triton",
+    "awq_marlin",
+    "awq_machete",
+    "awq_swordfish",
+    "awq_bitblas",
+    "awq_exllama_v2",
+    "awq_allspark",
+    "qqq",
+    "qqq_torch",
+    "paroquant",
+    "paroquant_triton",
+    "fp8_torch",
+    "w4a_fp8",
+    "w4a_nvfp4",
+    "bitsandbytes",
+    "gguf_torch",
+    "gguf_triton",
+    "gguf_cpp_cpu",
+    "gguf_cpp_cuda",
+    "vptq_cuda",
+    "mlx_gptq",
+    "mlx_awq",
+    "torch_quant_embedding",
+    "exl3_exllama_v3",
+    "exl3_torch",
+    "fp4_source",
 ];
 
 #[test]
@@ -50,7 +88,11 @@ fn every_registered_kernel_has_an_audited_rocm_decision_matching_its_contract() 
             problems.push(format!("{name}: audited but not registered"));
         }
     }
-    assert!(problems.is_empty(), "ROCm audit problems:\n{}", problems.join("\n"));
+    assert!(
+        problems.is_empty(),
+        "ROCm audit problems:\n{}",
+        problems.join("\n")
+    );
 }
 
 #[test]
@@ -67,13 +109,31 @@ fn a_kernel_added_without_an_audit_entry_fails_the_inventory() {
 }
 
 const CUDA_ONLY: [&str; 14] = [
-    "gptq_triton", "w4a_fp8", "w4a_nvfp4", "gptq_marlin", "gptq_machete", "gptq_swordfish",
-    "gptq_bitblas", "awq_gemm", "awq_gemv", "awq_gemv_fast", "qqq", "vptq_cuda", "gptq_exllama_v2",
+    "gptq_triton",
+    "w4a_fp8",
+    "w4a_nvfp4",
+    "gptq_marlin",
+    "gptq_machete",
+    "gptq_swordfish",
+    "gptq_bitblas",
+    "awq_gemm",
+    "awq_gemv",
+    "awq_gemv_fast",
+    "qqq",
+    "vptq_cuda",
+    "gptq_exllama_v2",
     "gguf_cpp_cuda",
 ];
 
 const CUDA_SPELLINGS: [&str; 8] = [
-    "cuda", "CUDA", "cuda:0", "cuda:1", "DEVICE.CUDA", "torch.device('cuda:1')", "0", "1",
+    "cuda",
+    "CUDA",
+    "cuda:0",
+    "cuda:1",
+    "DEVICE.CUDA",
+    "torch.device('cuda:1')",
+    "0",
+    "1",
 ];
 
 #[test]
@@ -81,22 +141,27 @@ fn cuda_only_kernels_are_refused_on_hip_under_every_cuda_spelling() {
     let catalog = Catalog::reference();
     for kernel_name in CUDA_ONLY {
         let kernel = catalog.get(kernel_name).expect("registered");
-        let selectors = CUDA_SPELLINGS
-            .iter()
-            .map(|s| Selector::from(*s))
-            .chain([
-                Selector::Ordinal(1),
-                Selector::Family(Family::Cuda),
-                Selector::Torch(TorchDevice::cuda(0)),
-            ]);
+        let selectors = CUDA_SPELLINGS.iter().map(|s| Selector::from(*s)).chain([
+            Selector::Ordinal(1),
+            Selector::Family(Family::Cuda),
+            Selector::Torch(TorchDevice::cuda(0)),
+        ]);
         for selector in selectors {
             let sim = Sim::profile("r9700x2", 0);
             let error = kernel
                 .validate(&sim.dispatch(), &selector)
                 .expect_err(&format!("{kernel_name} must be refused for {selector}"));
-            assert_eq!(error.kind(), "unsupported-family", "{kernel_name} {selector}: {error}");
+            assert_eq!(
+                error.kind(),
+                "unsupported-family",
+                "{kernel_name} {selector}: {error}"
+            );
             assert_eq!(sim.count("extension_load"), 0, "{kernel_name} {selector}");
-            assert_eq!(sim.count("nvidia_capability"), 0, "{kernel_name} {selector}");
+            assert_eq!(
+                sim.count("nvidia_capability"),
+                0,
+                "{kernel_name} {selector}"
+            );
         }
     }
 }
@@ -129,9 +194,18 @@ fn allspark_accepts_a_gfx1201_target_while_the_current_gpu_is_gfx942() {
     assert_eq!(sim.current(), 0, "the caller's device is restored");
     assert_eq!(sim.count("nvidia_capability"), 0);
     let names = sim.names();
-    let repack = names.iter().position(|n| *n == "launch").expect("repack launch");
-    let switch = names.iter().position(|n| *n == "set_device").expect("context switch");
-    assert!(switch < repack, "repack ran inside the target's context: {names:?}");
+    let repack = names
+        .iter()
+        .position(|n| *n == "launch")
+        .expect("repack launch");
+    let switch = names
+        .iter()
+        .position(|n| *n == "set_device")
+        .expect("context switch");
+    assert!(
+        switch < repack,
+        "repack ran inside the target's context: {names:?}"
+    );
 }
 
 #[test]
@@ -190,7 +264,11 @@ fn a_rocm_lock_covers_every_amd_gpu() {
     use devsim::pool::{DevicePool, LockMode};
     let sim = Sim::profile("mi300x", 0);
     let pool = DevicePool::new(&sim.recorder).expect("pool");
-    for scope in [Selector::from("rocm"), Selector::Family(Family::Rocm), Selector::from("cuda")] {
+    for scope in [
+        Selector::from("rocm"),
+        Selector::Family(Family::Rocm),
+        Selector::from("cuda"),
+    ] {
         let guard = pool
             .lock_selector(&sim.dispatch(), &scope, LockMode::Read)
             .expect("ROCM is a known pool family");
@@ -221,12 +299,16 @@ fn selection_picks_the_best_kernel_that_passes_every_gate(
     let sim = Sim::profile(profile, 0);
     let catalog = Catalog::reference();
     let device = if profile == "cpu" { "cpu" } else { "cuda" };
-    let selected = select(&sim.dispatch(), &catalog, method, bits, &device.into()).expect("a kernel");
+    let selected =
+        select(&sim.dispatch(), &catalog, method, bits, &device.into()).expect("a kernel");
     assert_eq!(selected.kernel.spec().name, expected);
     if sim.recorder.build() == TorchBuild::Hip {
         assert_eq!(sim.count("nvidia_capability"), 0);
     }
-    assert!(sim.count("extension_load") <= 1, "only the winner loads its extension");
+    assert!(
+        sim.count("extension_load") <= 1,
+        "only the winner loads its extension"
+    );
 }
 
 #[test]
@@ -238,7 +320,10 @@ fn selection_refusing_everything_lists_each_candidate_and_why() {
         .expect("no W4A kernel runs on ROCm");
     assert_eq!(error.kind(), "no-kernel");
     let message = error.to_string();
-    assert!(message.contains("w4a_nvfp4 refused") && message.contains("w4a_fp8 refused"), "{message}");
+    assert!(
+        message.contains("w4a_nvfp4 refused") && message.contains("w4a_fp8 refused"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -250,9 +335,15 @@ fn explicit_only_kernels_are_never_selected_automatically() {
         }
     }
     let sim = Sim::new(host(TorchBuild::Cpu, &[]));
-    let error = select(&sim.dispatch(), &catalog, Method::Embedding, 4, &"cpu".into())
-        .err()
-        .expect("the embedding kernel is explicit-only");
+    let error = select(
+        &sim.dispatch(),
+        &catalog,
+        Method::Embedding,
+        4,
+        &"cpu".into(),
+    )
+    .err()
+    .expect("the embedding kernel is explicit-only");
     assert_eq!(error.kind(), "no-kernel");
 }
 
@@ -282,8 +373,20 @@ fn the_whole_matrix_keeps_every_invariant_on_every_shipped_host() {
         outcome.violations.is_empty(),
         "{} violation(s), first ones:\n{}",
         outcome.violations.len(),
-        outcome.violations.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+        outcome
+            .violations
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
-    assert!(outcome.accepted > 0 && outcome.refused > 0, "the matrix exercises both outcomes");
-    println!("matrix: {} cases, {} accepted, {} refused", outcome.cases, outcome.accepted, outcome.refused);
+    assert!(
+        outcome.accepted > 0 && outcome.refused > 0,
+        "the matrix exercises both outcomes"
+    );
+    println!(
+        "matrix: {} cases, {} accepted, {} refused",
+        outcome.cases, outcome.accepted, outcome.refused
+    );
 }

@@ -24,8 +24,20 @@ fn write(name: &str, body: &str) -> PathBuf {
 
 #[rstest]
 #[case::syntax("syntax", "format = \n", 1, "", None)]
-#[case::format_two("format_two", "format = 2\ndescription = \"x\"\n[host]\ntorch = \"cpu\"\n[[step]]\naction = \"discover\"\n", 1, "format = 1", None)]
-#[case::unknown_top_key("unknown_top_key", "format = 1\ndescripton = \"x\"\n", 2, "unknown field `descripton`", Some("description"))]
+#[case::format_two(
+    "format_two",
+    "format = 2\ndescription = \"x\"\n[host]\ntorch = \"cpu\"\n[[step]]\naction = \"discover\"\n",
+    1,
+    "format = 1",
+    None
+)]
+#[case::unknown_top_key(
+    "unknown_top_key",
+    "format = 1\ndescripton = \"x\"\n",
+    2,
+    "unknown field `descripton`",
+    Some("description")
+)]
 #[case::unknown_step_key("unknown_step_key", concat!("format = 1\ndescription = \"x\"\n", "[host]\nprofile = \"h200\"\n[[step]]\naction = \"validate\"\nkernl = \"gptq_marlin\"\ndevice = \"cuda\"\n"), 7, "unknown field `kernl`", Some("kernel"))]
 #[case::unknown_kernel("unknown_kernel", concat!("format = 1\ndescription = \"x\"\n", "[host]\nprofile = \"h200\"\n[[step]]\naction = \"validate\"\nkernel = \"gptq_marlinn\"\ndevice = \"cuda\"\n"), 7, "find kernel `gptq_marlinn`", Some("gptq_marlin"))]
 #[case::bad_arch("bad_arch", concat!("format = 1\ndescription = \"x\"\n", "[host]\ntorch = \"hip\"\ngpus = [\"gfx942\", \"gfx9999\"]\n[[step]]\naction = \"discover\"\n"), 5, "parse arch `gfx9999`: expected sm_50", None)]
@@ -53,7 +65,10 @@ fn malformed_scenarios_are_located_and_explained(
     let path = write(name, body);
     let error = load_scenario(&path, &Catalog::reference()).expect_err("must not load");
     let shown = error.to_string();
-    assert!(shown.starts_with(&format!("{}:{line}:", path.display())), "{shown}");
+    assert!(
+        shown.starts_with(&format!("{}:{line}:", path.display())),
+        "{shown}"
+    );
     assert!(error.column >= 1);
     assert!(shown.contains(fragment), "{shown}");
     if let Some(help) = help {
@@ -78,7 +93,9 @@ fn a_step_that_expects_an_unknown_kernel_may_name_one() {
 fn inline_host_fields_override_the_profile() {
     let path = write(
         "inline_overrides",
-        &format!("{HEADER}[host]\nprofile = \"amd_mixed\"\ncurrent = 1\nenv = {{ HIP_VISIBLE_DEVICES = \"1,0\" }}\n[[step]]\naction = \"discover\"\n"),
+        &format!(
+            "{HEADER}[host]\nprofile = \"amd_mixed\"\ncurrent = 1\nenv = {{ HIP_VISIBLE_DEVICES = \"1,0\" }}\n[[step]]\naction = \"discover\"\n"
+        ),
     );
     let scenario = load_scenario(&path, &Catalog::reference()).expect("loads");
     assert_eq!(scenario.host.current, 1);
@@ -88,7 +105,13 @@ fn inline_host_fields_override_the_profile() {
 
 #[test]
 fn a_missing_file_is_an_error_not_a_panic() {
-    let error = load_scenario(std::path::Path::new("/nonexistent/devsim.toml"), &Catalog::reference())
-        .expect_err("missing");
-    assert!(error.to_string().contains("/nonexistent/devsim.toml:1:1"), "{error}");
+    let error = load_scenario(
+        std::path::Path::new("/nonexistent/devsim.toml"),
+        &Catalog::reference(),
+    )
+    .expect_err("missing");
+    assert!(
+        error.to_string().contains("/nonexistent/devsim.toml:1:1"),
+        "{error}"
+    );
 }

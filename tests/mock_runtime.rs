@@ -97,7 +97,10 @@ fn a_driver_error_during_the_arch_gate_is_reported_not_swallowed() {
         .validate(&dispatch, &Selector::from("rocm:0"))
         .expect_err("driver failed");
     assert_eq!(error.kind(), "driver-error");
-    assert!(error.to_string().contains("hipErrorInvalidDevice"), "{error}");
+    assert!(
+        error.to_string().contains("hipErrorInvalidDevice"),
+        "{error}"
+    );
 }
 
 #[test]

@@ -35,7 +35,9 @@ fn a_family_write_lock_excludes_every_single_device_holder() {
                         }
                     } else {
                         let n = (i + round) % 4;
-                        let _guard = pool.lock(device(n as u32), LockMode::Write).expect("device lock");
+                        let _guard = pool
+                            .lock(device(n as u32), LockMode::Write)
+                            .expect("device lock");
                         holders[n].fetch_add(1, Ordering::SeqCst);
                         thread::yield_now();
                         holders[n].fetch_sub(1, Ordering::SeqCst);
@@ -58,7 +60,8 @@ fn readers_share_a_device_and_writers_do_not() {
     let barrier = Arc::new(Barrier::new(4));
     let readers: Vec<_> = (0..4)
         .map(|_| {
-            let (pool, inside, most, barrier) = (pool.clone(), inside.clone(), most.clone(), barrier.clone());
+            let (pool, inside, most, barrier) =
+                (pool.clone(), inside.clone(), most.clone(), barrier.clone());
             thread::spawn(move || {
                 let _guard = pool.lock(device(1), LockMode::Read).expect("read lock");
                 let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
@@ -71,13 +74,18 @@ fn readers_share_a_device_and_writers_do_not() {
     for r in readers {
         r.join().expect("no panic");
     }
-    assert_eq!(most.load(Ordering::SeqCst), 4, "all four readers held the device at once");
+    assert_eq!(
+        most.load(Ordering::SeqCst),
+        4,
+        "all four readers held the device at once"
+    );
 
     let writers_inside = Arc::new(AtomicUsize::new(0));
     let writer_overlap = Arc::new(AtomicUsize::new(0));
     let writers: Vec<_> = (0..4)
         .map(|_| {
-            let (pool, inside, overlap) = (pool.clone(), writers_inside.clone(), writer_overlap.clone());
+            let (pool, inside, overlap) =
+                (pool.clone(), writers_inside.clone(), writer_overlap.clone());
             thread::spawn(move || {
                 for _ in 0..50 {
                     let _guard = pool.lock(device(1), LockMode::Write).expect("write lock");
@@ -100,7 +108,13 @@ fn readers_share_a_device_and_writers_do_not() {
 fn opposing_scopes_never_deadlock_because_keys_are_taken_in_one_order() {
     let pool = Arc::new(DevicePool::with_gpus(3));
     let done = Arc::new(AtomicUsize::new(0));
-    let scopes = [Scope::All, family(), device(2), device(0), Scope::Target(Target::family(Family::Cpu))];
+    let scopes = [
+        Scope::All,
+        family(),
+        device(2),
+        device(0),
+        Scope::Target(Target::family(Family::Cpu)),
+    ];
     let threads: Vec<_> = (0..10)
         .map(|i| {
             let (pool, done) = (pool.clone(), done.clone());
@@ -116,7 +130,10 @@ fn opposing_scopes_never_deadlock_because_keys_are_taken_in_one_order() {
         .collect();
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while done.load(Ordering::SeqCst) < 10 {
-        assert!(std::time::Instant::now() < deadline, "lock acquisition deadlocked");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "lock acquisition deadlocked"
+        );
         thread::sleep(Duration::from_millis(5));
     }
     for t in threads {
@@ -128,11 +145,18 @@ fn opposing_scopes_never_deadlock_because_keys_are_taken_in_one_order() {
 fn scopes_cover_the_right_keys_in_lock_order() {
     let pool = DevicePool::with_gpus(2);
     let keys = |scope| -> Vec<String> {
-        pool.keys_for(scope).expect("known scope").iter().map(ToString::to_string).collect()
+        pool.keys_for(scope)
+            .expect("known scope")
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     };
     assert_eq!(keys(Scope::All), ["cpu", "cuda:0", "cuda:1"]);
     assert_eq!(keys(family()), ["cuda:0", "cuda:1"]);
-    assert_eq!(keys(Scope::Target(Target::family(Family::Cuda))), ["cuda:0", "cuda:1"]);
+    assert_eq!(
+        keys(Scope::Target(Target::family(Family::Cuda))),
+        ["cuda:0", "cuda:1"]
+    );
     assert_eq!(keys(device(1)), ["cuda:1"]);
     assert_eq!(keys(Scope::Target(Target::family(Family::Cpu))), ["cpu"]);
 }

@@ -14,28 +14,57 @@ const NVIDIA: [&str; 6] = ["sm_75", "sm_80", "sm_89", "sm_90", "sm_100", "sm_120
 const AMD: [&str; 5] = ["gfx90a", "gfx942", "gfx1100", "gfx1200", "gfx1201"];
 
 fn build() -> impl Strategy<Value = TorchBuild> {
-    prop_oneof![Just(TorchBuild::Cuda), Just(TorchBuild::Hip), Just(TorchBuild::Cpu)]
+    prop_oneof![
+        Just(TorchBuild::Cuda),
+        Just(TorchBuild::Hip),
+        Just(TorchBuild::Cpu)
+    ]
 }
 
 /// A random host: a build, 0–4 GPUs of its vendor, a current device in range.
 fn random_host() -> impl Strategy<Value = HostSpec> {
-    (build(), prop::collection::vec(0usize..6, 0..5), any::<prop::sample::Index>()).prop_map(
-        |(torch, picks, current)| {
+    (
+        build(),
+        prop::collection::vec(0usize..6, 0..5),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|(torch, picks, current)| {
             let archs: Vec<Arch> = match torch {
                 TorchBuild::Cpu => Vec::new(),
-                TorchBuild::Cuda => picks.iter().map(|i| NVIDIA[i % NVIDIA.len()]).map(|a| a.parse().expect("arch")).collect(),
-                TorchBuild::Hip => picks.iter().map(|i| AMD[i % AMD.len()]).map(|a| a.parse().expect("arch")).collect(),
+                TorchBuild::Cuda => picks
+                    .iter()
+                    .map(|i| NVIDIA[i % NVIDIA.len()])
+                    .map(|a| a.parse().expect("arch"))
+                    .collect(),
+                TorchBuild::Hip => picks
+                    .iter()
+                    .map(|i| AMD[i % AMD.len()])
+                    .map(|a| a.parse().expect("arch"))
+                    .collect(),
             };
             let mut host = HostSpec::new(torch, &archs);
-            host.current = if archs.is_empty() { 0 } else { current.index(archs.len()) as u32 };
+            host.current = if archs.is_empty() {
+                0
+            } else {
+                current.index(archs.len()) as u32
+            };
             host
-        },
-    )
+        })
 }
 
 /// A random selector in any spelling, with an optional ordinal.
 fn random_selector() -> impl Strategy<Value = Selector> {
-    let word = prop::sample::select(vec!["cuda", "CUDA", "Cuda", "rocm", "ROCM", "hip", "cpu", "DEVICE.CUDA", "DEVICE.ROCM"]);
+    let word = prop::sample::select(vec![
+        "cuda",
+        "CUDA",
+        "Cuda",
+        "rocm",
+        "ROCM",
+        "hip",
+        "cpu",
+        "DEVICE.CUDA",
+        "DEVICE.ROCM",
+    ]);
     let family = prop::sample::select(vec![Family::Cpu, Family::Cuda, Family::Rocm]);
     prop_oneof![
         word.clone().prop_map(Selector::from),
@@ -53,7 +82,11 @@ fn explicit_ordinal(selector: &Selector) -> Option<u32> {
         Selector::Torch(device) => device.index,
         Selector::Text(text) => {
             let digits: String = text.chars().filter(char::is_ascii_digit).collect();
-            if text.starts_with("cpu") { None } else { digits.parse().ok() }
+            if text.starts_with("cpu") {
+                None
+            } else {
+                digits.parse().ok()
+            }
         }
         Selector::Family(_) => None,
     }

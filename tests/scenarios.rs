@@ -23,12 +23,15 @@ fn trial_name(path: &Path) -> String {
 }
 
 fn simulated(path: PathBuf, catalog: Arc<Catalog>) -> Result<(), Failed> {
-    let scenario = load_scenario(&path, &catalog).map_err(|error| Failed::from(error.to_string()))?;
+    let scenario =
+        load_scenario(&path, &catalog).map_err(|error| Failed::from(error.to_string()))?;
     let report = run_simulated(&scenario, &catalog);
     match report.status {
         Status::Passed => Ok(()),
         Status::Failed => Err(report::human(&report).into()),
-        Status::Skipped(reason) => Err(format!("a simulated run cannot be skipped: {reason}").into()),
+        Status::Skipped(reason) => {
+            Err(format!("a simulated run cannot be skipped: {reason}").into())
+        }
     }
 }
 

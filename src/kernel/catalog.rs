@@ -145,9 +145,14 @@ pub const REFERENCE_SPECS: &[KernelSpec] = &[
         .cc_at_least(10, 0)
         .extension("w4a")
         .priority(110),
-    KernelSpec::new("bitsandbytes", Method::Bitsandbytes, FOUR_EIGHT, &[Cpu, Cuda, Rocm])
-        .requires("bitsandbytes")
-        .priority(10),
+    KernelSpec::new(
+        "bitsandbytes",
+        Method::Bitsandbytes,
+        FOUR_EIGHT,
+        &[Cpu, Cuda, Rocm],
+    )
+    .requires("bitsandbytes")
+    .priority(10),
     KernelSpec::new("gguf_torch", Gguf, GGUF_BITS, &[All]).priority(15),
     KernelSpec::new("gguf_triton", Gguf, GGUF_BITS, &[Cuda, Rocm])
         .requires("triton")
@@ -165,7 +170,9 @@ pub const REFERENCE_SPECS: &[KernelSpec] = &[
     KernelSpec::new("mlx_gptq", Gptq, GPTQ_BITS, &[Mps])
         .requires("mlx")
         .priority(60),
-    KernelSpec::new("mlx_awq", Awq, FOUR, &[Mps]).requires("mlx").priority(60),
+    KernelSpec::new("mlx_awq", Awq, FOUR, &[Mps])
+        .requires("mlx")
+        .priority(60),
     KernelSpec::new("torch_quant_embedding", Embedding, FOUR_EIGHT, &[All]).explicit_only(),
     KernelSpec::new("exl3_exllama_v3", Exl3, EXL3_BITS, &[Cuda])
         .extension("exllamav3")

@@ -62,7 +62,11 @@ pub fn bits_gate(
 }
 
 /// The arch gate: judges the target's own GPU against the kernel's rule for that family.
-pub fn arch_gate(dispatch: &Dispatch, spec: &KernelSpec, target: Target) -> Result<(), DispatchError> {
+pub fn arch_gate(
+    dispatch: &Dispatch,
+    spec: &KernelSpec,
+    target: Target,
+) -> Result<(), DispatchError> {
     let rt = dispatch.runtime;
     let nvidia_rule = spec.nvidia.is_some() || spec.smem_optin_min.is_some();
     let checks_family = match target.family {

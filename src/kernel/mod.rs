@@ -42,7 +42,11 @@ pub trait Kernel: Send + Sync {
     }
 
     /// Normalizes the selector, then validates the target.
-    fn validate(&self, dispatch: &Dispatch, selector: &Selector) -> Result<Validated, DispatchError> {
+    fn validate(
+        &self,
+        dispatch: &Dispatch,
+        selector: &Selector,
+    ) -> Result<Validated, DispatchError> {
         paths::validate(self, dispatch, selector)
     }
 
@@ -63,7 +67,11 @@ pub trait Kernel: Send + Sync {
     }
 
     /// Validates, resolves at the boundary and moves the kernel's weights there.
-    fn move_weights(&self, dispatch: &Dispatch, selector: &Selector) -> Result<Moved, DispatchError> {
+    fn move_weights(
+        &self,
+        dispatch: &Dispatch,
+        selector: &Selector,
+    ) -> Result<Moved, DispatchError> {
         paths::move_weights(self, dispatch, selector)
     }
 }

@@ -41,7 +41,9 @@ pub struct Moved {
 
 /// The bytes a kernel's test weights hold: deterministic, kernel-specific.
 fn weights(name: &str) -> Vec<u8> {
-    let seed = name.bytes().fold(17u8, |acc, b| acc.wrapping_mul(31).wrapping_add(b));
+    let seed = name
+        .bytes()
+        .fold(17u8, |acc, b| acc.wrapping_mul(31).wrapping_add(b));
     (0..4096u32)
         .map(|i| seed.wrapping_add((i % 251) as u8))
         .collect()

@@ -67,7 +67,12 @@ impl Runtime for Recorder {
     }
 
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
-        self.record(Call::DeviceName, on(ordinal), None, self.inner.device_name(ordinal))
+        self.record(
+            Call::DeviceName,
+            on(ordinal),
+            None,
+            self.inner.device_name(ordinal),
+        )
     }
 
     fn nvidia_capability(&self, ordinal: u32) -> Result<ComputeCapability, DriverError> {
@@ -76,11 +81,21 @@ impl Runtime for Recorder {
     }
 
     fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
-        self.record(Call::SmemOptin, on(ordinal), None, self.inner.smem_optin(ordinal))
+        self.record(
+            Call::SmemOptin,
+            on(ordinal),
+            None,
+            self.inner.smem_optin(ordinal),
+        )
     }
 
     fn amd_arch(&self, ordinal: u32) -> Result<String, DriverError> {
-        self.record(Call::AmdArch, on(ordinal), None, self.inner.amd_arch(ordinal))
+        self.record(
+            Call::AmdArch,
+            on(ordinal),
+            None,
+            self.inner.amd_arch(ordinal),
+        )
     }
 
     fn get_device(&self) -> Result<u32, DriverError> {
@@ -88,7 +103,12 @@ impl Runtime for Recorder {
     }
 
     fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
-        self.record(Call::SetDevice, on(ordinal), None, self.inner.set_device(ordinal))
+        self.record(
+            Call::SetDevice,
+            on(ordinal),
+            None,
+            self.inner.set_device(ordinal),
+        )
     }
 
     fn alloc(&self, device: TorchDevice, bytes: usize) -> Result<Buffer, DriverError> {

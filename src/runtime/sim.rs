@@ -84,7 +84,12 @@ impl SimRuntime {
     }
 
     /// Applies injected faults: counts matching calls and fails those past a fault's threshold.
-    fn check_faults(&self, state: &mut State, call: Call, device: Option<u32>) -> Result<(), DriverError> {
+    fn check_faults(
+        &self,
+        state: &mut State,
+        call: Call,
+        device: Option<u32>,
+    ) -> Result<(), DriverError> {
         for (index, fault) in self.host.faults.iter().enumerate() {
             let call_matches = match fault.call {
                 Some(wanted) => wanted == call,
@@ -129,7 +134,12 @@ impl SimRuntime {
             .ok_or_else(|| self.error(call, INVALID_DEVICE, None))
     }
 
-    fn place_of(&self, state: &State, call: Call, device: TorchDevice) -> Result<Place, DriverError> {
+    fn place_of(
+        &self,
+        state: &State,
+        call: Call,
+        device: TorchDevice,
+    ) -> Result<Place, DriverError> {
         match device.kind {
             TorchType::Cpu => Ok(Place::Cpu),
             TorchType::Cuda => {
@@ -301,7 +311,10 @@ mod tests {
     #[test]
     fn hip_answers_capability_queries_with_gfx_numbers() {
         let sim = SimRuntime::new(host(TorchBuild::Hip, &["gfx942"])).expect("host");
-        assert_eq!(sim.nvidia_capability(0).expect("cc"), ComputeCapability::new(9, 4));
+        assert_eq!(
+            sim.nvidia_capability(0).expect("cc"),
+            ComputeCapability::new(9, 4)
+        );
         assert_eq!(sim.amd_arch(0).expect("arch"), "gfx942");
     }
 
@@ -319,8 +332,14 @@ mod tests {
         sim.copy_in(&buffer, &[7; 16]).expect("copy");
         assert_eq!(sim.copy_out(&buffer).expect("copy back"), vec![7; 16]);
         sim.free(&buffer).expect("free");
-        assert_eq!(sim.copy_out(&buffer).expect_err("freed").code, INVALID_VALUE);
-        assert_eq!(sim.free(&buffer).expect_err("double free").code, INVALID_VALUE);
+        assert_eq!(
+            sim.copy_out(&buffer).expect_err("freed").code,
+            INVALID_VALUE
+        );
+        assert_eq!(
+            sim.free(&buffer).expect_err("double free").code,
+            INVALID_VALUE
+        );
     }
 
     #[test]
@@ -328,7 +347,9 @@ mod tests {
         let sim = SimRuntime::new(host(TorchBuild::Cuda, &["sm_90"])).expect("host");
         assert_eq!(sim.set_device(1).expect_err("one gpu").code, INVALID_DEVICE);
         assert_eq!(
-            sim.alloc(TorchDevice::cuda(3), 1).expect_err("one gpu").code,
+            sim.alloc(TorchDevice::cuda(3), 1)
+                .expect_err("one gpu")
+                .code,
             INVALID_DEVICE
         );
     }
@@ -344,10 +365,14 @@ mod tests {
             message: String::new(),
         });
         let sim = SimRuntime::new(spec).expect("host");
-        sim.launch(LaunchOn::CurrentDevice, "k").expect("device 0 is fine");
+        sim.launch(LaunchOn::CurrentDevice, "k")
+            .expect("device 0 is fine");
         sim.set_device(1).expect("set");
-        sim.launch(LaunchOn::CurrentDevice, "k").expect("first call on 1 passes");
-        let error = sim.launch(LaunchOn::CurrentDevice, "k").expect_err("second fails");
+        sim.launch(LaunchOn::CurrentDevice, "k")
+            .expect("first call on 1 passes");
+        let error = sim
+            .launch(LaunchOn::CurrentDevice, "k")
+            .expect_err("second fails");
         assert_eq!(error.code, 719);
         assert!(error.message.contains("CUDA_ERROR_LAUNCH_FAILED"));
     }

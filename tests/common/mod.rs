@@ -64,7 +64,12 @@ impl Sim {
 
     /// The names of every trace entry, in order.
     pub fn names(&self) -> Vec<&'static str> {
-        self.recorder.trace().entries().iter().map(|e| e.name()).collect()
+        self.recorder
+            .trace()
+            .entries()
+            .iter()
+            .map(|e| e.name())
+            .collect()
     }
 
     /// The thread's current device, read without recording.
