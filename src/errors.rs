@@ -176,6 +176,17 @@ impl DispatchError {
         }
     }
 
+    /// The normalized target a refusal concerns, when normalization got that far.
+    pub fn target(&self) -> Option<Target> {
+        match self {
+            DispatchError::NoSuchDevice { target, .. }
+            | DispatchError::UnsupportedFamily { target, .. }
+            | DispatchError::UnsupportedArch { target, .. }
+            | DispatchError::NoKernel { target, .. } => Some(*target),
+            _ => None,
+        }
+    }
+
     /// Every kind [`DispatchError::kind`] can return.
     pub const KINDS: [&'static str; 10] = [
         "unknown-selector",

@@ -323,9 +323,12 @@ pub fn normalize_scope(
         }
         Spelled::Cuda | Spelled::Gpu => {
             let keep_spelling = build == TorchBuild::Hip
-                && spelled == Spelled::Cuda
-                && ((from_text && mutants::active(Mutant::StringSelectorsSkipNormalization))
-                    || (!from_text && mutants::active(Mutant::CudaSpellingIsNvidia)));
+                && if from_text {
+                    spelled == Spelled::Cuda
+                        && mutants::active(Mutant::StringSelectorsSkipNormalization)
+                } else {
+                    mutants::active(Mutant::CudaSpellingIsNvidia)
+                };
             match gpu_family {
                 Some(Family::Rocm) if mutants::active(Mutant::RocmStoredAsCuda) => Family::Cuda,
                 _ if keep_spelling => Family::Cuda,

@@ -182,6 +182,9 @@ fn perform(
         Ok(())
     })();
     if let Err(error) = result {
+        if let (Some(target), None) = (error.target(), &observed.family) {
+            target_fields(observed, target);
+        }
         fail(observed, error);
     }
 }

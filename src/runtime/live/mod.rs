@@ -2,5 +2,13 @@
 //! through `tch`.
 
 pub mod cuda;
+pub mod driver;
 pub mod hip;
 pub mod library;
+pub mod machine;
+pub mod runtime;
+#[cfg(feature = "torch")]
+pub mod torch;
+
+pub use machine::RealMachine;
+pub use runtime::LiveRuntime;

@@ -1,0 +1,148 @@
+//! The real machine as a host: what the drivers report, whether it satisfies a scenario's host, and
+//! the profile `devsim probe` prints.
+
+use std::fmt::Write;
+
+use crate::errors::DriverError;
+use crate::family::Arch;
+use crate::host::{HostSpec, TorchBuild};
+use crate::runtime::live::driver::GpuDriver;
+
+/// One real GPU as the driver reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RealGpu {
+    /// Its arch, read from the driver (`sm_90`, `gfx942:sramecc+:xnack-`).
+    pub arch: Arch,
+    /// Its name.
+    pub name: String,
+    /// Opt-in shared memory per block.
+    pub smem_optin: u32,
+}
+
+/// The real machine: its build and its visible GPUs (after the process's own visible-device variables).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RealMachine {
+    /// The torch build the live runtime runs.
+    pub build: TorchBuild,
+    /// The driver library that opened, if any.
+    pub library: Option<String>,
+    /// The visible GPUs, in ordinal order.
+    pub gpus: Vec<RealGpu>,
+}
+
+impl RealMachine {
+    /// A machine with no GPU driver: only CPU scenarios can run live.
+    pub fn cpu_only() -> Self {
+        Self {
+            build: TorchBuild::Cpu,
+            library: None,
+            gpus: Vec::new(),
+        }
+    }
+
+    /// Reads every visible GPU from a driver.
+    pub fn read(driver: &dyn GpuDriver, build: TorchBuild) -> Result<Self, DriverError> {
+        let mut gpus = Vec::new();
+        for ordinal in 0..driver.device_count()? {
+            let arch = match build {
+                TorchBuild::Hip => driver.gcn_arch_name(ordinal)?,
+                _ => {
+                    let (major, minor) = driver.capability(ordinal)?;
+                    format!("sm_{major}{minor}")
+                }
+            };
+            let arch = arch.parse::<Arch>().map_err(|error| DriverError {
+                call: "arch".into(),
+                code: -1,
+                message: error.to_string(),
+            })?;
+            gpus.push(RealGpu {
+                arch,
+                name: driver.name(ordinal)?,
+                smem_optin: driver.smem_optin(ordinal)?,
+            });
+        }
+        Ok(Self {
+            build,
+            library: Some(driver.path().to_string()),
+            gpus,
+        })
+    }
+
+    /// `Ok` when a scenario's host can run here, else why not (wrong vendor, too few GPUs, arch differs).
+    ///
+    /// A CPU-build scenario runs on any machine: it needs no GPU. Otherwise the build must match and, at
+    /// every ordinal the scenario sees after its visible-device variables, a real GPU of the same base
+    /// arch (and, for NVIDIA, the same opt-in shared memory) must be visible. Faults are simulated only.
+    pub fn satisfies(&self, host: &HostSpec) -> Result<(), String> {
+        if !host.faults.is_empty() {
+            return Err("fault injection is simulated only".into());
+        }
+        if host.torch == TorchBuild::Cpu {
+            return Ok(());
+        }
+        if self.build != host.torch {
+            return Err(format!(
+                "wrong vendor: the scenario needs a {} build, this machine runs {}",
+                host.torch,
+                match self.build {
+                    TorchBuild::Cpu => "no GPU driver".to_string(),
+                    build => format!("{build} ({})", self.library.as_deref().unwrap_or("?")),
+                }
+            ));
+        }
+        let wanted = host.visible().map_err(|e| e.to_string())?;
+        if wanted.len() > self.gpus.len() {
+            return Err(format!(
+                "too few GPUs: the scenario sees {}, {} visible here",
+                wanted.len(),
+                self.gpus.len()
+            ));
+        }
+        for (ordinal, physical) in wanted.iter().enumerate() {
+            let Some(gpu) = host.gpus.get(*physical) else {
+                continue;
+            };
+            let real = &self.gpus[ordinal];
+            if base(&gpu.arch) != base(&real.arch) {
+                return Err(format!(
+                    "arch differs: ordinal {ordinal} is {} here, the scenario needs {}",
+                    real.arch, gpu.arch
+                ));
+            }
+            if host.torch == TorchBuild::Cuda && gpu.smem_optin != real.smem_optin {
+                return Err(format!(
+                    "shared memory differs: ordinal {ordinal} has {} bytes opt-in here, the scenario needs {}",
+                    real.smem_optin, gpu.smem_optin
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The machine as a host profile scenarios can use (`scenarios/hosts/<name>.toml`).
+    pub fn to_profile(&self) -> String {
+        let mut out = String::new();
+        let library = self.library.as_deref().unwrap_or("no GPU driver");
+        let _ = writeln!(
+            out,
+            "description = \"This machine, as probed by devsim through {library}\""
+        );
+        let _ = writeln!(out, "torch = \"{}\"", self.build);
+        for gpu in &self.gpus {
+            let _ = writeln!(out, "\n[[gpu]]");
+            let _ = writeln!(out, "arch = \"{}\"", gpu.arch);
+            let _ = writeln!(out, "name = \"{}\"", gpu.name.replace('"', "'"));
+            let _ = writeln!(out, "smem_optin = {}", gpu.smem_optin);
+        }
+        out
+    }
+}
+
+/// The part of an arch that rules compare: `sm_90`, or the gfx base target.
+fn base(arch: &Arch) -> String {
+    match arch.gfx() {
+        Some(gfx) => gfx.base.clone(),
+        None => arch.to_string(),
+    }
+}
