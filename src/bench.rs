@@ -57,3 +57,92 @@ pub fn run(root: &Path, rounds: u32) -> Result<(), CliError> {
     );
     Ok(())
 }
+
+/// `devsim bench --live`: the cost of a live replay against the same runtime calls made directly.
+///
+/// Both sides do the same work on the last visible GPU from a GPU-0 context: a weight move (alloc, copy in,
+/// copy out, free) and a warmup (switch context, launch, synchronize, switch back). The harness side goes
+/// through dispatch (normalize, gates, the recorder's trace); the direct side calls the runtime in a loop.
+pub fn run_live(rounds: u32) -> Result<(), CliError> {
+    use crate::dispatch::Dispatch;
+    use crate::runtime::live::LiveRuntime;
+    use crate::runtime::live::driver::load_gpu_driver;
+    use crate::runtime::{LaunchOn, Recorder, Runtime};
+    use crate::selector::{Selector, TorchDevice};
+    use std::sync::Arc;
+
+    let driver = match load_gpu_driver() {
+        Ok(driver) => Arc::<dyn crate::runtime::live::driver::GpuDriver>::from(driver),
+        Err(errors) => {
+            let why: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            println!(
+                "live bench: no GPU driver, nothing measured ({})",
+                why.join("; ")
+            );
+            return Ok(());
+        }
+    };
+    let tensors = cfg!(feature = "torch");
+    let count = driver.device_count().unwrap_or(0);
+    if count == 0 {
+        println!("live bench: the driver sees no GPU, nothing measured");
+        return Ok(());
+    }
+    let target = count - 1;
+    let iterations = 50 * rounds.max(1);
+    let catalog = Catalog::reference();
+    let kernel = catalog
+        .get("gptq_torch")
+        .map_err(|_| CliError::Load { count: 1 })?;
+    let failure = |error: String| {
+        println!("live bench: {error}");
+        CliError::Failed { failed: 1 }
+    };
+
+    let direct = LiveRuntime::new(Arc::clone(&driver), tensors);
+    direct.set_device(0).map_err(|e| failure(e.to_string()))?;
+    let data = vec![7u8; 4096];
+    let direct_once = || -> Result<(), crate::errors::DriverError> {
+        let buffer = direct.alloc(TorchDevice::cuda(target), data.len())?;
+        direct.copy_in(&buffer, &data)?;
+        direct.copy_out(&buffer)?;
+        direct.free(&buffer)?;
+        let previous = direct.get_device()?;
+        direct.set_device(target)?;
+        direct.launch(LaunchOn::CurrentDevice, "gptq_torch")?;
+        direct.synchronize()?;
+        direct.set_device(previous)
+    };
+    direct_once().map_err(|e| failure(e.to_string()))?;
+    let started = Instant::now();
+    for _ in 0..iterations {
+        direct_once().map_err(|e| failure(e.to_string()))?;
+    }
+    let direct_time = started.elapsed();
+
+    let recorder = Recorder::new(Box::new(LiveRuntime::new(Arc::clone(&driver), tensors)));
+    let selector = Selector::Text(format!("cuda:{target}"));
+    let harness_once = || -> Result<(), crate::errors::DispatchError> {
+        let dispatch = Dispatch::new(&recorder, recorder.trace().clone());
+        kernel.move_weights(&dispatch, &selector)?;
+        kernel.warmup(&dispatch, &selector)?;
+        Ok(())
+    };
+    recorder.set_device(0).map_err(|e| failure(e.to_string()))?;
+    harness_once().map_err(|e| failure(e.to_string()))?;
+    let started = Instant::now();
+    for _ in 0..iterations {
+        harness_once().map_err(|e| failure(e.to_string()))?;
+    }
+    let harness_time = started.elapsed();
+    let per = |t: std::time::Duration| t.as_secs_f64() * 1e6 / f64::from(iterations);
+    println!(
+        "live bench on GPU {target} ({} iterations, {}): direct {:.1} us, through the harness {:.1} us per move+warmup; ratio {:.2}",
+        iterations,
+        if tensors { "tch tensors" } else { "driver API" },
+        per(direct_time),
+        per(harness_time),
+        harness_time.as_secs_f64() / direct_time.as_secs_f64()
+    );
+    Ok(())
+}

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use devsim::errors::CliError;
 use devsim::kernel::Catalog;
 use devsim::report;
+use devsim::scenario::live::LiveContext;
 use devsim::scenario::load::{HOSTS_DIR, load_profile, profile_names};
 use devsim::scenario::suite::{Summary, load_all, run_simulated};
 
@@ -36,7 +37,16 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
+        /// Replay on the real machine: scenarios whose host it satisfies run live, the rest are skipped
+        /// with the reason.
+        #[arg(long)]
+        live: bool,
+        /// Internal: this process is the child that runs one `env` scenario live.
+        #[arg(long, hide = true, requires = "live")]
+        child: bool,
     },
+    /// Print the real machine as a host profile (scenarios/hosts/<name>.toml).
+    Probe,
     /// Load and validate scenario files without running them.
     Check {
         /// Files or folders.
@@ -65,6 +75,9 @@ enum Command {
         /// How many rounds of each measurement.
         #[arg(long, default_value_t = 5)]
         rounds: u32,
+        /// Measure live replay overhead against direct runtime calls on the real GPU instead.
+        #[arg(long)]
+        live: bool,
     },
 }
 
@@ -90,13 +103,27 @@ fn print_load_errors(errors: &[devsim::errors::LoadError]) {
     }
 }
 
-fn run(paths: Vec<PathBuf>, format: Format) -> Result<(), CliError> {
+fn run(paths: Vec<PathBuf>, format: Format, live: bool, child: bool) -> Result<(), CliError> {
     let catalog = Catalog::reference();
     let (scenarios, errors) = load_all(&default_paths(paths), &catalog)?;
     print_load_errors(&errors);
+    let live = live.then(|| {
+        let exe = if child {
+            None
+        } else {
+            std::env::current_exe().ok()
+        };
+        LiveContext::detect(exe)
+    });
+    if let (Some(live), Format::Human) = (&live, format) {
+        say!("{}", live.describe());
+    }
     let reports: Vec<_> = scenarios
         .iter()
-        .map(|scenario| run_simulated(scenario, &catalog))
+        .map(|scenario| match &live {
+            Some(live) => live.run(scenario, &catalog),
+            None => run_simulated(scenario, &catalog),
+        })
         .collect();
     let summary = Summary::of(&reports, errors.len());
     match format {
@@ -108,6 +135,8 @@ fn run(paths: Vec<PathBuf>, format: Format) -> Result<(), CliError> {
         }
         Format::Json => {
             let value = serde_json::json!({
+                "mode": if live.is_some() { "live" } else { "simulated" },
+                "machine": live.as_ref().map(LiveContext::describe),
                 "scenarios": reports,
                 "load_errors": errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
                 "summary": summary,
@@ -120,6 +149,15 @@ fn run(paths: Vec<PathBuf>, format: Format) -> Result<(), CliError> {
             failed: summary.failed,
         });
     }
+    Ok(())
+}
+
+fn probe() -> Result<(), CliError> {
+    let live = LiveContext::detect(None);
+    if live.machine.library.is_none() {
+        eprintln!("{}", live.describe());
+    }
+    say!("{}", live.machine.to_profile().trim_end());
     Ok(())
 }
 
@@ -246,11 +284,23 @@ fn hosts(root: PathBuf, format: Format) -> Result<(), CliError> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { paths, format } => run(paths, format),
+        Command::Run {
+            paths,
+            format,
+            live,
+            child,
+        } => run(paths, format, live, child),
+        Command::Probe => probe(),
         Command::Check { paths } => check(paths),
         Command::Kernels { format } => kernels(format),
         Command::Hosts { root, format } => hosts(root, format),
-        Command::Bench { root, rounds } => devsim::bench::run(&root, rounds),
+        Command::Bench { root, rounds, live } => {
+            if live {
+                devsim::bench::run_live(rounds)
+            } else {
+                devsim::bench::run(&root, rounds)
+            }
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

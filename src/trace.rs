@@ -135,7 +135,7 @@ impl Gate {
 }
 
 /// One entry of a trace.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Entry {
     /// A runtime call.

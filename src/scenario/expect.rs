@@ -1,13 +1,13 @@
 //! Comparing what a step produced with what its scenario expects.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::scenario::model::{Expectations, ExpectedOrdinal, TraceRules};
 use crate::scenario::run::Observed;
 use crate::trace::{Entry, count};
 
 /// One expected-versus-actual difference.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mismatch {
     /// The expectation key (`ran_on`, `trace.never` ...).
     pub key: String,

@@ -2,6 +2,7 @@
 
 pub mod expect;
 pub mod format;
+pub mod live;
 pub mod load;
 pub mod model;
 pub mod run;

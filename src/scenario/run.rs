@@ -1,6 +1,6 @@
 //! Running a scenario's steps against a runtime wrapped by the recorder.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::discover::discover;
 use crate::dispatch::Dispatch;
@@ -15,52 +15,52 @@ use crate::selector::to_torch_device;
 use crate::trace::Entry;
 
 /// What a step produced, as strings comparable with expectations.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Observed {
     /// The error kind and message, if the step failed.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<(String, String)>,
     /// The normalized family.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
     /// The normalized ordinal.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ordinal: Option<u32>,
     /// The torch device at the boundary.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torch_device: Option<String>,
     /// Where a warmup ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ran_on: Option<String>,
     /// Where moved data ended.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lands_on: Option<String>,
     /// The current device after the step.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_after: Option<u32>,
     /// The selected kernel.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected: Option<String>,
     /// The pool keys a lock held.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covers: Option<Vec<String>>,
     /// The discovered vendor.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor: Option<String>,
     /// The discovered archs.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archs: Option<Vec<String>>,
 }
 
 /// One step's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepReport {
     /// 1-based position.
     pub number: usize,
     /// The line of its header.
     pub line: usize,
     /// The action name.
-    pub action: &'static str,
+    pub action: String,
     /// What it produced.
     pub observed: Observed,
     /// The differences from what was expected (empty: the step passed).
@@ -70,7 +70,7 @@ pub struct StepReport {
 }
 
 /// How a scenario ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", content = "reason", rename_all = "lowercase")]
 pub enum Status {
     /// Every expectation held.
@@ -82,7 +82,7 @@ pub enum Status {
 }
 
 /// One scenario's result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScenarioReport {
     /// The scenario's name (relative path).
     pub name: String,
@@ -215,7 +215,7 @@ pub fn run_scenario(
         steps.push(StepReport {
             number: step.number,
             line: step.line,
-            action: step.action.name(),
+            action: step.action.name().to_string(),
             observed,
             mismatches,
             trace,

@@ -1,0 +1,182 @@
+//! Live replay: running scenarios on the real machine when it satisfies their host, skipping the rest
+//! with the reason, and running scenarios with `env` in a child process with those variables set.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+
+use crate::kernel::Catalog;
+use crate::runtime::Runtime;
+use crate::runtime::live::driver::{GpuDriver, load_gpu_driver};
+use crate::runtime::live::{LiveRuntime, RealMachine};
+use crate::scenario::expect::Mismatch;
+use crate::scenario::{Scenario, ScenarioReport, Status, run_scenario};
+use crate::visible::VISIBLE_DEVICE_VARIABLES;
+
+/// The real machine plus what is needed to run scenarios on it.
+pub struct LiveContext {
+    /// The machine as the drivers report it.
+    pub machine: RealMachine,
+    driver: Option<Arc<dyn GpuDriver>>,
+    /// Why no GPU driver loaded, one line per library.
+    pub unavailable: Vec<String>,
+    /// Whether data and warmups go through tch for the GPU build.
+    gpu_tensors: bool,
+    /// The `devsim` executable that runs `env` scenarios; `None` inside such a child.
+    child_exe: Option<PathBuf>,
+}
+
+impl LiveContext {
+    /// Probes the machine. `child_exe` is the `devsim` binary used for scenarios with `env` (pass `None`
+    /// inside that child, where the variables are already set).
+    pub fn detect(child_exe: Option<PathBuf>) -> Self {
+        let (driver, unavailable) = match load_gpu_driver() {
+            Ok(driver) => (Some(Arc::<dyn GpuDriver>::from(driver)), Vec::new()),
+            Err(errors) => (None, errors.iter().map(ToString::to_string).collect()),
+        };
+        let (machine, driver, unavailable) = match driver {
+            None => (RealMachine::cpu_only(), None, unavailable),
+            Some(driver) => match RealMachine::read(driver.as_ref(), driver.build()) {
+                Ok(machine) => (machine, Some(driver), unavailable),
+                Err(error) => (
+                    RealMachine::cpu_only(),
+                    None,
+                    vec![format!("read the GPUs of {}: {error}", driver.path())],
+                ),
+            },
+        };
+        let gpu_tensors = tensors_match(machine.build);
+        Self {
+            machine,
+            driver,
+            unavailable,
+            gpu_tensors,
+            child_exe,
+        }
+    }
+
+    /// One line saying what runs live here.
+    pub fn describe(&self) -> String {
+        let tensors = if cfg!(feature = "torch") {
+            "tensors through tch"
+        } else {
+            "data through the driver API (built without the torch feature)"
+        };
+        match &self.machine.library {
+            Some(library) => {
+                let gpus: Vec<String> = self
+                    .machine
+                    .gpus
+                    .iter()
+                    .map(|g| format!("{} ({})", g.name, g.arch))
+                    .collect();
+                format!(
+                    "live: {} build through {library}: {} GPU(s) [{}]; {tensors}",
+                    self.machine.build,
+                    gpus.len(),
+                    gpus.join(", ")
+                )
+            }
+            None => format!(
+                "live: no GPU driver on this machine, so only CPU scenarios run live ({}); {tensors}",
+                self.unavailable.join("; ")
+            ),
+        }
+    }
+
+    /// Runs one scenario live, or reports it skipped with the reason.
+    pub fn run(&self, scenario: &Scenario, catalog: &Catalog) -> ScenarioReport {
+        if !scenario.host.env.is_empty() {
+            if let Some(exe) = &self.child_exe {
+                return run_in_child(exe, scenario);
+            }
+        }
+        if let Err(reason) = self.machine.satisfies(&scenario.host) {
+            return ScenarioReport::skipped(scenario, reason);
+        }
+        let runtime = match (&self.driver, scenario.host.torch) {
+            (Some(driver), build) if build != crate::host::TorchBuild::Cpu => {
+                LiveRuntime::new(Arc::clone(driver), self.gpu_tensors)
+            }
+            _ => LiveRuntime::cpu_only(cfg!(feature = "torch")),
+        };
+        if runtime.device_count().is_ok_and(|n| n > 0) {
+            if let Err(error) = runtime.set_device(scenario.host.current) {
+                return failed(scenario, "current device at start", error.to_string());
+            }
+        }
+        run_scenario(scenario, catalog, Box::new(runtime))
+    }
+}
+
+/// Whether the loaded libtorch drives the same GPUs as the driver (tensors can go through tch).
+fn tensors_match(build: crate::host::TorchBuild) -> bool {
+    #[cfg(feature = "torch")]
+    {
+        crate::runtime::live::torch::loaded_build() == build
+    }
+    #[cfg(not(feature = "torch"))]
+    {
+        let _ = build;
+        false
+    }
+}
+
+fn failed(scenario: &Scenario, key: &str, actual: String) -> ScenarioReport {
+    let mut report = ScenarioReport::skipped(scenario, "");
+    report.status = Status::Failed;
+    report.trace_mismatches.push(Mismatch {
+        key: key.into(),
+        expected: "a live run".into(),
+        actual,
+    });
+    report
+}
+
+/// Runs `devsim run --live --child --format json FILE` with only the scenario's visible-device variables
+/// changed, and reads its report back.
+fn run_in_child(exe: &PathBuf, scenario: &Scenario) -> ScenarioReport {
+    let mut command = Command::new(exe);
+    command
+        .args(["run", "--live", "--child", "--format", "json"])
+        .arg(&scenario.path);
+    for variable in VISIBLE_DEVICE_VARIABLES {
+        command.env_remove(variable);
+    }
+    // The loader refuses every other key, so only the three visible-device variables can be set here.
+    for (key, value) in &scenario.host.env {
+        if VISIBLE_DEVICE_VARIABLES.contains(&key.as_str()) {
+            command.env(key, value);
+        }
+    }
+    let output = match command.output() {
+        Ok(output) => output,
+        Err(error) => {
+            return failed(
+                scenario,
+                "child process",
+                format!("start {}: {error}", exe.display()),
+            );
+        }
+    };
+    let parsed: Result<serde_json::Value, _> = serde_json::from_slice(&output.stdout);
+    let report = parsed
+        .ok()
+        .and_then(|value| value.get("scenarios")?.get(0).cloned())
+        .and_then(|value| serde_json::from_value::<ScenarioReport>(value).ok());
+    match report {
+        Some(mut report) => {
+            report.name = scenario.name.clone();
+            report
+        }
+        None => failed(
+            scenario,
+            "child process",
+            format!(
+                "no report (exit {:?}): {}",
+                output.status.code(),
+                String::from_utf8_lossy(&output.stderr).trim()
+            ),
+        ),
+    }
+}
