@@ -86,9 +86,14 @@ impl LiveContext {
 
     /// Runs one scenario live, or reports it skipped with the reason.
     pub fn run(&self, scenario: &Scenario, catalog: &Catalog) -> ScenarioReport {
-        if !scenario.host.env.is_empty() {
-            if let Some(exe) = &self.child_exe {
-                return run_in_child(exe, scenario);
+        if let Some(exe) = &self.child_exe {
+            if !scenario.host.env.is_empty() {
+                return run_in_child(exe, scenario, &scenario.host.env);
+            }
+            // A bigger machine than the scenario's: show the child only the GPUs the scenario has.
+            if let Some((variable, value)) = self.machine.restrict_to(&scenario.host) {
+                let env = std::collections::BTreeMap::from([(variable.to_string(), value)]);
+                return run_in_child(exe, scenario, &env);
             }
         }
         if let Err(reason) = self.machine.satisfies(&scenario.host) {
@@ -133,9 +138,13 @@ fn failed(scenario: &Scenario, key: &str, actual: String) -> ScenarioReport {
     report
 }
 
-/// Runs `devsim run --live --child --format json FILE` with only the scenario's visible-device variables
-/// changed, and reads its report back.
-fn run_in_child(exe: &PathBuf, scenario: &Scenario) -> ScenarioReport {
+/// Runs `devsim run --live --child --format json FILE` with only the visible-device variables changed (the
+/// scenario's own, or the mask narrowing a bigger machine), and reads its report back.
+fn run_in_child(
+    exe: &PathBuf,
+    scenario: &Scenario,
+    env: &std::collections::BTreeMap<String, String>,
+) -> ScenarioReport {
     let mut command = Command::new(exe);
     command
         .args(["run", "--live", "--child", "--format", "json"])
@@ -144,7 +153,7 @@ fn run_in_child(exe: &PathBuf, scenario: &Scenario) -> ScenarioReport {
         command.env_remove(variable);
     }
     // The loader refuses every other key, so only the three visible-device variables can be set here.
-    for (key, value) in &scenario.host.env {
+    for (key, value) in env {
         if VISIBLE_DEVICE_VARIABLES.contains(&key.as_str()) {
             command.env(key, value);
         }

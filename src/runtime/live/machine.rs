@@ -69,11 +69,12 @@ impl RealMachine {
         })
     }
 
-    /// `Ok` when a scenario's host can run here, else why not (wrong vendor, too few GPUs, arch differs).
+    /// `Ok` when a scenario's host can run here, else why not (wrong vendor, GPU count, arch differs).
     ///
-    /// A CPU-build scenario runs on any machine: it needs no GPU. Otherwise the build must match and, at
-    /// every ordinal the scenario sees after its visible-device variables, a real GPU of the same base
-    /// arch (and, for NVIDIA, the same opt-in shared memory) must be visible. Faults are simulated only.
+    /// A CPU-build scenario runs on any machine: it needs no GPU. Otherwise the build must match, the
+    /// real machine must see exactly as many GPUs as the scenario (device counts, discovery and pool keys
+    /// depend on it; [`RealMachine::restrict_to`] narrows a bigger machine), and at every ordinal a real
+    /// GPU of the same base arch (and, for NVIDIA, the same opt-in shared memory). Faults are simulated only.
     pub fn satisfies(&self, host: &HostSpec) -> Result<(), String> {
         if !host.faults.is_empty() {
             return Err("fault injection is simulated only".into());
@@ -92,9 +93,14 @@ impl RealMachine {
             ));
         }
         let wanted = host.visible().map_err(|e| e.to_string())?;
-        if wanted.len() > self.gpus.len() {
+        if wanted.len() != self.gpus.len() {
+            let relation = if wanted.len() > self.gpus.len() {
+                "too few"
+            } else {
+                "too many"
+            };
             return Err(format!(
-                "too few GPUs: the scenario sees {}, {} visible here",
+                "{relation} GPUs: the scenario sees {}, {} visible here",
                 wanted.len(),
                 self.gpus.len()
             ));
@@ -118,6 +124,24 @@ impl RealMachine {
             }
         }
         Ok(())
+    }
+
+    /// The visible-device variable that shows only the first `count` GPUs of this machine, when it has
+    /// more than a scenario needs and the scenario sets no variable of its own.
+    pub fn restrict_to(&self, host: &HostSpec) -> Option<(&'static str, String)> {
+        if !host.env.is_empty() || host.torch != self.build || host.torch == TorchBuild::Cpu {
+            return None;
+        }
+        let wanted = host.visible().ok()?.len();
+        if wanted == 0 || wanted >= self.gpus.len() {
+            return None;
+        }
+        let variable = match self.build {
+            TorchBuild::Hip => "HIP_VISIBLE_DEVICES",
+            _ => "CUDA_VISIBLE_DEVICES",
+        };
+        let ordinals: Vec<String> = (0..wanted).map(|n| n.to_string()).collect();
+        Some((variable, ordinals.join(",")))
     }
 
     /// The machine as a host profile scenarios can use (`scenarios/hosts/<name>.toml`).
