@@ -49,7 +49,7 @@ fn main() {
         .into_iter()
         .map(|path| {
             let catalog = Arc::clone(&catalog);
-            Trial::test(trial_name(&path), move || simulated(path, catalog)).with_kind("sim")
+            Trial::test(trial_name(&path), move || simulated(path, catalog))
         })
         .collect();
     libtest_mimic::run(&args, trials).exit();

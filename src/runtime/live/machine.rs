@@ -144,10 +144,14 @@ impl RealMachine {
         Some((variable, ordinals.join(",")))
     }
 
-    /// The machine as a host profile scenarios can use (`scenarios/hosts/<name>.toml`).
+    /// The machine as a host profile scenarios can use (`scenarios/hosts/<name>.toml`), headed by a comment
+    /// naming the driver file this process really mapped.
     pub fn to_profile(&self) -> String {
         let mut out = String::new();
         let library = self.library.as_deref().unwrap_or("no GPU driver");
+        if let Some(mapped) = self.library.as_deref().and_then(mapped_path) {
+            let _ = writeln!(out, "# driver: {mapped}");
+        }
         let _ = writeln!(
             out,
             "description = \"This machine, as probed by devsim through {library}\""
@@ -169,4 +173,20 @@ fn base(arch: &Arch) -> String {
         Some(gfx) => gfx.base.clone(),
         None => arch.to_string(),
     }
+}
+
+/// The full path of the mapped object whose file name starts like `library` (`libcuda.so.1` matches
+/// `/usr/lib/x86_64-linux-gnu/libcuda.so.580.1`), read from `/proc/self/maps`.
+pub fn mapped_path(library: &str) -> Option<String> {
+    let file = library.rsplit('/').next()?;
+    let stem = file.split(".so").next()?;
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .find(|path| {
+            path.rsplit('/')
+                .next()
+                .is_some_and(|name| name.starts_with(&format!("{stem}.so")))
+        })
+        .map(str::to_string)
 }
