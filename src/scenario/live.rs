@@ -57,10 +57,15 @@ impl LiveContext {
 
     /// One line saying what runs live here.
     pub fn describe(&self) -> String {
-        let tensors = if cfg!(feature = "torch") {
-            "tensors through tch"
-        } else {
-            "data through the driver API (built without the torch feature)"
+        let tensors = match libtorch_build() {
+            Some(build) if self.gpu_tensors || self.machine.gpus.is_empty() => {
+                format!("tensors through tch (libtorch: a {build} build)")
+            }
+            Some(build) => format!(
+                "GPU data through the driver API: libtorch is a {build} build, the driver is {}",
+                self.machine.build
+            ),
+            None => "data through the driver API (built without the torch feature)".to_string(),
         };
         match &self.machine.library {
             Some(library) => {
@@ -111,6 +116,18 @@ impl LiveContext {
             }
         }
         run_scenario(scenario, catalog, Box::new(runtime))
+    }
+}
+
+/// The build of the libtorch this process loaded (read from the mapped libraries), with the `torch` feature.
+fn libtorch_build() -> Option<crate::host::TorchBuild> {
+    #[cfg(feature = "torch")]
+    {
+        Some(crate::runtime::live::torch::loaded_build())
+    }
+    #[cfg(not(feature = "torch"))]
+    {
+        None
     }
 }
 

@@ -34,11 +34,12 @@ pub fn place_of(tensor: &Tensor) -> Place {
 /// The build of the libtorch this process loaded, read from the loaded libraries (`libtorch_hip.so` or
 /// `libtorch_cuda.so`), after asking torch whether CUDA is available so it initializes.
 pub fn loaded_build() -> TorchBuild {
-    let cuda = tch::Cuda::is_available();
+    // Asking initializes torch's CUDA/HIP hooks; the answer itself depends on the GPUs, not the build.
+    let _ = tch::Cuda::is_available();
     let maps = std::fs::read_to_string("/proc/self/maps").unwrap_or_default();
     if maps.contains("libtorch_hip.so") {
         TorchBuild::Hip
-    } else if maps.contains("libtorch_cuda.so") && cuda {
+    } else if maps.contains("libtorch_cuda.so") {
         TorchBuild::Cuda
     } else {
         TorchBuild::Cpu
