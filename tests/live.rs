@@ -8,15 +8,9 @@ use std::sync::Arc;
 use devsim::kernel::Catalog;
 use devsim::report;
 use devsim::scenario::live::LiveContext;
-use devsim::scenario::{Status, find_scenarios, load_scenario, root_of};
+use devsim::scenario::load::scenario_name;
+use devsim::scenario::{Status, find_scenarios, load_scenario};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
-
-fn trial_name(path: &Path) -> String {
-    path.strip_prefix(root_of(path))
-        .unwrap_or(path)
-        .to_string_lossy()
-        .replace('\\', "/")
-}
 
 fn live(
     path: PathBuf,
@@ -54,7 +48,7 @@ fn main() {
         .into_iter()
         .map(|path| {
             let (context, catalog) = (Arc::clone(&context), Arc::clone(&catalog));
-            Trial::ignorable_test(trial_name(&path), move || live(path, context, catalog))
+            Trial::ignorable_test(scenario_name(&path), move || live(path, context, catalog))
                 .with_kind("live")
         })
         .collect();

@@ -7,19 +7,13 @@ use std::sync::Arc;
 
 use devsim::kernel::Catalog;
 use devsim::report;
+use devsim::scenario::load::scenario_name;
 use devsim::scenario::suite::run_simulated;
-use devsim::scenario::{Status, find_scenarios, load_scenario, root_of};
+use devsim::scenario::{Status, find_scenarios, load_scenario};
 use libtest_mimic::{Arguments, Failed, Trial};
 
 fn scenario_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
-}
-
-fn trial_name(path: &Path) -> String {
-    path.strip_prefix(root_of(path))
-        .unwrap_or(path)
-        .to_string_lossy()
-        .replace('\\', "/")
 }
 
 fn simulated(path: PathBuf, catalog: Arc<Catalog>) -> Result<(), Failed> {
@@ -49,7 +43,7 @@ fn main() {
         .into_iter()
         .map(|path| {
             let catalog = Arc::clone(&catalog);
-            Trial::test(trial_name(&path), move || simulated(path, catalog))
+            Trial::test(scenario_name(&path), move || simulated(path, catalog))
         })
         .collect();
     libtest_mimic::run(&args, trials).exit();

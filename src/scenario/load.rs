@@ -110,6 +110,14 @@ pub fn root_of(path: &Path) -> PathBuf {
         .to_path_buf()
 }
 
+/// A scenario's name in reports and test lists: its path relative to its scenario root, `/`-separated.
+pub fn scenario_name(path: &Path) -> String {
+    path.strip_prefix(root_of(path))
+        .unwrap_or(path)
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
 /// Every scenario file under `paths` (files are taken as given; folders are walked), sorted, host
 /// profiles excluded.
 pub fn find_scenarios(paths: &[PathBuf]) -> Result<Vec<PathBuf>, std::io::Error> {
@@ -239,11 +247,7 @@ pub fn load_scenario(path: &Path, catalog: &Catalog) -> Result<Scenario, LoadErr
             "load the scenario: expected at least one [[step]]",
         ));
     }
-    let name = path
-        .strip_prefix(&root)
-        .unwrap_or(path)
-        .to_string_lossy()
-        .replace('\\', "/");
+    let name = scenario_name(path);
     Ok(Scenario {
         path: path.to_path_buf(),
         name,
