@@ -34,6 +34,8 @@ const CUDA_PROFILES: [&str; 5] = ["h200", "h200x2", "a100", "rtx4090", "b200"];
 enum Fake {
     Cuda,
     Hip,
+    /// The HIP fake alone, without the CUDA fake in front of it.
+    HipOnly,
 }
 
 impl Fake {
@@ -41,7 +43,7 @@ impl Fake {
     fn describes(self) -> &'static str {
         match self {
             Fake::Cuda => "cuda build through libcuda.so.1",
-            Fake::Hip => "hip build through libamdhip64.so",
+            Fake::Hip | Fake::HipOnly => "hip build through libamdhip64.so",
         }
     }
 }
@@ -54,6 +56,8 @@ struct Fakes {
     /// machine with a real CUDA driver the loader would otherwise find it. The CUDA fake declines a
     /// HIP profile (`cuInit` answers `CUDA_ERROR_NO_DEVICE`), so devsim goes on to HIP.
     hip: PathBuf,
+    /// Holds `libamdhip64.so` only.
+    hip_only: PathBuf,
 }
 
 impl Fakes {
@@ -61,6 +65,7 @@ impl Fakes {
         match fake {
             Fake::Cuda => &self.cuda,
             Fake::Hip => &self.hip,
+            Fake::HipOnly => &self.hip_only,
         }
     }
 }
@@ -75,6 +80,12 @@ fn started() -> Instant {
     *START.get_or_init(Instant::now)
 }
 
+/// Starts timing a test (and the file, at its first test).
+fn begin() -> Instant {
+    started();
+    Instant::now()
+}
+
 /// Prints how long a test took and how long the file has run so far.
 fn report_time(test: &str, start: Instant) {
     println!(
@@ -84,11 +95,23 @@ fn report_time(test: &str, start: Instant) {
     );
 }
 
-/// A scratch folder of this test process, under cargo's per-target scratch folder.
+/// A scratch folder of this test process, under cargo's per-target scratch folder. The first call
+/// removes the folders of earlier test processes that have exited.
 fn scratch(name: &str) -> PathBuf {
-    let folder = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("fakes-{}", std::process::id()))
-        .join(name);
+    static SWEPT: OnceLock<()> = OnceLock::new();
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    SWEPT.get_or_init(|| {
+        for entry in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix("fakes-") else {
+                continue;
+            };
+            if !Path::new("/proc").join(pid).exists() {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+    let folder = tmp.join(format!("fakes-{}", std::process::id())).join(name);
     let _ = std::fs::remove_dir_all(&folder);
     std::fs::create_dir_all(&folder).expect("create a scratch folder");
     folder
@@ -98,7 +121,7 @@ fn scratch(name: &str) -> PathBuf {
 fn fakes() -> &'static Fakes {
     static FAKES: OnceLock<Fakes> = OnceLock::new();
     FAKES.get_or_init(|| {
-        let start = Instant::now();
+        let start = begin();
         let output = Command::new(env!("CARGO"))
             .args(["build", "-p", "devsim-fake-cuda", "-p", "devsim-fake-hip"])
             .arg("--message-format=json-render-diagnostics")
@@ -138,8 +161,14 @@ fn fakes() -> &'static Fakes {
         std::fs::copy(library("libcuda.so"), cuda.join("libcuda.so.1")).expect("copy");
         std::fs::copy(library("libamdhip64.so"), hip.join("libamdhip64.so")).expect("copy");
         std::fs::copy(library("libcuda.so"), hip.join("libcuda.so.1")).expect("copy");
+        let hip_only = scratch("hip-only");
+        std::fs::copy(library("libamdhip64.so"), hip_only.join("libamdhip64.so")).expect("copy");
         report_time("build the fakes", start);
-        Fakes { cuda, hip }
+        Fakes {
+            cuda,
+            hip,
+            hip_only,
+        }
     })
 }
 
@@ -273,7 +302,7 @@ fn expected_live(profile: &HostSpec) -> BTreeMap<String, bool> {
 /// Replays the whole corpus live through `fake` answering from `profile`, and checks it against the
 /// expected set and the simulated traces.
 fn replay(fake: Fake, profile: &str) {
-    let start = Instant::now();
+    let start = begin();
     let host_path = profile_path(profile);
     let host = load_profile(&host_path).expect("the profile loads");
     let output = devsim(
@@ -398,7 +427,7 @@ fn probe(fake: Fake, host: &Path, env: &[(&str, &str)]) -> String {
     let profile = text(&output.stdout);
     let library = match fake {
         Fake::Cuda => "libcuda.so.1",
-        Fake::Hip => "libamdhip64.so",
+        Fake::Hip | Fake::HipOnly => "libamdhip64.so",
     };
     let mapped = fakes().folder(fake).join(library);
     let driver = profile
@@ -424,7 +453,7 @@ fn archs(profile: &str) -> Vec<&str> {
 
 #[test]
 fn probe_maps_the_fake_and_reads_the_profile() {
-    let start = Instant::now();
+    let start = begin();
     let profile = probe(Fake::Hip, &profile_path("r9700x2"), &[]);
     assert!(profile.contains("torch = \"hip\""), "{profile}");
     assert_eq!(archs(&profile), ["gfx1201", "gfx1201"], "{profile}");
@@ -446,7 +475,7 @@ fn probe_maps_the_fake_and_reads_the_profile() {
 
 #[test]
 fn the_fakes_apply_the_visible_device_variables() {
-    let start = Instant::now();
+    let start = begin();
     let profile = probe(
         Fake::Hip,
         &profile_path("amd_mixed"),
@@ -474,15 +503,14 @@ fn the_fakes_apply_the_visible_device_variables() {
 
 #[test]
 fn without_a_usable_profile_the_fakes_have_no_device() {
-    let start = Instant::now();
+    let start = begin();
+    let missing = repo().join("no/such/profile.toml");
     let cases = [
         (Fake::Cuda, profile_path("r9700x2"), "a hip host"),
-        (Fake::Hip, profile_path("h200"), "a cuda host"),
-        (
-            Fake::Hip,
-            repo().join("no/such/profile.toml"),
-            "read the file",
-        ),
+        (Fake::HipOnly, profile_path("h200"), "a cuda host"),
+        (Fake::HipOnly, profile_path("cpu"), "a cpu host"),
+        (Fake::HipOnly, missing.clone(), "read the file"),
+        (Fake::Cuda, missing, "read the file"),
     ];
     for (fake, host, reason) in cases {
         let output = devsim(fake, &host, &[], &["probe"]);
@@ -554,7 +582,7 @@ fn fails_only_through_the_faulty_fake(fake: Fake, file: &Path, fake_host: &Path)
 
 #[test]
 fn a_launch_fault_in_the_profile_fails_a_warmup_on_gpu1() {
-    let start = Instant::now();
+    let start = begin();
     let warmup = |profile: &str| {
         format!(
             r#"format = 1
@@ -594,7 +622,7 @@ current_after = 0
 
 #[test]
 fn a_lost_gpu_in_the_profile_fails_allspark_validation_on_it() {
-    let start = Instant::now();
+    let start = begin();
     let scenario = r#"format = 1
 description = "AllSpark validates on cuda:1 of an R9700 pair"
 
@@ -633,4 +661,340 @@ ordinal = 1
         "{stderr}"
     );
     report_time("lost GPU", start);
+}
+
+/// Runs this file's ABI test again in a child process with `library` and `profile` named in its
+/// environment (the child calls the C ABI directly), and checks the child passed.
+fn abi_check(library: &str, fake: Fake, profile: &str) {
+    let path = fakes().folder(fake).join(library);
+    let output = Command::new(std::env::current_exe().expect("this test binary"))
+        .args([
+            "the_fakes_answer_with_the_drivers_error_codes",
+            "--exact",
+            "--nocapture",
+        ])
+        .args(["--test-threads", "1"])
+        .env("DEVSIM_FAKE_ABI_LIBRARY", &path)
+        .env("DEVSIM_FAKE_HOST", profile_path(profile))
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env_remove("HIP_VISIBLE_DEVICES")
+        .env_remove("ROCR_VISIBLE_DEVICES")
+        .output()
+        .expect("run the ABI child");
+    let stdout = text(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "{library}: the ABI checks failed:\n{stdout}\n{}",
+        text(&output.stderr)
+    );
+}
+
+/// In the parent: runs itself as a child per fake. In the child (`DEVSIM_FAKE_ABI_LIBRARY` set): calls
+/// the fake's C ABI directly (the fake reads its profile from the environment at first use, which a
+/// test must not set in its own process).
+#[test]
+fn the_fakes_answer_with_the_drivers_error_codes() {
+    let Some(path) = std::env::var_os("DEVSIM_FAKE_ABI_LIBRARY") else {
+        let start = begin();
+        abi_check("libcuda.so.1", Fake::Cuda, "h200x2");
+        abi_check("libamdhip64.so", Fake::HipOnly, "amd_mixed");
+        report_time("ABI checks", start);
+        return;
+    };
+    // SAFETY: the library is one of this workspace's fakes, built by this test file; its
+    // initializers are Rust's own.
+    let library = unsafe { libloading::Library::new(&path) }.expect("open the fake");
+    // Never unloaded, as devsim never unloads a driver: the fake's thread-local destructors run
+    // from its own code when this thread exits.
+    let library = std::mem::ManuallyDrop::new(library);
+    if Path::new(&path).ends_with("libcuda.so.1") {
+        abi::cuda(&library);
+    } else {
+        abi::hip(&library);
+    }
+}
+
+/// Direct calls into the fakes' exported functions.
+mod abi {
+    use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+
+    use libloading::Library;
+
+    /// Resolves `name` as a function pointer of type `T`.
+    ///
+    /// # Safety
+    ///
+    /// `T` is the symbol's C signature.
+    unsafe fn get<T: Copy>(library: &Library, name: &str) -> T {
+        // SAFETY: the caller guarantees the type; the library outlives every call in this module.
+        *unsafe { library.get::<T>(name.as_bytes()) }
+            .unwrap_or_else(|error| panic!("{name}: {error}"))
+    }
+
+    fn c_text(buffer: &[u8]) -> String {
+        let end = buffer.iter().position(|b| *b == 0).unwrap_or(buffer.len());
+        String::from_utf8_lossy(&buffer[..end]).into_owned()
+    }
+
+    /// A C string returned by the library.
+    ///
+    /// # Safety
+    ///
+    /// `text` is a NUL-terminated string that lives as long as the library.
+    unsafe fn static_text(text: *const c_char) -> String {
+        assert!(!text.is_null());
+        // SAFETY: non-null, and the fake returns static NUL-terminated strings.
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    type Out<T> = unsafe extern "C" fn(*mut T) -> c_int;
+
+    /// The CUDA fake over `h200x2`.
+    pub fn cuda(library: &Library) {
+        // SAFETY: every type below is the C signature in `cuda.h` (and devsim's `cuda.rs`); every
+        // pointer passed is a live local of the right type and size.
+        unsafe {
+            let init: unsafe extern "C" fn(c_uint) -> c_int = get(library, "cuInit");
+            let count: Out<c_int> = get(library, "cuDeviceGetCount");
+            let device_get: unsafe extern "C" fn(*mut c_int, c_int) -> c_int =
+                get(library, "cuDeviceGet");
+            let name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int =
+                get(library, "cuDeviceGetName");
+            let attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int =
+                get(library, "cuDeviceGetAttribute");
+            let retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> c_int =
+                get(library, "cuDevicePrimaryCtxRetain");
+            let get_current: Out<*mut c_void> = get(library, "cuCtxGetCurrent");
+            let set_current: unsafe extern "C" fn(*mut c_void) -> c_int =
+                get(library, "cuCtxSetCurrent");
+            let ctx_device: Out<c_int> = get(library, "cuCtxGetDevice");
+            let alloc: unsafe extern "C" fn(*mut u64, usize) -> c_int =
+                get(library, "cuMemAlloc_v2");
+            let free: unsafe extern "C" fn(u64) -> c_int = get(library, "cuMemFree_v2");
+            let htod: unsafe extern "C" fn(u64, *const c_void, usize) -> c_int =
+                get(library, "cuMemcpyHtoD_v2");
+            let dtoh: unsafe extern "C" fn(*mut c_void, u64, usize) -> c_int =
+                get(library, "cuMemcpyDtoH_v2");
+            let memset: unsafe extern "C" fn(u64, u8, usize) -> c_int =
+                get(library, "cuMemsetD8_v2");
+            let synchronize: unsafe extern "C" fn() -> c_int = get(library, "cuCtxSynchronize");
+            let error_name: unsafe extern "C" fn(c_int, *mut *const c_char) -> c_int =
+                get(library, "cuGetErrorName");
+            let error_string: unsafe extern "C" fn(c_int, *mut *const c_char) -> c_int =
+                get(library, "cuGetErrorString");
+            let version: Out<c_int> = get(library, "cuDriverGetVersion");
+
+            let mut n: c_int = -1;
+            assert_eq!(version(&mut n), 0);
+            assert!(n >= 12000, "{n}");
+            assert_eq!(count(&mut n), 3, "CUDA_ERROR_NOT_INITIALIZED before cuInit");
+            assert_eq!(init(1), 1, "flags must be 0");
+            assert_eq!(init(0), 0);
+            assert_eq!(count(&mut n), 0);
+            assert_eq!(n, 2);
+            assert_eq!(count(std::ptr::null_mut()), 1);
+
+            let mut dev: c_int = -1;
+            assert_eq!(device_get(&mut dev, 2), 101);
+            assert_eq!(device_get(&mut dev, -1), 101);
+            assert_eq!(device_get(&mut dev, 1), 0);
+            assert_eq!(dev, 1);
+            let mut buffer = [0xffu8; 64];
+            assert_eq!(name(buffer.as_mut_ptr().cast(), 64, 1), 0);
+            assert_eq!(c_text(&buffer), "NVIDIA H200");
+            assert_eq!(name(buffer.as_mut_ptr().cast(), 4, 1), 0);
+            assert_eq!(c_text(&buffer), "NVI");
+            assert_eq!(name(buffer.as_mut_ptr().cast(), 64, 7), 101);
+            for (attr, want) in [(75, 9), (76, 0), (97, 232_448)] {
+                let mut value: c_int = -1;
+                assert_eq!(attribute(&mut value, attr, 0), 0);
+                assert_eq!(value, want, "attribute {attr}");
+            }
+            assert_eq!(attribute(&mut n, 1, 0), 1, "unmodelled attribute");
+
+            let mut context: *mut c_void = std::ptr::dangling_mut();
+            assert_eq!(get_current(&mut context), 0);
+            assert!(
+                context.is_null(),
+                "no context is current before cuCtxSetCurrent"
+            );
+            let mut ptr: u64 = 0;
+            assert_eq!(alloc(&mut ptr, 16), 201, "CUDA_ERROR_INVALID_CONTEXT");
+            assert_eq!(ctx_device(&mut dev), 201);
+            assert_eq!(synchronize(), 201);
+            assert_eq!(set_current(std::ptr::without_provenance_mut(0x1000)), 201);
+            assert_eq!(retain(&mut context, 1), 0);
+            assert!(!context.is_null());
+            assert_eq!(set_current(context), 0);
+            let mut current: *mut c_void = std::ptr::null_mut();
+            assert_eq!(get_current(&mut current), 0);
+            assert_eq!(current, context);
+            assert_eq!(ctx_device(&mut dev), 0);
+            assert_eq!(dev, 1);
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    let mut other: *mut c_void = std::ptr::dangling_mut();
+                    assert_eq!(get_current(&mut other), 0);
+                    assert!(other.is_null(), "the context is per thread");
+                });
+            });
+
+            assert_eq!(alloc(&mut ptr, 0), 1);
+            assert_eq!(alloc(&mut ptr, 1 << 40), 2, "CUDA_ERROR_OUT_OF_MEMORY");
+            assert_eq!(alloc(&mut ptr, 16), 0);
+            let data: Vec<u8> = (0..16).collect();
+            assert_eq!(htod(ptr, data.as_ptr().cast(), 16), 0);
+            let mut back = [0u8; 16];
+            assert_eq!(dtoh(back.as_mut_ptr().cast(), ptr, 16), 0);
+            assert_eq!(back.as_slice(), data.as_slice());
+            assert_eq!(htod(ptr, [0u8; 17].as_ptr().cast(), 17), 1, "past the end");
+            assert_eq!(memset(ptr, 0x5a, 8), 0);
+            assert_eq!(synchronize(), 0);
+            assert_eq!(dtoh(back.as_mut_ptr().cast(), ptr, 16), 0);
+            assert_eq!(&back[..8], &[0x5a; 8]);
+            assert_eq!(&back[8..], &data[8..]);
+            assert_eq!(free(ptr), 0);
+            assert_eq!(free(ptr), 1, "double free");
+            assert_eq!(dtoh(back.as_mut_ptr().cast(), ptr, 16), 1, "freed pointer");
+            assert_eq!(memset(ptr + 1, 0, 1), 1, "unknown pointer");
+
+            let mut text: *const c_char = std::ptr::null();
+            for (code, want) in [
+                (0, "CUDA_SUCCESS"),
+                (1, "CUDA_ERROR_INVALID_VALUE"),
+                (101, "CUDA_ERROR_INVALID_DEVICE"),
+                (201, "CUDA_ERROR_INVALID_CONTEXT"),
+                (719, "CUDA_ERROR_LAUNCH_FAILED"),
+                (999, "CUDA_ERROR_UNKNOWN"),
+            ] {
+                assert_eq!(error_name(code, &mut text), 0);
+                assert_eq!(static_text(text), want);
+            }
+            assert_eq!(error_string(100, &mut text), 0);
+            assert_eq!(static_text(text), "no CUDA-capable device is detected");
+            assert_eq!(error_name(12_345, &mut text), 1);
+            assert!(text.is_null());
+        }
+    }
+
+    /// The HIP fake over `amd_mixed`.
+    pub fn hip(library: &Library) {
+        // SAFETY: every type below is the C signature in `hip_runtime_api.h` (and devsim's
+        // `hip.rs`); every pointer passed is a live local of the right type and size.
+        unsafe {
+            let init: unsafe extern "C" fn(c_uint) -> c_int = get(library, "hipInit");
+            let count: Out<c_int> = get(library, "hipGetDeviceCount");
+            let get_device: Out<c_int> = get(library, "hipGetDevice");
+            let set_device: unsafe extern "C" fn(c_int) -> c_int = get(library, "hipSetDevice");
+            let attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int =
+                get(library, "hipDeviceGetAttribute");
+            let properties: unsafe extern "C" fn(*mut c_void, c_int) -> c_int =
+                get(library, "hipGetDevicePropertiesR0600");
+            let malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int =
+                get(library, "hipMalloc");
+            let free: unsafe extern "C" fn(*mut c_void) -> c_int = get(library, "hipFree");
+            let memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int =
+                get(library, "hipMemcpy");
+            let memset: unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int =
+                get(library, "hipMemset");
+            let error_name: unsafe extern "C" fn(c_int) -> *const c_char =
+                get(library, "hipGetErrorName");
+            let error_string: unsafe extern "C" fn(c_int) -> *const c_char =
+                get(library, "hipGetErrorString");
+
+            let mut n: c_int = -1;
+            assert_eq!(count(&mut n), 0, "HIP initializes on first use");
+            assert_eq!(n, 2);
+            assert_eq!(init(0), 0);
+            assert_eq!(get_device(&mut n), 0);
+            assert_eq!(n, 0);
+            assert_eq!(set_device(2), 101);
+            assert_eq!(set_device(-1), 101);
+            assert_eq!(set_device(1), 0);
+            assert_eq!(get_device(&mut n), 0);
+            assert_eq!(n, 1);
+            std::thread::scope(|scope| {
+                scope.spawn(|| {
+                    let mut other: c_int = -1;
+                    assert_eq!(get_device(&mut other), 0);
+                    assert_eq!(other, 0, "the current device is per thread");
+                });
+            });
+
+            #[repr(C, align(8))]
+            struct Props([u8; 4096]);
+            let mut props = Box::new(Props([0xff; 4096]));
+            let int_at = |props: &Props, offset: usize| {
+                c_int::from_ne_bytes(props.0[offset..offset + 4].try_into().expect("4 bytes"))
+            };
+            assert_eq!(properties(props.0.as_mut_ptr().cast(), 0), 0);
+            assert_eq!(c_text(&props.0[..256]), "AMD Instinct MI300X");
+            assert_eq!(c_text(&props.0[1160..1416]), "gfx942:sramecc+:xnack-");
+            assert_eq!((int_at(&props, 360), int_at(&props, 364)), (9, 4));
+            assert_eq!(int_at(&props, 308), 64, "wavefront 64 on CDNA");
+            assert_eq!(props.0[1471], 0, "the struct is zeroed");
+            assert_eq!(
+                props.0[1472], 0xff,
+                "nothing past sizeof(hipDeviceProp_tR0600)"
+            );
+            assert_eq!(properties(props.0.as_mut_ptr().cast(), 1), 0);
+            assert_eq!(c_text(&props.0[1160..1416]), "gfx1201");
+            assert_eq!((int_at(&props, 360), int_at(&props, 364)), (12, 0));
+            assert_eq!(int_at(&props, 308), 32, "wavefront 32 on RDNA");
+            assert_eq!(properties(props.0.as_mut_ptr().cast(), 2), 101);
+            assert_eq!(properties(std::ptr::null_mut(), 0), 1);
+            for (attr, want) in [(23, 12), (61, 0), (75, 65_536)] {
+                let mut value: c_int = -1;
+                assert_eq!(attribute(&mut value, attr, 1), 0);
+                assert_eq!(value, want, "attribute {attr}");
+            }
+
+            let mut ptr: *mut c_void = std::ptr::dangling_mut();
+            assert_eq!(malloc(&mut ptr, 0), 0);
+            assert!(ptr.is_null(), "hipMalloc of 0 bytes gives null");
+            assert_eq!(free(std::ptr::null_mut()), 0, "hipFree(NULL) is a no-op");
+            assert_eq!(malloc(&mut ptr, 16), 0);
+            let data: Vec<u8> = (0..16).collect();
+            assert_eq!(memcpy(ptr, data.as_ptr().cast(), 16, 1), 0);
+            let mut back = [0u8; 16];
+            assert_eq!(memcpy(back.as_mut_ptr().cast(), ptr, 16, 2), 0);
+            assert_eq!(back.as_slice(), data.as_slice());
+            assert_eq!(
+                memcpy(back.as_mut_ptr().cast(), ptr, 16, 4),
+                0,
+                "default kind"
+            );
+            assert_eq!(memcpy(back.as_mut_ptr().cast(), ptr, 16, 9), 21);
+            assert_eq!(
+                memcpy(back.as_mut_ptr().cast(), ptr, 17, 2),
+                1,
+                "past the end"
+            );
+            assert_eq!(memset(ptr, 0x15a, 16), 0);
+            assert_eq!(memcpy(back.as_mut_ptr().cast(), ptr, 16, 2), 0);
+            assert_eq!(back, [0x5a; 16], "hipMemset writes the value's low byte");
+            assert_eq!(free(ptr), 0);
+            assert_eq!(free(ptr), 1, "double free");
+            assert_eq!(
+                memcpy(back.as_mut_ptr().cast(), ptr, 16, 2),
+                1,
+                "freed pointer"
+            );
+
+            for (code, want) in [
+                (0, "hipSuccess"),
+                (1, "hipErrorInvalidValue"),
+                (100, "hipErrorNoDevice"),
+                (101, "hipErrorInvalidDevice"),
+                (719, "hipErrorLaunchFailure"),
+                (999, "hipErrorUnknown"),
+                (12_345, "hipErrorUnknown"),
+            ] {
+                assert_eq!(static_text(error_name(code)), want);
+            }
+            assert_eq!(static_text(error_string(101)), "invalid device ordinal");
+        }
+    }
 }

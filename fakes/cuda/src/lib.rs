@@ -1,0 +1,453 @@
+//! A fake CUDA driver: `libcuda.so.1` exporting every driver API function devsim's live runtime
+//! resolves (`src/runtime/live/cuda.rs`), with the C signatures and error codes of `cuda.h`, answering
+//! from the devsim host profile named by `DEVSIM_FAKE_HOST`.
+//!
+//! Behaviour, as the real driver's:
+//! - `cuInit(0)` must come first; every other call but `cuDriverGetVersion`, `cuGetErrorName` and
+//!   `cuGetErrorString` answers `CUDA_ERROR_NOT_INITIALIZED` before it. `cuInit` answers
+//!   `CUDA_ERROR_NO_DEVICE` when the profile is missing, invalid, not a CUDA host, or
+//!   `CUDA_VISIBLE_DEVICES` hides every GPU.
+//! - Devices are the profile's GPUs after `CUDA_VISIBLE_DEVICES` (PyTorch's parsing rules, as
+//!   devsim models them); `CUdevice` handles equal ordinals.
+//! - Each thread has no current context until `cuCtxSetCurrent` binds a primary context retained
+//!   with `cuDevicePrimaryCtxRetain`; calls that need one answer `CUDA_ERROR_INVALID_CONTEXT`.
+//! - Memory is bookkept by devsim's simulated runtime: a freed or unknown address, or a copy past
+//!   the end of an allocation, is `CUDA_ERROR_INVALID_VALUE`. `cuMemsetD8_v2` is the driver-only
+//!   launch: a `launch` on the current device, then the write.
+//! - Faults from the profile's `[[fault]]` tables fire on the matching calls.
+
+use std::cell::Cell;
+use std::collections::BTreeSet;
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use devsim::{Runtime, TorchBuild};
+use devsim_fake_common::{
+    Fake, INVALID_VALUE, NO_DEVICE, UNKNOWN, code, fake, guard, host_bytes, put, put_c_string,
+    put_host_bytes, status,
+};
+
+/// `CUresult` (`cuda.h`: `typedef enum cudaError_enum CUresult`).
+pub type CUresult = c_int;
+/// `CUdevice` (`cuda.h`: `typedef int CUdevice_v1`).
+pub type CUdevice = c_int;
+/// `CUcontext` (`cuda.h`: `typedef struct CUctx_st *CUcontext`).
+pub type CUcontext = *mut c_void;
+/// `CUdeviceptr` (`cuda.h`: `typedef unsigned long long CUdeviceptr_v2` on 64-bit).
+pub type CUdeviceptr = u64;
+
+/// `CUDA_SUCCESS`.
+const CUDA_SUCCESS: CUresult = 0;
+/// `CUDA_ERROR_NOT_INITIALIZED`: a call before a successful `cuInit`.
+const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;
+/// `CUDA_ERROR_INVALID_CONTEXT`: no context is current, or a handle this driver never made.
+const CUDA_ERROR_INVALID_CONTEXT: CUresult = 201;
+/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
+const ATTR_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
+const ATTR_COMPUTE_CAPABILITY_MINOR: c_int = 76;
+/// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`.
+const ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: c_int = 97;
+/// What `cuDriverGetVersion` answers: CUDA 12.8.
+const DRIVER_VERSION: c_int = 12080;
+/// This library's name in diagnostics.
+const LIBRARY: &str = "libcuda.so.1";
+
+/// Set by the first successful `cuInit`.
+static INITIALIZED: AtomicBool = AtomicBool::new(false);
+/// The ordinals whose primary context was retained.
+static RETAINED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+thread_local! {
+    /// The ordinal whose primary context is current on this thread, if any.
+    static BOUND: Cell<Option<u32>> = const { Cell::new(None) };
+}
+
+/// A primary context's handle: the ordinal plus one, so it is never null. Never dereferenced.
+fn context_handle(ordinal: u32) -> CUcontext {
+    std::ptr::without_provenance_mut(ordinal as usize + 1)
+}
+
+/// The ordinal of a handle made by [`context_handle`] and retained, if it is one.
+fn context_ordinal(context: CUcontext) -> Option<u32> {
+    let ordinal = u32::try_from(context.addr().checked_sub(1)?).ok()?;
+    let retained = RETAINED.lock().unwrap_or_else(PoisonError::into_inner);
+    retained.contains(&ordinal).then_some(ordinal)
+}
+
+/// The thread's current context's ordinal, or `CUDA_ERROR_INVALID_CONTEXT`.
+fn bound() -> Result<u32, CUresult> {
+    BOUND.get().ok_or(CUDA_ERROR_INVALID_CONTEXT)
+}
+
+/// Runs an exported call's body after `cuInit`, catching panics.
+fn call(body: impl FnOnce(&Fake) -> Result<(), CUresult>) -> CUresult {
+    guard(UNKNOWN, || {
+        if !INITIALIZED.load(Ordering::Acquire) {
+            return CUDA_ERROR_NOT_INITIALIZED;
+        }
+        match fake(TorchBuild::Cuda, LIBRARY) {
+            Ok(fake) => status(body(fake)),
+            Err(_) => CUDA_ERROR_NOT_INITIALIZED,
+        }
+    })
+}
+
+/// `CUresult cuInit(unsigned int Flags)`: loads the profile named by `DEVSIM_FAKE_HOST`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
+    guard(UNKNOWN, || {
+        if flags != 0 {
+            return INVALID_VALUE;
+        }
+        match fake(TorchBuild::Cuda, LIBRARY) {
+            Ok(fake) if fake.visible() > 0 => {
+                INITIALIZED.store(true, Ordering::Release);
+                CUDA_SUCCESS
+            }
+            _ => NO_DEVICE,
+        }
+    })
+}
+
+/// `CUresult cuDriverGetVersion(int *driverVersion)`. Needs no `cuInit`.
+///
+/// # Safety
+///
+/// `version` is null or valid for writing one `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDriverGetVersion(version: *mut c_int) -> CUresult {
+    // SAFETY: the caller passes a null or writable `int` pointer.
+    guard(UNKNOWN, || status(unsafe { put(version, DRIVER_VERSION) }))
+}
+
+/// `CUresult cuDeviceGetCount(int *count)`.
+///
+/// # Safety
+///
+/// `count` is null or valid for writing one `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetCount(count: *mut c_int) -> CUresult {
+    call(|fake| {
+        let n = fake.runtime().device_count().map_err(code)?;
+        // SAFETY: the caller passes a null or writable `int` pointer.
+        unsafe { put(count, c_int::try_from(n).unwrap_or(c_int::MAX)) }
+    })
+}
+
+/// `CUresult cuDeviceGet(CUdevice *device, int ordinal)`: the handle is the ordinal.
+///
+/// # Safety
+///
+/// `device` is null or valid for writing one `CUdevice`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGet(device: *mut CUdevice, ordinal: c_int) -> CUresult {
+    call(|fake| {
+        fake.ordinal(ordinal)?;
+        // SAFETY: the caller passes a null or writable `CUdevice` pointer.
+        unsafe { put(device, ordinal) }
+    })
+}
+
+/// `CUresult cuDeviceGetName(char *name, int len, CUdevice dev)`.
+///
+/// # Safety
+///
+/// `name` is null or valid for writing `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUdevice) -> CUresult {
+    call(|fake| {
+        let ordinal = fake.ordinal(dev)?;
+        let text = fake.runtime().device_name(ordinal).map_err(code)?;
+        // SAFETY: the caller passes a null pointer or `len` writable bytes.
+        unsafe { put_c_string(name, len, &text) }
+    })
+}
+
+/// `CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)`: compute
+/// capability major (75) and minor (76), and opt-in shared memory per block (97). Any other
+/// attribute is `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+///
+/// `value` is null or valid for writing one `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetAttribute(
+    value: *mut c_int,
+    attribute: c_int,
+    dev: CUdevice,
+) -> CUresult {
+    call(|fake| {
+        let ordinal = fake.ordinal(dev)?;
+        let runtime = fake.runtime();
+        let answer = match attribute {
+            ATTR_COMPUTE_CAPABILITY_MAJOR => runtime.nvidia_capability(ordinal).map(|cc| cc.major),
+            ATTR_COMPUTE_CAPABILITY_MINOR => runtime.nvidia_capability(ordinal).map(|cc| cc.minor),
+            ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN => runtime.smem_optin(ordinal),
+            _ => return Err(INVALID_VALUE),
+        }
+        .map_err(code)?;
+        // SAFETY: the caller passes a null or writable `int` pointer.
+        unsafe { put(value, c_int::try_from(answer).unwrap_or(c_int::MAX)) }
+    })
+}
+
+/// `CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)`: the handle is `dev + 1`.
+///
+/// # Safety
+///
+/// `context` is null or valid for writing one `CUcontext`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDevicePrimaryCtxRetain(
+    context: *mut CUcontext,
+    dev: CUdevice,
+) -> CUresult {
+    call(|fake| {
+        let ordinal = fake.ordinal(dev)?;
+        // SAFETY: the caller passes a null or writable `CUcontext` pointer.
+        unsafe { put(context, context_handle(ordinal)) }?;
+        RETAINED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(ordinal);
+        Ok(())
+    })
+}
+
+/// `CUresult cuCtxGetCurrent(CUcontext *pctx)`: null when no context is current on this thread.
+///
+/// # Safety
+///
+/// `context` is null or valid for writing one `CUcontext`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxGetCurrent(context: *mut CUcontext) -> CUresult {
+    call(|_| {
+        let handle = BOUND.get().map_or(std::ptr::null_mut(), context_handle);
+        // SAFETY: the caller passes a null or writable `CUcontext` pointer.
+        unsafe { put(context, handle) }
+    })
+}
+
+/// `CUresult cuCtxSetCurrent(CUcontext ctx)`: binds a retained primary context to this thread
+/// (making its device current), or unbinds with null.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuCtxSetCurrent(context: CUcontext) -> CUresult {
+    call(|fake| {
+        if context.is_null() {
+            BOUND.set(None);
+            return Ok(());
+        }
+        let ordinal = context_ordinal(context).ok_or(CUDA_ERROR_INVALID_CONTEXT)?;
+        fake.runtime().set_device(ordinal).map_err(code)?;
+        BOUND.set(Some(ordinal));
+        Ok(())
+    })
+}
+
+/// `CUresult cuCtxGetDevice(CUdevice *device)`: the current context's device.
+///
+/// # Safety
+///
+/// `device` is null or valid for writing one `CUdevice`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuCtxGetDevice(device: *mut CUdevice) -> CUresult {
+    call(|fake| {
+        bound()?;
+        let ordinal = fake.runtime().get_device().map_err(code)?;
+        // SAFETY: the caller passes a null or writable `CUdevice` pointer.
+        unsafe { put(device, c_int::try_from(ordinal).unwrap_or(c_int::MAX)) }
+    })
+}
+
+/// `CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)`: on the current context's device;
+/// zero bytes is `CUDA_ERROR_INVALID_VALUE`.
+///
+/// # Safety
+///
+/// `ptr` is null or valid for writing one `CUdeviceptr`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemAlloc_v2(ptr: *mut CUdeviceptr, bytes: usize) -> CUresult {
+    call(|fake| {
+        bound()?;
+        if ptr.is_null() || bytes == 0 {
+            return Err(INVALID_VALUE);
+        }
+        let address = fake.alloc(bytes)?;
+        // SAFETY: the caller passes a writable `CUdeviceptr` pointer (checked non-null above).
+        unsafe { put(ptr, address) }
+    })
+}
+
+/// `CUresult cuMemFree_v2(CUdeviceptr dptr)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemFree_v2(ptr: CUdeviceptr) -> CUresult {
+    call(|fake| {
+        bound()?;
+        fake.free(ptr)
+    })
+}
+
+/// `CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)`.
+///
+/// # Safety
+///
+/// `src` is null or valid for reading `bytes` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyHtoD_v2(
+    dst: CUdeviceptr,
+    src: *const c_void,
+    bytes: usize,
+) -> CUresult {
+    call(|fake| {
+        bound()?;
+        // SAFETY: the caller passes a null pointer or `bytes` readable bytes.
+        let data = unsafe { host_bytes(src.cast(), bytes) }?;
+        fake.copy_in(dst, data)
+    })
+}
+
+/// `CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)`.
+///
+/// # Safety
+///
+/// `dst` is null or valid for writing `bytes` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemcpyDtoH_v2(
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    bytes: usize,
+) -> CUresult {
+    call(|fake| {
+        bound()?;
+        let data = fake.copy_out(src, bytes)?;
+        // SAFETY: the caller passes a null pointer or `bytes` writable bytes.
+        unsafe { put_host_bytes(dst.cast(), &data) }
+    })
+}
+
+/// `CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)`: the driver-only
+/// launch (a `launch` on the current device, for faults) and the write.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuMemsetD8_v2(dst: CUdeviceptr, value: u8, count: usize) -> CUresult {
+    call(|fake| {
+        bound()?;
+        fake.memset(dst, value, count)
+    })
+}
+
+/// `CUresult cuCtxSynchronize(void)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuCtxSynchronize() -> CUresult {
+    call(|fake| {
+        bound()?;
+        fake.runtime().synchronize().map_err(code)
+    })
+}
+
+/// The `CUresult` names and descriptions this driver reports, as `cuda.h` and the real driver
+/// spell them.
+fn describe(error: CUresult) -> Option<(*const c_char, *const c_char)> {
+    Some(match error {
+        0 => (c"CUDA_SUCCESS".as_ptr(), c"no error".as_ptr()),
+        1 => (
+            c"CUDA_ERROR_INVALID_VALUE".as_ptr(),
+            c"invalid argument".as_ptr(),
+        ),
+        2 => (
+            c"CUDA_ERROR_OUT_OF_MEMORY".as_ptr(),
+            c"out of memory".as_ptr(),
+        ),
+        3 => (
+            c"CUDA_ERROR_NOT_INITIALIZED".as_ptr(),
+            c"initialization error".as_ptr(),
+        ),
+        4 => (
+            c"CUDA_ERROR_DEINITIALIZED".as_ptr(),
+            c"driver shutting down".as_ptr(),
+        ),
+        46 => (
+            c"CUDA_ERROR_DEVICE_UNAVAILABLE".as_ptr(),
+            c"CUDA-capable device(s) is/are busy or unavailable".as_ptr(),
+        ),
+        100 => (
+            c"CUDA_ERROR_NO_DEVICE".as_ptr(),
+            c"no CUDA-capable device is detected".as_ptr(),
+        ),
+        101 => (
+            c"CUDA_ERROR_INVALID_DEVICE".as_ptr(),
+            c"invalid device ordinal".as_ptr(),
+        ),
+        200 => (
+            c"CUDA_ERROR_INVALID_IMAGE".as_ptr(),
+            c"device kernel image is invalid".as_ptr(),
+        ),
+        201 => (
+            c"CUDA_ERROR_INVALID_CONTEXT".as_ptr(),
+            c"invalid device context".as_ptr(),
+        ),
+        400 => (
+            c"CUDA_ERROR_INVALID_HANDLE".as_ptr(),
+            c"invalid resource handle".as_ptr(),
+        ),
+        700 => (
+            c"CUDA_ERROR_ILLEGAL_ADDRESS".as_ptr(),
+            c"an illegal memory access was encountered".as_ptr(),
+        ),
+        719 => (
+            c"CUDA_ERROR_LAUNCH_FAILED".as_ptr(),
+            c"unspecified launch failure".as_ptr(),
+        ),
+        801 => (
+            c"CUDA_ERROR_NOT_SUPPORTED".as_ptr(),
+            c"operation not supported".as_ptr(),
+        ),
+        999 => (c"CUDA_ERROR_UNKNOWN".as_ptr(), c"unknown error".as_ptr()),
+        _ => return None,
+    })
+}
+
+/// Points `out` at the name or description of `error`; an unknown code is
+/// `CUDA_ERROR_INVALID_VALUE` with `*out` set to null, as the real driver does.
+///
+/// # Safety
+///
+/// `out` is null or valid for writing one `const char *`.
+unsafe fn error_text(
+    error: CUresult,
+    out: *mut *const c_char,
+    pick: fn((*const c_char, *const c_char)) -> *const c_char,
+) -> CUresult {
+    guard(UNKNOWN, || {
+        let text = describe(error).map(pick);
+        // SAFETY: the caller passes a null or writable `const char *` pointer.
+        let stored = unsafe { put(out, text.unwrap_or(std::ptr::null())) };
+        match (stored, text) {
+            (Ok(()), Some(_)) => CUDA_SUCCESS,
+            (Err(code), _) => code,
+            (Ok(()), None) => INVALID_VALUE,
+        }
+    })
+}
+
+/// `CUresult cuGetErrorName(CUresult error, const char **pStr)`. Needs no `cuInit`.
+///
+/// # Safety
+///
+/// `out` is null or valid for writing one `const char *`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGetErrorName(error: CUresult, out: *mut *const c_char) -> CUresult {
+    // SAFETY: forwarded from this function's own contract.
+    unsafe { error_text(error, out, |(name, _)| name) }
+}
+
+/// `CUresult cuGetErrorString(CUresult error, const char **pStr)`. Needs no `cuInit`.
+///
+/// # Safety
+///
+/// `out` is null or valid for writing one `const char *`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuGetErrorString(error: CUresult, out: *mut *const c_char) -> CUresult {
+    // SAFETY: forwarded from this function's own contract.
+    unsafe { error_text(error, out, |(_, text)| text) }
+}

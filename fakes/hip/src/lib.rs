@@ -1,0 +1,408 @@
+//! A fake HIP runtime: `libamdhip64.so` exporting every HIP function devsim's live runtime resolves
+//! (`src/runtime/live/hip.rs`), with the C signatures and error codes of `hip_runtime_api.h`
+//! (ROCm 6/7), answering from the devsim host profile named by `DEVSIM_FAKE_HOST`.
+//!
+//! Behaviour, as the real runtime's:
+//! - HIP initializes on first use; `hipInit(0)` is optional. Without a usable profile (missing,
+//!   invalid, not a HIP host) every call answers `hipErrorNoDevice`. When the visible-device
+//!   variables hide every GPU, `hipInit` succeeds and `hipGetDeviceCount` answers `hipErrorNoDevice`.
+//! - Devices are the profile's GPUs after `ROCR_VISIBLE_DEVICES`, then `HIP_VISIBLE_DEVICES` (or
+//!   `CUDA_VISIBLE_DEVICES`), with PyTorch's parsing rules as devsim models them.
+//! - Each thread's current device starts at 0 and is changed by `hipSetDevice`.
+//! - `hipGetDevicePropertiesR0600` fills `name`, `warpSize`, `major`, `minor` and `gcnArchName`
+//!   (with the feature suffixes as the profile spells them) of a zeroed `hipDeviceProp_tR0600`.
+//! - Memory is bookkept by devsim's simulated runtime: a freed or unknown address, or a copy past
+//!   the end of an allocation, is `hipErrorInvalidValue`. `hipMemset` is the driver-only launch: a
+//!   `launch` on the current device, then the write.
+//! - Faults from the profile's `[[fault]]` tables fire on the matching calls.
+
+use std::ffi::{c_char, c_int, c_uint, c_void};
+
+use devsim::{Arch, Runtime, TorchBuild};
+use devsim_fake_common::{
+    Fake, INVALID_DEVICE, INVALID_VALUE, NO_DEVICE, UNKNOWN, code, fake, guard, host_bytes, put,
+    put_c_string, put_host_bytes, status, write_c_string,
+};
+
+/// `hipError_t` (a C enum, `int`-sized).
+pub type HipError = c_int;
+
+/// `hipSuccess`.
+const HIP_SUCCESS: HipError = 0;
+/// `hipErrorInvalidMemcpyDirection`.
+const HIP_ERROR_INVALID_MEMCPY_DIRECTION: HipError = 21;
+/// `hipDeviceAttributeComputeCapabilityMajor` (ROCm 6 numbering).
+const ATTR_COMPUTE_CAPABILITY_MAJOR: c_int = 23;
+/// `hipDeviceAttributeComputeCapabilityMinor` (ROCm 6 numbering).
+const ATTR_COMPUTE_CAPABILITY_MINOR: c_int = 61;
+/// `hipDeviceAttributeSharedMemPerBlockOptin` (ROCm 6 numbering).
+const ATTR_SHARED_MEM_PER_BLOCK_OPTIN: c_int = 75;
+/// `hipMemcpyKind` values.
+const MEMCPY_HOST_TO_HOST: c_int = 0;
+const MEMCPY_HOST_TO_DEVICE: c_int = 1;
+const MEMCPY_DEVICE_TO_HOST: c_int = 2;
+const MEMCPY_DEVICE_TO_DEVICE: c_int = 3;
+const MEMCPY_DEFAULT: c_int = 4;
+/// What `hipDriverGetVersion` answers (`HIP_VERSION` style: 6.4.0).
+const DRIVER_VERSION: c_int = 60_400_000;
+/// This library's name in diagnostics.
+const LIBRARY: &str = "libamdhip64.so";
+
+/// `sizeof(hipDeviceProp_tR0600)` on x86-64 Linux: the bytes `hipGetDevicePropertiesR0600` writes.
+pub const PROP_BYTES: usize = 1472;
+/// `offsetof(hipDeviceProp_tR0600, name)`, a `char[256]`.
+const PROP_NAME: (usize, usize) = (0, 256);
+/// `offsetof(hipDeviceProp_tR0600, warpSize)`, an `int` (after `name[256]`, `uuid[16]`, `luid[8]`,
+/// `luidDeviceNodeMask`, padding, `totalGlobalMem`, `sharedMemPerBlock`, `regsPerBlock`).
+const PROP_WARP_SIZE: usize = 308;
+/// `offsetof(hipDeviceProp_tR0600, major)`, an `int` (after `memPitch`, `maxThreadsPerBlock`,
+/// `maxThreadsDim[3]`, `maxGridSize[3]`, `clockRate`, `totalConstMem`); `minor` follows it.
+const PROP_MAJOR: usize = 360;
+/// `offsetof(hipDeviceProp_tR0600, minor)`.
+const PROP_MINOR: usize = 364;
+/// `offsetof(hipDeviceProp_tR0600, gcnArchName)`, a `char[256]` (what devsim's `hip.rs` reads).
+const PROP_GCN_ARCH_NAME: (usize, usize) = (1160, 256);
+
+/// Runs an exported call's body with the fake loaded (`hipErrorNoDevice` without a usable
+/// profile), catching panics.
+fn call(body: impl FnOnce(&Fake) -> Result<(), HipError>) -> HipError {
+    guard(UNKNOWN, || match fake(TorchBuild::Hip, LIBRARY) {
+        Ok(fake) => status(body(fake)),
+        Err(_) => NO_DEVICE,
+    })
+}
+
+/// AMD's wavefront size for a gfx target: 64 on GCN and CDNA (gfx9 and older), 32 on RDNA.
+fn warp_size(arch: &str) -> c_int {
+    match arch.parse::<Arch>() {
+        Ok(arch)
+            if arch
+                .gfx()
+                .is_some_and(|gfx| gfx.base.len() > "gfx999".len()) =>
+        {
+            32
+        }
+        _ => 64,
+    }
+}
+
+/// `hipError_t hipInit(unsigned int flags)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipInit(flags: c_uint) -> HipError {
+    call(|_| {
+        if flags == 0 {
+            Ok(())
+        } else {
+            Err(INVALID_VALUE)
+        }
+    })
+}
+
+/// `hipError_t hipDriverGetVersion(int *driverVersion)`.
+///
+/// # Safety
+///
+/// `version` is null or valid for writing one `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipDriverGetVersion(version: *mut c_int) -> HipError {
+    // SAFETY: the caller passes a null or writable `int` pointer.
+    guard(UNKNOWN, || status(unsafe { put(version, DRIVER_VERSION) }))
+}
+
+/// `hipError_t hipGetDeviceCount(int *count)`: `hipErrorNoDevice` (count 0) when no GPU is visible.
+///
+/// # Safety
+///
+/// `count` is null or valid for writing one `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipGetDeviceCount(count: *mut c_int) -> HipError {
+    call(|fake| {
+        let n = fake.runtime().device_count().map_err(code)?;
+        // SAFETY: the caller passes a null or writable `int` pointer.
+        unsafe { put(count, c_int::try_from(n).unwrap_or(c_int::MAX)) }?;
+        if n == 0 { Err(NO_DEVICE) } else { Ok(()) }
+    })
+}
+
+/// `hipError_t hipGetDevice(int *deviceId)`: the calling thread's current device.
+///
+/// # Safety
+///
+/// `device` is null or valid for writing one `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipGetDevice(device: *mut c_int) -> HipError {
+    call(|fake| {
+        let ordinal = fake.runtime().get_device().map_err(code)?;
+        // SAFETY: the caller passes a null or writable `int` pointer.
+        unsafe { put(device, c_int::try_from(ordinal).unwrap_or(c_int::MAX)) }
+    })
+}
+
+/// `hipError_t hipSetDevice(int deviceId)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipSetDevice(device: c_int) -> HipError {
+    call(|fake| {
+        let ordinal = u32::try_from(device).map_err(|_| INVALID_DEVICE)?;
+        fake.runtime().set_device(ordinal).map_err(code)
+    })
+}
+
+/// `hipError_t hipDeviceGetName(char *name, int len, hipDevice_t device)`.
+///
+/// # Safety
+///
+/// `name` is null or valid for writing `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipDeviceGetName(
+    name: *mut c_char,
+    len: c_int,
+    device: c_int,
+) -> HipError {
+    call(|fake| {
+        let ordinal = fake.ordinal(device)?;
+        let text = fake.runtime().device_name(ordinal).map_err(code)?;
+        // SAFETY: the caller passes a null pointer or `len` writable bytes.
+        unsafe { put_c_string(name, len, &text) }
+    })
+}
+
+/// `hipError_t hipDeviceGetAttribute(int *pi, hipDeviceAttribute_t attr, int deviceId)`: compute
+/// capability major (23) and minor (61) as HIP derives them from the gfx version, opt-in shared
+/// memory per block (75). Any other attribute is `hipErrorInvalidValue`.
+///
+/// # Safety
+///
+/// `value` is null or valid for writing one `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipDeviceGetAttribute(
+    value: *mut c_int,
+    attribute: c_int,
+    device: c_int,
+) -> HipError {
+    call(|fake| {
+        let ordinal = fake.ordinal(device)?;
+        let runtime = fake.runtime();
+        let answer = match attribute {
+            ATTR_COMPUTE_CAPABILITY_MAJOR => runtime
+                .nvidia_capability(ordinal)
+                .map(|cc| c_int::try_from(cc.major).unwrap_or(0)),
+            ATTR_COMPUTE_CAPABILITY_MINOR => runtime
+                .nvidia_capability(ordinal)
+                .map(|cc| c_int::try_from(cc.minor).unwrap_or(0)),
+            ATTR_SHARED_MEM_PER_BLOCK_OPTIN => runtime
+                .smem_optin(ordinal)
+                .map(|bytes| c_int::try_from(bytes).unwrap_or(c_int::MAX)),
+            _ => return Err(INVALID_VALUE),
+        }
+        .map_err(code)?;
+        // SAFETY: the caller passes a null or writable `int` pointer.
+        unsafe { put(value, answer) }
+    })
+}
+
+/// `hipError_t hipGetDevicePropertiesR0600(hipDeviceProp_tR0600 *prop, int deviceId)`.
+///
+/// One runtime query, the arch (`amd_arch`, where its faults fire); the name and capability come
+/// from the same profile GPU. The fields this fake does not model are zero.
+///
+/// # Safety
+///
+/// `prop` is null or valid for writing `sizeof(hipDeviceProp_tR0600)` (1472) bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipGetDevicePropertiesR0600(prop: *mut c_void, device: c_int) -> HipError {
+    call(|fake| {
+        if prop.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        let ordinal = fake.ordinal(device)?;
+        let runtime = fake.runtime();
+        let arch = runtime.amd_arch(ordinal).map_err(code)?;
+        let gpu = runtime.host().visible_gpu(ordinal).ok_or(INVALID_DEVICE)?;
+        let capability = gpu.arch.gfx().map(|gfx| gfx.hip_capability());
+        let mut bytes = [0u8; PROP_BYTES];
+        let (offset, len) = PROP_NAME;
+        write_c_string(&mut bytes[offset..offset + len], &gpu.name);
+        let (offset, len) = PROP_GCN_ARCH_NAME;
+        write_c_string(&mut bytes[offset..offset + len], &arch);
+        let mut put_int = |offset: usize, value: c_int| {
+            bytes[offset..offset + 4].copy_from_slice(&value.to_ne_bytes());
+        };
+        put_int(PROP_WARP_SIZE, warp_size(&arch));
+        if let Some(cc) = capability {
+            put_int(PROP_MAJOR, c_int::try_from(cc.major).unwrap_or(0));
+            put_int(PROP_MINOR, c_int::try_from(cc.minor).unwrap_or(0));
+        }
+        // SAFETY: `prop` is non-null and, by the caller's contract, valid for `PROP_BYTES` writable
+        // bytes; `bytes` is a separate local array.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), prop.cast::<u8>(), PROP_BYTES) };
+        Ok(())
+    })
+}
+
+/// `hipError_t hipMalloc(void **ptr, size_t size)`: on the current device; zero bytes gives a null
+/// pointer and `hipSuccess`, as HIP documents.
+///
+/// # Safety
+///
+/// `ptr` is null or valid for writing one `void *`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMalloc(ptr: *mut *mut c_void, size: usize) -> HipError {
+    call(|fake| {
+        if ptr.is_null() {
+            return Err(INVALID_VALUE);
+        }
+        let address = if size == 0 {
+            std::ptr::null_mut()
+        } else {
+            std::ptr::with_exposed_provenance_mut(
+                usize::try_from(fake.alloc(size)?).map_err(|_| INVALID_VALUE)?,
+            )
+        };
+        // SAFETY: the caller passes a writable `void *` pointer (checked non-null above).
+        unsafe { put(ptr, address) }
+    })
+}
+
+/// `hipError_t hipFree(void *ptr)`: null is ignored, as HIP documents.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipFree(ptr: *mut c_void) -> HipError {
+    call(|fake| {
+        if ptr.is_null() {
+            return Ok(());
+        }
+        fake.free(ptr.addr() as u64)
+    })
+}
+
+/// `hipError_t hipMemcpy(void *dst, const void *src, size_t sizeBytes, hipMemcpyKind kind)`.
+/// `hipMemcpyDefault` infers the direction from which addresses are allocations.
+///
+/// # Safety
+///
+/// Host-side pointers are null or valid for `size` bytes (readable for a source, writable for a
+/// destination), as HIP requires.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemcpy(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    kind: c_int,
+) -> HipError {
+    call(|fake| {
+        let (dst_address, src_address) = (dst.addr() as u64, src.addr() as u64);
+        let kind = match kind {
+            MEMCPY_DEFAULT => match (fake.is_device(dst_address), fake.is_device(src_address)) {
+                (false, false) => MEMCPY_HOST_TO_HOST,
+                (true, false) => MEMCPY_HOST_TO_DEVICE,
+                (false, true) => MEMCPY_DEVICE_TO_HOST,
+                (true, true) => MEMCPY_DEVICE_TO_DEVICE,
+            },
+            MEMCPY_HOST_TO_HOST..=MEMCPY_DEVICE_TO_DEVICE => kind,
+            _ => return Err(HIP_ERROR_INVALID_MEMCPY_DIRECTION),
+        };
+        if size == 0 {
+            return Ok(());
+        }
+        match kind {
+            MEMCPY_HOST_TO_DEVICE => {
+                // SAFETY: the caller passes a null pointer or `size` readable host bytes.
+                let data = unsafe { host_bytes(src.cast(), size) }?;
+                fake.copy_in(dst_address, data)
+            }
+            MEMCPY_DEVICE_TO_HOST => {
+                let data = fake.copy_out(src_address, size)?;
+                // SAFETY: the caller passes a null pointer or `size` writable host bytes.
+                unsafe { put_host_bytes(dst.cast(), &data) }
+            }
+            MEMCPY_DEVICE_TO_DEVICE => {
+                let data = fake.copy_out(src_address, size)?;
+                fake.copy_in(dst_address, &data)
+            }
+            _ => {
+                // SAFETY: the caller passes `size` readable bytes at `src`.
+                let data = unsafe { host_bytes(src.cast(), size) }?.to_vec();
+                // SAFETY: the caller passes `size` writable bytes at `dst`; `data` is a copy.
+                unsafe { put_host_bytes(dst.cast(), &data) }
+            }
+        }
+    })
+}
+
+/// `hipError_t hipMemset(void *dst, int value, size_t sizeBytes)`: the driver-only launch (a
+/// `launch` on the current device, for faults) and the write of `value`'s low byte.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipMemset(dst: *mut c_void, value: c_int, size: usize) -> HipError {
+    call(|fake| fake.memset(dst.addr() as u64, value.to_le_bytes()[0], size))
+}
+
+/// `hipError_t hipDeviceSynchronize(void)`.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipDeviceSynchronize() -> HipError {
+    call(|fake| fake.runtime().synchronize().map_err(code))
+}
+
+/// The `hipError_t` names and descriptions this runtime reports, as HIP spells them.
+fn describe(error: HipError) -> (*const c_char, *const c_char) {
+    match error {
+        HIP_SUCCESS => (c"hipSuccess".as_ptr(), c"no error".as_ptr()),
+        1 => (
+            c"hipErrorInvalidValue".as_ptr(),
+            c"invalid argument".as_ptr(),
+        ),
+        2 => (c"hipErrorOutOfMemory".as_ptr(), c"out of memory".as_ptr()),
+        3 => (
+            c"hipErrorNotInitialized".as_ptr(),
+            c"initialization error".as_ptr(),
+        ),
+        21 => (
+            c"hipErrorInvalidMemcpyDirection".as_ptr(),
+            c"invalid copy direction for memcpy".as_ptr(),
+        ),
+        100 => (
+            c"hipErrorNoDevice".as_ptr(),
+            c"no ROCm-capable device is detected".as_ptr(),
+        ),
+        101 => (
+            c"hipErrorInvalidDevice".as_ptr(),
+            c"invalid device ordinal".as_ptr(),
+        ),
+        200 => (
+            c"hipErrorInvalidImage".as_ptr(),
+            c"device kernel image is invalid".as_ptr(),
+        ),
+        201 => (
+            c"hipErrorInvalidContext".as_ptr(),
+            c"invalid device context".as_ptr(),
+        ),
+        400 => (
+            c"hipErrorInvalidHandle".as_ptr(),
+            c"invalid resource handle".as_ptr(),
+        ),
+        700 => (
+            c"hipErrorIllegalAddress".as_ptr(),
+            c"an illegal memory access was encountered".as_ptr(),
+        ),
+        719 => (
+            c"hipErrorLaunchFailure".as_ptr(),
+            c"unspecified launch failure".as_ptr(),
+        ),
+        801 => (
+            c"hipErrorNotSupported".as_ptr(),
+            c"operation not supported".as_ptr(),
+        ),
+        _ => (c"hipErrorUnknown".as_ptr(), c"unknown error".as_ptr()),
+    }
+}
+
+/// `const char *hipGetErrorName(hipError_t hip_error)`: a static string for every code
+/// (`hipErrorUnknown` for codes HIP does not define).
+#[unsafe(no_mangle)]
+pub extern "C" fn hipGetErrorName(error: HipError) -> *const c_char {
+    guard(c"hipErrorUnknown".as_ptr(), || describe(error).0)
+}
+
+/// `const char *hipGetErrorString(hipError_t hipError)`: a static string for every code.
+#[unsafe(no_mangle)]
+pub extern "C" fn hipGetErrorString(error: HipError) -> *const c_char {
+    guard(c"unknown error".as_ptr(), || describe(error).1)
+}
