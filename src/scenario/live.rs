@@ -45,7 +45,7 @@ impl LiveContext {
                 ),
             },
         };
-        let gpu_tensors = tensors_match(machine.build);
+        let gpu_tensors = tensors_match(machine.build, machine.gpus.len());
         Self {
             machine,
             driver,
@@ -62,8 +62,9 @@ impl LiveContext {
                 format!("tensors through tch (libtorch: a {build} build)")
             }
             Some(build) => format!(
-                "GPU data through the driver API: libtorch is a {build} build, the driver is {}",
-                self.machine.build
+                "GPU data through the driver API: libtorch (a {build} build) does not drive the {} GPU(s) of {}",
+                self.machine.gpus.len(),
+                self.machine.library.as_deref().unwrap_or("the driver")
             ),
             None => "data through the driver API (built without the torch feature)".to_string(),
         };
@@ -132,14 +133,14 @@ fn libtorch_build() -> Option<crate::host::TorchBuild> {
 }
 
 /// Whether the loaded libtorch drives the same GPUs as the driver (tensors can go through tch).
-fn tensors_match(build: crate::host::TorchBuild) -> bool {
+fn tensors_match(build: crate::host::TorchBuild, gpus: usize) -> bool {
     #[cfg(feature = "torch")]
     {
-        crate::runtime::live::torch::loaded_build() == build
+        crate::runtime::live::torch::drives(build, gpus)
     }
     #[cfg(not(feature = "torch"))]
     {
-        let _ = build;
+        let _ = (build, gpus);
         false
     }
 }

@@ -12,7 +12,13 @@ fn tch_error(call: &str, error: tch::TchError) -> DriverError {
     DriverError {
         call: format!("tch {call}"),
         code: -1,
-        message: error.to_string(),
+        // torch appends a C++ backtrace; its first line says what went wrong.
+        message: error
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
     }
 }
 
@@ -44,6 +50,12 @@ pub fn loaded_build() -> TorchBuild {
     } else {
         TorchBuild::Cpu
     }
+}
+
+/// Whether torch itself drives the GPUs a driver reports: the same build and the same device count.
+/// (A fake driver answers devsim's calls but not the CUDA runtime's, so torch sees no GPU through it.)
+pub fn drives(build: TorchBuild, gpus: usize) -> bool {
+    loaded_build() == build && gpus > 0 && device_count() as usize == gpus
 }
 
 /// How many GPUs torch sees.
