@@ -124,7 +124,7 @@ pub fn run_matrix(hosts: &[HostSpec], catalog: &Catalog) -> MatrixOutcome {
 }
 
 /// What a path returned, reduced to what the invariants need.
-struct Result_ {
+struct PathOutcome {
     target: Option<Target>,
     place: Option<Place>,
     error: Option<DispatchError>,
@@ -145,12 +145,12 @@ fn run_case(case: &Case, outcome: &mut MatrixOutcome) {
             let r = case.kernel.validate(&dispatch, case.selector);
             outcome.validate_times.push(started.elapsed());
             match r {
-                Ok(v) => Result_ {
+                Ok(v) => PathOutcome {
                     target: Some(v.target),
                     place: None,
                     error: None,
                 },
-                Err(e) => Result_ {
+                Err(e) => PathOutcome {
                     target: None,
                     place: None,
                     error: Some(e),
@@ -158,24 +158,24 @@ fn run_case(case: &Case, outcome: &mut MatrixOutcome) {
             }
         }
         Path::Warmup => match case.kernel.warmup(&dispatch, case.selector) {
-            Ok(w) => Result_ {
+            Ok(w) => PathOutcome {
                 target: Some(w.validated.target),
                 place: Some(w.ran_on),
                 error: None,
             },
-            Err(e) => Result_ {
+            Err(e) => PathOutcome {
                 target: None,
                 place: None,
                 error: Some(e),
             },
         },
         Path::Move => match case.kernel.move_weights(&dispatch, case.selector) {
-            Ok(m) => Result_ {
+            Ok(m) => PathOutcome {
                 target: Some(m.validated.target),
                 place: Some(m.lands_on),
                 error: None,
             },
-            Err(e) => Result_ {
+            Err(e) => PathOutcome {
                 target: None,
                 place: None,
                 error: Some(e),
@@ -200,7 +200,7 @@ fn run_case(case: &Case, outcome: &mut MatrixOutcome) {
 
 fn check_invariants(
     case: &Case,
-    result: &Result_,
+    result: &PathOutcome,
     trace: &[Entry],
     current_after: Option<u32>,
 ) -> Vec<String> {

@@ -2,14 +2,16 @@
 //! drivers (and real tensors with `--features torch`); every other one is reported ignored with the
 //! reason. On a machine without GPUs the CPU scenarios still really run.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use devsim::kernel::Catalog;
 use devsim::report;
 use devsim::scenario::live::LiveContext;
 use devsim::scenario::load::scenario_name;
-use devsim::scenario::{Status, find_scenarios, load_scenario};
+use devsim::scenario::{Status, load_scenario};
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
 fn live(
@@ -36,15 +38,7 @@ fn main() {
     if !args.list {
         eprintln!("{}", context.describe());
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let files = match find_scenarios(&[root]) {
-        Ok(files) => files,
-        Err(error) => {
-            eprintln!("error: failed to list scenarios: {error}");
-            std::process::exit(2);
-        }
-    };
-    let trials = files
+    let trials = common::corpus_files_or_exit()
         .into_iter()
         .map(|path| {
             let (context, catalog) = (Arc::clone(&context), Arc::clone(&catalog));

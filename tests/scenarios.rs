@@ -2,19 +2,17 @@
 //! named by its path relative to `scenarios/`. Supports libtest's `--list`, `--exact`, `--ignored` and
 //! filters, so cargo test and cargo-nextest can list, filter and shard them.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use devsim::kernel::Catalog;
 use devsim::report;
 use devsim::scenario::load::scenario_name;
 use devsim::scenario::suite::run_simulated;
-use devsim::scenario::{Status, find_scenarios, load_scenario};
+use devsim::scenario::{Status, load_scenario};
 use libtest_mimic::{Arguments, Failed, Trial};
-
-fn scenario_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios")
-}
 
 fn simulated(path: PathBuf, catalog: Arc<Catalog>) -> Result<(), Failed> {
     let scenario =
@@ -32,14 +30,7 @@ fn simulated(path: PathBuf, catalog: Arc<Catalog>) -> Result<(), Failed> {
 fn main() {
     let args = Arguments::from_args();
     let catalog = Arc::new(Catalog::reference());
-    let files = match find_scenarios(&[scenario_root()]) {
-        Ok(files) => files,
-        Err(error) => {
-            eprintln!("error: failed to list scenarios: {error}");
-            std::process::exit(2);
-        }
-    };
-    let trials = files
+    let trials = common::corpus_files_or_exit()
         .into_iter()
         .map(|path| {
             let catalog = Arc::clone(&catalog);

@@ -77,3 +77,12 @@ impl Sim {
         self.recorder.inner().get_device().expect("a GPU host")
     }
 }
+
+/// Every scenario file of the corpus, or an exit with a message when the folder cannot be listed
+/// (for the libtest-mimic harnesses, which have no test to fail yet).
+pub fn corpus_files_or_exit() -> Vec<PathBuf> {
+    devsim::scenario::find_scenarios(&[scenario_root()]).unwrap_or_else(|error| {
+        eprintln!("error: failed to list scenarios: {error}");
+        std::process::exit(2);
+    })
+}
