@@ -12,7 +12,7 @@ use crate::scenario::suite::{load_all, run_simulated};
 /// Runs the benchmarks and prints their figures.
 pub fn run(root: &Path, rounds: u32) -> Result<(), CliError> {
     let catalog = Catalog::reference();
-    let hosts = shipped_hosts(root).map_err(|_| CliError::Load { count: 1 })?;
+    let hosts = shipped_hosts(root)?;
     let mut best_rate = 0.0f64;
     let mut validate_times = Vec::new();
     let mut cases = 0;
@@ -91,9 +91,7 @@ pub fn run_live(rounds: u32) -> Result<(), CliError> {
     let target = count - 1;
     let iterations = 50 * rounds.max(1);
     let catalog = Catalog::reference();
-    let kernel = catalog
-        .get("gptq_torch")
-        .map_err(|_| CliError::Load { count: 1 })?;
+    let kernel = catalog.get("gptq_torch")?;
     let failure = |error: String| {
         println!("live bench: {error}");
         CliError::Failed { failed: 1 }

@@ -351,6 +351,12 @@ pub enum CliError {
     /// A host profile was invalid.
     #[error(transparent)]
     Host(#[from] HostError),
+    /// A profile file could not be loaded.
+    #[error(transparent)]
+    Profile(#[from] LoadError),
+    /// A dispatch step outside a scenario failed (benchmarks).
+    #[error(transparent)]
+    Dispatch(#[from] DispatchError),
     /// JSON output could not be written.
     #[error("write json: {0}")]
     Json(#[from] serde_json::Error),

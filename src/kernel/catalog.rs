@@ -8,7 +8,7 @@
 
 use crate::errors::DispatchError;
 use crate::family::{ComputeCapability, Family};
-use crate::kernel::special::{AllSpark, Bitsandbytes, NativeExl3};
+use crate::kernel::special::{AllSpark, Bitsandbytes};
 use crate::kernel::{Kernel, KernelSpec, Method, SpecKernel};
 
 use Family::{All, Cpu, Cuda, Mps, Rocm, Xpu};
@@ -174,6 +174,8 @@ pub const REFERENCE_SPECS: &[KernelSpec] = &[
         .requires("mlx")
         .priority(60),
     KernelSpec::new("torch_quant_embedding", Embedding, FOUR_EIGHT, &[All]).explicit_only(),
+    // Native EXL3 needs no code of its own: it declares CUDA only, so on HIP the shared family gate
+    // refuses it before `extension_load`, and the refusal names exl3_torch.
     KernelSpec::new("exl3_exllama_v3", Exl3, EXL3_BITS, &[Cuda])
         .extension("exllamav3")
         .priority(100)
@@ -188,7 +190,8 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// The reference catalog, with the behaviour-carrying kernels wired to their own types.
+    /// The reference catalog, with the behaviour-carrying kernels (AllSpark, bitsandbytes) wired to their
+    /// own types.
     pub fn reference() -> Self {
         let kernels = REFERENCE_SPECS
             .iter()
@@ -196,7 +199,6 @@ impl Catalog {
             .map(|spec| -> Box<dyn Kernel> {
                 match spec.name {
                     "gptq_allspark" | "awq_allspark" => Box::new(AllSpark(spec)),
-                    "exl3_exllama_v3" => Box::new(NativeExl3(spec)),
                     "bitsandbytes" => Box::new(Bitsandbytes(spec)),
                     _ => Box::new(SpecKernel(spec)),
                 }

@@ -3,8 +3,7 @@
 use crate::dispatch::Dispatch;
 use crate::errors::DispatchError;
 use crate::family::Family;
-use crate::host::TorchBuild;
-use crate::kernel::{Kernel, KernelSpec, gate};
+use crate::kernel::{Kernel, KernelSpec};
 use crate::mutants::{self, Mutant};
 use crate::runtime::LaunchOn;
 use crate::selector::Target;
@@ -23,32 +22,6 @@ impl Kernel for AllSpark {
             .runtime
             .launch(LaunchOn::CurrentDevice, "allspark_repack")?;
         Ok(())
-    }
-}
-
-/// Native EXL3 (exllamav3): its extension is CUDA-only, so a HIP process refuses every request before the
-/// extension is touched, naming the portable alternative.
-pub struct NativeExl3(pub KernelSpec);
-
-impl Kernel for NativeExl3 {
-    fn spec(&self) -> &KernelSpec {
-        &self.0
-    }
-
-    fn validate_target(
-        &self,
-        dispatch: &Dispatch,
-        target: Target,
-        bits: Option<u32>,
-    ) -> Result<(), DispatchError> {
-        if dispatch.runtime.build() == TorchBuild::Hip && target.family != Family::Cpu {
-            if mutants::active(Mutant::ExtensionLoadedBeforeGates) {
-                gate::load_extension(dispatch, self.spec())?;
-            }
-            // Still run the family gate so the refusal is recorded where every other one is.
-            gate::family_gate(dispatch, self.spec(), self.families(), target)?;
-        }
-        gate::run_gates(dispatch, self.spec(), self.families(), target, bits)
     }
 }
 

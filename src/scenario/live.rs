@@ -10,7 +10,7 @@ use crate::runtime::Runtime;
 use crate::runtime::live::driver::{GpuDriver, load_gpu_driver};
 use crate::runtime::live::{LiveRuntime, RealMachine};
 use crate::scenario::expect::Mismatch;
-use crate::scenario::{Scenario, ScenarioReport, Status, run_scenario};
+use crate::scenario::{Scenario, ScenarioReport, run_scenario};
 use crate::visible::VISIBLE_DEVICE_VARIABLES;
 
 /// The real machine plus what is needed to run scenarios on it.
@@ -146,14 +146,14 @@ fn tensors_match(build: crate::host::TorchBuild, gpus: usize) -> bool {
 }
 
 fn failed(scenario: &Scenario, key: &str, actual: String) -> ScenarioReport {
-    let mut report = ScenarioReport::skipped(scenario, "");
-    report.status = Status::Failed;
-    report.trace_mismatches.push(Mismatch {
-        key: key.into(),
-        expected: "a live run".into(),
-        actual,
-    });
-    report
+    ScenarioReport::failed(
+        scenario,
+        Mismatch {
+            key: key.into(),
+            expected: "a live run".into(),
+            actual,
+        },
+    )
 }
 
 /// Runs `devsim run --live --child --format json FILE` with only the visible-device variables changed (the

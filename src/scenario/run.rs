@@ -100,6 +100,15 @@ pub struct ScenarioReport {
 }
 
 impl ScenarioReport {
+    /// A failed report for a scenario that could not be run at all, saying why.
+    pub fn failed(scenario: &Scenario, why: Mismatch) -> Self {
+        Self {
+            status: Status::Failed,
+            trace_mismatches: vec![why],
+            ..Self::skipped(scenario, "")
+        }
+    }
+
     /// A report for a scenario that did not run.
     pub fn skipped(scenario: &Scenario, reason: impl Into<String>) -> Self {
         Self {

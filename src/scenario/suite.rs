@@ -75,17 +75,13 @@ pub fn run_simulated(scenario: &Scenario, catalog: &Catalog) -> ScenarioReport {
     match SimRuntime::new(scenario.host.clone()) {
         Ok(runtime) => run_scenario(scenario, catalog, Box::new(runtime) as Box<dyn Runtime>),
         // Hosts are validated at load; this is a second line of defence, reported as a failure.
-        Err(error) => {
-            let mut report = ScenarioReport::skipped(scenario, "");
-            report.status = Status::Failed;
-            report
-                .trace_mismatches
-                .push(crate::scenario::expect::Mismatch {
-                    key: "host".into(),
-                    expected: "a host the simulator accepts".into(),
-                    actual: error.to_string(),
-                });
-            report
-        }
+        Err(error) => ScenarioReport::failed(
+            scenario,
+            crate::scenario::expect::Mismatch {
+                key: "host".into(),
+                expected: "a host the simulator accepts".into(),
+                actual: error.to_string(),
+            },
+        ),
     }
 }

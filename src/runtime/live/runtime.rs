@@ -258,14 +258,8 @@ impl Runtime for LiveRuntime {
             return crate::runtime::live::torch::compute(place);
         }
         match place {
-            Place::Cpu => {
-                let values: Vec<u64> = (0..64).collect();
-                let sum: u64 = values.iter().map(|v| v * v).sum();
-                if sum != 85_344 {
-                    return Err(Self::missing("launch"));
-                }
-                Ok(Place::Cpu)
-            }
+            // Without tch there is no CPU kernel to run: the launch is the call itself.
+            Place::Cpu => Ok(Place::Cpu),
             Place::Gpu(ordinal) => {
                 // A real device operation in the current context: fill a scratch buffer and read it back.
                 let driver = self.gpu("launch")?;
