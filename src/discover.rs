@@ -5,11 +5,11 @@
 
 use serde::Serialize;
 
-use crate::errors::DriverError;
-use crate::family::Vendor;
-use crate::host::TorchBuild;
 use crate::mutants::{self, Mutant};
+use crate::runtime::DriverError;
 use crate::runtime::Runtime;
+use crate::vocab::TorchBuild;
+use crate::vocab::Vendor;
 
 /// One GPU as discovery sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -2,52 +2,14 @@
 //! the thread's starting current device, and the faults to inject.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
-use crate::errors::HostError;
-use crate::family::{Arch, Family, Vendor};
+use thiserror::Error;
+
 use crate::trace::Call;
-use crate::visible::visible_gpus;
-
-/// Which runtime the process's torch was built for. One per process, even on mixed-vendor hosts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TorchBuild {
-    /// A CUDA build: NVIDIA GPUs answer to `cuda`.
-    Cuda,
-    /// A HIP (ROCm) build: AMD GPUs answer to `cuda`.
-    Hip,
-    /// A CPU-only build.
-    Cpu,
-}
-
-impl TorchBuild {
-    /// The GPU family the build runs, if any.
-    pub fn gpu_family(self) -> Option<Family> {
-        match self {
-            TorchBuild::Cuda => Some(Family::Cuda),
-            TorchBuild::Hip => Some(Family::Rocm),
-            TorchBuild::Cpu => None,
-        }
-    }
-
-    /// The vendor whose GPUs the build can see.
-    pub fn vendor(self) -> Option<Vendor> {
-        self.gpu_family().and_then(Family::vendor)
-    }
-}
-
-impl fmt::Display for TorchBuild {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            TorchBuild::Cuda => "cuda",
-            TorchBuild::Hip => "hip",
-            TorchBuild::Cpu => "cpu",
-        })
-    }
-}
+use crate::visible::{VisibleError, visible_gpus};
+use crate::vocab::{Arch, TorchBuild, Vendor};
 
 /// One GPU in the box.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -135,7 +97,7 @@ impl HostSpec {
     /// The physical indices torch sees, in ordinal order, after the visible-device variables.
     pub fn visible(&self) -> Result<Vec<usize>, HostError> {
         let uuids: Vec<String> = self.gpus.iter().map(|gpu| gpu.uuid.clone()).collect();
-        visible_gpus(self.torch, &self.env, &uuids)
+        Ok(visible_gpus(self.torch, &self.env, &uuids)?)
     }
 
     /// The GPU torch calls `ordinal`, if visible.
@@ -206,4 +168,50 @@ pub fn driver_message(build: TorchBuild, code: i32) -> String {
         TorchBuild::Hip => hip.to_string(),
         _ => cuda.to_string(),
     }
+}
+
+/// A host description that cannot be simulated as written.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum HostError {
+    /// A GPU listed under `gpus` is not of the build's vendor (or the build has no GPUs).
+    #[error(
+        "place GPU {index} ({arch}) on a {build} build: `gpus` lists GPUs of the build's vendor ({expected}); put other GPUs under `foreign_gpus`"
+    )]
+    WrongVendor {
+        /// Position in `gpus`.
+        index: usize,
+        /// Its arch.
+        arch: String,
+        /// The build.
+        build: TorchBuild,
+        /// What the build accepts, in words.
+        expected: &'static str,
+    },
+    /// `current` names a device past the visible count.
+    #[error("make device {current} current: only {visible} device(s) are visible")]
+    CurrentOutOfRange {
+        /// The requested current device.
+        current: u32,
+        /// How many are visible.
+        visible: u32,
+    },
+    /// The visible-device variables cannot be applied.
+    #[error(transparent)]
+    Visible(#[from] VisibleError),
+    /// A profile that names itself in a cycle or a missing profile.
+    #[error("find host profile `{name}`: expected one of {available}")]
+    UnknownProfile {
+        /// The profile named.
+        name: String,
+        /// The profiles that exist.
+        available: String,
+    },
+    /// A fault names a call that does not exist.
+    #[error("inject a fault into `{call}`: expected one of {expected}")]
+    UnknownCall {
+        /// The call named.
+        call: String,
+        /// The runtime calls that exist.
+        expected: String,
+    },
 }

@@ -5,11 +5,9 @@
 //! records every call, and runs kernel contracts and scenario files against it, so dispatch bugs show up
 //! without the hardware.
 
-pub mod bench;
+pub mod cli;
 pub mod discover;
 pub mod dispatch;
-pub mod errors;
-pub mod family;
 pub mod host;
 pub mod kernel;
 pub mod matrix;
@@ -18,15 +16,16 @@ pub mod pool;
 pub mod report;
 pub mod runtime;
 pub mod scenario;
-pub mod selector;
 pub mod trace;
 pub mod visible;
+pub mod vocab;
 
 pub use dispatch::Dispatch;
-pub use errors::{DispatchError, DriverError, HostError};
-pub use family::{Arch, ComputeCapability, Family, Vendor};
-pub use host::{HostSpec, TorchBuild};
+pub use dispatch::DispatchError;
+pub use dispatch::selector::{Selector, normalize, to_torch_device};
+pub use host::{HostError, HostSpec};
 pub use kernel::{Catalog, Kernel, KernelSpec};
+pub use runtime::DriverError;
 pub use runtime::{Recorder, Runtime, SimRuntime};
-pub use selector::{Selector, Target, TorchDevice, normalize, to_torch_device};
 pub use trace::{Call, Trace};
+pub use vocab::{Arch, ComputeCapability, Family, Target, TorchBuild, TorchDevice, Vendor};

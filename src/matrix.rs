@@ -4,13 +4,15 @@
 use std::time::{Duration, Instant};
 
 use crate::dispatch::Dispatch;
-use crate::errors::DispatchError;
-use crate::family::Family;
-use crate::host::{HostSpec, TorchBuild};
+use crate::dispatch::DispatchError;
+use crate::dispatch::selector::Selector;
+use crate::host::HostSpec;
 use crate::kernel::{Catalog, Kernel};
 use crate::runtime::{Place, Recorder, SimRuntime};
-use crate::selector::{Selector, Target, TorchDevice};
 use crate::trace::{Call, Entry, count};
+use crate::vocab::Family;
+use crate::vocab::TorchBuild;
+use crate::vocab::{Target, TorchDevice};
 
 /// The three paths every kernel has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,7 +265,7 @@ pub fn median(times: &mut [Duration]) -> Duration {
 }
 
 /// Loads every host profile under `root/hosts`.
-pub fn shipped_hosts(root: &std::path::Path) -> Result<Vec<HostSpec>, crate::errors::LoadError> {
+pub fn shipped_hosts(root: &std::path::Path) -> Result<Vec<HostSpec>, crate::scenario::LoadError> {
     crate::scenario::load::profile_names(root)
         .iter()
         .map(|name| {

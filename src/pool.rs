@@ -7,12 +7,14 @@
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::dispatch::Dispatch;
-use crate::errors::{DispatchError, DriverError};
-use crate::family::Family;
+use crate::dispatch::DispatchError;
+use crate::dispatch::selector::{Scope, Selector};
 use crate::mutants::{self, Mutant};
+use crate::runtime::DriverError;
 use crate::runtime::Runtime;
-use crate::selector::{Scope, Selector, TorchDevice, TorchType};
 use crate::trace::{Call, Entry};
+use crate::vocab::Family;
+use crate::vocab::{TorchDevice, TorchType};
 
 /// Whether a lock shares its keys with other readers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,14 +4,6 @@ use std::fmt::Write;
 
 use crate::scenario::run::{ScenarioReport, Status};
 
-/// Serializes any `Display` value as its string form (torch devices, targets).
-pub fn display<T: std::fmt::Display, S: serde::Serializer>(
-    value: &T,
-    serializer: S,
-) -> Result<S::Ok, S::Error> {
-    serializer.collect_str(value)
-}
-
 /// One scenario's result for a terminal: a status line, and for failures every difference with the
 /// failing step's trace.
 pub fn human(report: &ScenarioReport) -> String {

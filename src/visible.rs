@@ -8,9 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use crate::errors::HostError;
-use crate::host::TorchBuild;
+use thiserror::Error;
+
 use crate::mutants::{self, Mutant};
+use crate::vocab::TorchBuild;
 
 /// The variables a host may set.
 pub const VISIBLE_DEVICE_VARIABLES: [&str; 3] = [
@@ -120,12 +121,12 @@ pub fn visible_gpus(
     build: TorchBuild,
     env: &BTreeMap<String, String>,
     uuids: &[String],
-) -> Result<Vec<usize>, HostError> {
+) -> Result<Vec<usize>, VisibleError> {
     if let Some(key) = env
         .keys()
         .find(|key| !VISIBLE_DEVICE_VARIABLES.contains(&key.as_str()))
     {
-        return Err(HostError::UnknownEnv { key: key.clone() });
+        return Err(VisibleError::UnknownEnv { key: key.clone() });
     }
     let all: Vec<usize> = (0..uuids.len()).collect();
     let cuda = env.get("CUDA_VISIBLE_DEVICES");
@@ -144,7 +145,7 @@ pub fn visible_gpus(
             };
             if let (Some(rocr), Some(hip)) = (rocr, hip) {
                 if entries(hip) > entries(rocr) {
-                    return Err(HostError::HipMaskWiderThanRocr);
+                    return Err(VisibleError::HipMaskWiderThanRocr);
                 }
             }
             match hip.or(if rocr.is_some() { None } else { cuda }) {
@@ -157,6 +158,24 @@ pub fn visible_gpus(
         visible.sort_unstable();
     }
     Ok(visible)
+}
+
+/// Visible-device variables that cannot be applied.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum VisibleError {
+    /// An `env` key that is not a visible-device variable.
+    #[error(
+        "set environment variable `{key}`: a host may set only CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES and ROCR_VISIBLE_DEVICES"
+    )]
+    UnknownEnv {
+        /// The key written.
+        key: String,
+    },
+    /// PyTorch's own check: HIP_VISIBLE_DEVICES may not list more devices than ROCR_VISIBLE_DEVICES.
+    #[error(
+        "apply visible devices: HIP_VISIBLE_DEVICES contains more devices than ROCR_VISIBLE_DEVICES"
+    )]
+    HipMaskWiderThanRocr,
 }
 
 #[cfg(test)]
@@ -237,7 +256,7 @@ mod tests {
         ]);
         assert_eq!(
             visible_gpus(TorchBuild::Hip, &vars, &uuids(2)),
-            Err(HostError::HipMaskWiderThanRocr)
+            Err(VisibleError::HipMaskWiderThanRocr)
         );
     }
 

@@ -2,8 +2,9 @@
 
 mod common;
 
-use devsim::errors::DispatchError;
-use devsim::selector::{Selector, Target, TorchDevice, normalize, to_torch_device};
+use devsim::dispatch::DispatchError;
+use devsim::dispatch::selector::{Selector, normalize, to_torch_device};
+use devsim::vocab::{Target, TorchDevice};
 use devsim::{Family, TorchBuild};
 use rstest::rstest;
 

@@ -7,12 +7,12 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use common::Sim;
 use devsim::dispatch::Dispatch;
-use devsim::errors::DispatchError;
-use devsim::family::Family;
+use devsim::dispatch::DispatchError;
 use devsim::kernel::Catalog;
 use devsim::kernel::{Kernel, KernelSpec, Method};
 use devsim::scenario::Status;
 use devsim::scenario::suite::{load_all, run_simulated};
+use devsim::vocab::Family;
 use serial_test::serial;
 
 #[test]

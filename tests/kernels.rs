@@ -3,13 +3,14 @@
 mod common;
 
 use common::{Sim, host, scenario_root};
+use devsim::dispatch::selector::Selector;
 use devsim::kernel::Catalog;
 use devsim::kernel::Method;
 use devsim::kernel::audit::{ROCM_AUDIT, contradiction, decision};
 use devsim::kernel::select::select;
 use devsim::matrix::{run_matrix, shipped_hosts};
 use devsim::runtime::{Place, Runtime};
-use devsim::selector::{Selector, TorchDevice};
+use devsim::vocab::TorchDevice;
 use devsim::{Family, TorchBuild};
 use rstest::rstest;
 

@@ -1,11 +1,12 @@
 //! Exact runtime calls, pinned with a mockall mock of the runtime trait.
 
 use devsim::dispatch::Dispatch;
-use devsim::errors::DriverError;
+use devsim::dispatch::selector::Selector;
 use devsim::kernel::Catalog;
+use devsim::runtime::DriverError;
 use devsim::runtime::{Buffer, LaunchOn, Place, Runtime};
-use devsim::selector::{Selector, TorchDevice};
 use devsim::trace::Trace;
+use devsim::vocab::TorchDevice;
 use devsim::{ComputeCapability, TorchBuild};
 use mockall::mock;
 use mockall::predicate::eq;

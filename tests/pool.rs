@@ -6,8 +6,9 @@ use std::thread;
 use std::time::Duration;
 
 use devsim::Family;
+use devsim::dispatch::selector::Scope;
 use devsim::pool::{DevicePool, LockMode};
-use devsim::selector::{Scope, Target};
+use devsim::vocab::Target;
 
 fn device(n: u32) -> Scope {
     Scope::Target(Target::device(Family::Rocm, n))

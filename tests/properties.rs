@@ -3,10 +3,11 @@
 mod common;
 
 use devsim::dispatch::Dispatch;
+use devsim::dispatch::selector::{Selector, normalize, to_torch_device};
 use devsim::kernel::Catalog;
 use devsim::runtime::{Recorder, SimRuntime};
-use devsim::selector::{Selector, TorchDevice, normalize, to_torch_device};
 use devsim::trace::count;
+use devsim::vocab::TorchDevice;
 use devsim::{Arch, Family, HostSpec, TorchBuild};
 use proptest::prelude::*;
 

@@ -3,8 +3,8 @@
 //! Every kernel must appear here; the inventory test fails, naming the kernel, when one is missing or
 //! when a decision disagrees with the kernel's contract.
 
-use crate::family::Family;
 use crate::kernel::KernelSpec;
+use crate::vocab::Family;
 
 /// What the audit decided about a kernel on ROCm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,10 +6,10 @@
 //! bitsandbytes 10, vptq_cuda 10, exl3_exllama_v3 100 / exl3_torch 10, mlx 60 (GPTQ and AWQ),
 //! fp4_source 10. Explicit-only kernels have priority 0.
 
-use crate::errors::DispatchError;
-use crate::family::{ComputeCapability, Family};
+use crate::dispatch::DispatchError;
 use crate::kernel::special::{AllSpark, Bitsandbytes};
 use crate::kernel::{Kernel, KernelSpec, Method, SpecKernel};
+use crate::vocab::{ComputeCapability, Family};
 
 use Family::{All, Cpu, Cuda, Mps, Rocm, Xpu};
 use Method::*;

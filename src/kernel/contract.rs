@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::family::{ComputeCapability, Family};
+use crate::vocab::{ComputeCapability, Family};
 
 /// A quantization method, the key automatic selection picks by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

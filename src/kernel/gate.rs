@@ -5,12 +5,12 @@
 //! questions only of AMD targets. The extension is loaded only after every gate passed.
 
 use crate::dispatch::Dispatch;
-use crate::errors::DispatchError;
-use crate::family::{Arch, Family};
+use crate::dispatch::DispatchError;
 use crate::kernel::KernelSpec;
 use crate::mutants::{self, Mutant};
-use crate::selector::Target;
 use crate::trace::Gate;
+use crate::vocab::Target;
+use crate::vocab::{Arch, Family};
 
 /// The family gate: the kernel must declare the normalized target's family.
 pub fn family_gate(

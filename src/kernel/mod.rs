@@ -16,10 +16,11 @@ pub use contract::{KernelSpec, Method, NvidiaRule};
 pub use paths::{Moved, Validated, Warmed};
 
 use crate::dispatch::Dispatch;
-use crate::errors::DispatchError;
-use crate::family::Family;
+use crate::dispatch::DispatchError;
+use crate::dispatch::selector::Selector;
 use crate::runtime::Place;
-use crate::selector::{Selector, Target};
+use crate::vocab::Family;
+use crate::vocab::Target;
 
 /// A registered kernel: its contract plus its validate, warmup and move paths.
 pub trait Kernel: Send + Sync {

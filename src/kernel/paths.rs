@@ -3,11 +3,13 @@
 use serde::Serialize;
 
 use crate::dispatch::Dispatch;
-use crate::errors::{DispatchError, DriverError};
+use crate::dispatch::DispatchError;
+use crate::dispatch::selector::{Selector, to_torch_device};
 use crate::kernel::{Kernel, gpu_ordinal};
 use crate::mutants::{self, Mutant};
+use crate::runtime::DriverError;
 use crate::runtime::{DeviceGuard, LaunchOn, Place};
-use crate::selector::{Selector, Target, TorchDevice, TorchType, to_torch_device};
+use crate::vocab::{Target, TorchDevice, TorchType};
 
 /// A kernel accepted a target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -15,7 +17,6 @@ pub struct Validated {
     /// The normalized target.
     pub target: Target,
     /// Where it resolves at the torch boundary.
-    #[serde(serialize_with = "crate::report::display")]
     pub torch_device: TorchDevice,
 }
 

@@ -1,9 +1,10 @@
 //! Automatic selection: the highest-priority kernel of a method and bit width that passes every gate.
 
 use crate::dispatch::Dispatch;
-use crate::errors::DispatchError;
+use crate::dispatch::DispatchError;
+use crate::dispatch::selector::Selector;
 use crate::kernel::{Catalog, Kernel, Method};
-use crate::selector::{Selector, Target};
+use crate::vocab::Target;
 
 /// The kernel selection picked.
 pub struct Selected<'c> {

@@ -1,12 +1,12 @@
 //! Kernels with behaviour beyond their contract. Each overrides only what differs.
 
 use crate::dispatch::Dispatch;
-use crate::errors::DispatchError;
-use crate::family::Family;
+use crate::dispatch::DispatchError;
 use crate::kernel::{Kernel, KernelSpec};
 use crate::mutants::{self, Mutant};
 use crate::runtime::LaunchOn;
-use crate::selector::Target;
+use crate::vocab::Family;
+use crate::vocab::Target;
 
 /// AllSpark (GPTQ and AWQ): repacks its weights on the device, inside the target's context, before the
 /// warmup launch and after a move. Its AMD rule is checked per selected target by the shared arch gate.

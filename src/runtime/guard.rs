@@ -1,7 +1,7 @@
 //! Entering a device's context and restoring the caller's, also on error or panic.
 
-use crate::errors::DriverError;
 use crate::mutants::{self, Mutant};
+use crate::runtime::DriverError;
 use crate::runtime::Runtime;
 
 /// Holds a device current for a scope and restores the caller's current device when dropped.

@@ -3,6 +3,7 @@
 //! Dispatch code talks to a [`Runtime`] and nothing else. [`SimRuntime`] answers from a host profile;
 //! the live runtime answers from real drivers. A [`Recorder`] wraps either and keeps the trace.
 
+mod error;
 mod guard;
 pub mod live;
 mod recorder;
@@ -12,14 +13,14 @@ use std::fmt;
 
 use serde::Serialize;
 
+pub use error::DriverError;
 pub use guard::DeviceGuard;
 pub use recorder::Recorder;
 pub use sim::SimRuntime;
 
-use crate::errors::DriverError;
-use crate::family::ComputeCapability;
-use crate::host::TorchBuild;
-use crate::selector::TorchDevice;
+use crate::vocab::ComputeCapability;
+use crate::vocab::TorchBuild;
+use crate::vocab::TorchDevice;
 
 /// Where data sits or work ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -1,11 +1,11 @@
 //! A runtime wrapper that records every call in a [`Trace`].
 
-use crate::errors::DriverError;
-use crate::family::ComputeCapability;
-use crate::host::TorchBuild;
+use crate::runtime::DriverError;
 use crate::runtime::{Buffer, LaunchOn, Place, Runtime};
-use crate::selector::TorchDevice;
 use crate::trace::{Call, Entry, Trace};
+use crate::vocab::ComputeCapability;
+use crate::vocab::TorchBuild;
+use crate::vocab::TorchDevice;
 
 /// Wraps any runtime and appends one trace entry per call, in order, with its outcome.
 pub struct Recorder {

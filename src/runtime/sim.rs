@@ -5,12 +5,14 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::{self, ThreadId};
 
-use crate::errors::{DriverError, HostError};
-use crate::family::{Arch, ComputeCapability};
-use crate::host::{Gpu, HostSpec, TorchBuild, driver_message};
+use crate::host::HostError;
+use crate::host::{Gpu, HostSpec, driver_message};
+use crate::runtime::DriverError;
 use crate::runtime::{Buffer, LaunchOn, Place, Runtime};
-use crate::selector::{TorchDevice, TorchType};
 use crate::trace::Call;
+use crate::vocab::TorchBuild;
+use crate::vocab::{Arch, ComputeCapability};
+use crate::vocab::{TorchDevice, TorchType};
 
 /// CUDA's and HIP's "invalid device" code.
 const INVALID_DEVICE: i32 = 101;

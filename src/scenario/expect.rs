@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::scenario::model::{Expectations, ExpectedOrdinal, TraceRules};
-use crate::scenario::run::Observed;
+use crate::scenario::observed::Observed;
 use crate::trace::{Entry, count};
 
 /// One expected-versus-actual difference.

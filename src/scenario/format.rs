@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::host::TorchBuild;
+use crate::vocab::TorchBuild;
 
 /// The only format version this build reads.
 pub const FORMAT_VERSION: i64 = 1;

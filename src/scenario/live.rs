@@ -106,7 +106,7 @@ impl LiveContext {
             return ScenarioReport::skipped(scenario, reason);
         }
         let runtime = match (&self.driver, scenario.host.torch) {
-            (Some(driver), build) if build != crate::host::TorchBuild::Cpu => {
+            (Some(driver), build) if build != crate::vocab::TorchBuild::Cpu => {
                 LiveRuntime::new(Arc::clone(driver), self.gpu_tensors)
             }
             _ => LiveRuntime::cpu_only(cfg!(feature = "torch")),
@@ -121,7 +121,7 @@ impl LiveContext {
 }
 
 /// The build of the libtorch this process loaded (read from the mapped libraries), with the `torch` feature.
-fn libtorch_build() -> Option<crate::host::TorchBuild> {
+fn libtorch_build() -> Option<crate::vocab::TorchBuild> {
     #[cfg(feature = "torch")]
     {
         Some(crate::runtime::live::torch::loaded_build())
@@ -133,7 +133,7 @@ fn libtorch_build() -> Option<crate::host::TorchBuild> {
 }
 
 /// Whether the loaded libtorch drives the same GPUs as the driver (tensors can go through tch).
-fn tensors_match(build: crate::host::TorchBuild, gpus: usize) -> bool {
+fn tensors_match(build: crate::vocab::TorchBuild, gpus: usize) -> bool {
     #[cfg(feature = "torch")]
     {
         crate::runtime::live::torch::drives(build, gpus)

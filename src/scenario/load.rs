@@ -10,19 +10,22 @@ use std::path::{Path, PathBuf};
 
 use toml::Spanned;
 
-use crate::errors::{DispatchError, HostError, LoadError, Snippet};
-use crate::family::{Arch, Family};
-use crate::host::{Fault, Gpu, HostSpec, TorchBuild};
+use crate::dispatch::DispatchError;
+use crate::dispatch::selector::{Selector, check_spelling};
+use crate::host::HostError;
+use crate::host::{Fault, Gpu, HostSpec};
 use crate::kernel::catalog::closest;
 use crate::kernel::{Catalog, Method};
 use crate::pool::LockMode;
+use crate::scenario::error::{LoadError, Snippet};
 use crate::scenario::format::{
     FORMAT_VERSION, HostFields, IntOrWord, ScenarioFile, SelectorValue, StepExpectFields,
     StepFields, TraceRuleFields,
 };
 use crate::scenario::model::{Action, Expectations, ExpectedOrdinal, Scenario, Step, TraceRules};
-use crate::selector::{Selector, check_spelling};
 use crate::trace::{Call, event_names, is_event_name};
+use crate::vocab::TorchBuild;
+use crate::vocab::{Arch, Family};
 
 /// The folder under a scenario root that holds host profiles.
 pub const HOSTS_DIR: &str = "hosts";
@@ -334,9 +337,7 @@ fn host_error(
 ) -> LoadError {
     let at = match &error {
         HostError::CurrentOutOfRange { .. } => fields.current.as_ref().map(|c| c.span()),
-        HostError::UnknownEnv { .. } | HostError::HipMaskWiderThanRocr => {
-            fields.env.as_ref().map(|e| e.span())
-        }
+        HostError::Visible(_) => fields.env.as_ref().map(|e| e.span()),
         HostError::WrongVendor { index, .. } => fields
             .gpus
             .as_ref()
@@ -749,7 +750,7 @@ fn expectations(
     if let Some(device) = &fields.torch_device {
         device
             .get_ref()
-            .parse::<crate::selector::TorchDevice>()
+            .parse::<crate::vocab::TorchDevice>()
             .map_err(|_| {
                 source.error(
                     device.span(),

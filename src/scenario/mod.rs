@@ -1,13 +1,16 @@
 //! Scenario files: the format, loading with located diagnostics, running, and comparing.
 
+pub mod error;
 pub mod expect;
 pub mod format;
 pub mod live;
 pub mod load;
 pub mod model;
+pub mod observed;
 pub mod run;
 pub mod suite;
 
+pub use error::{CorpusError, LoadError, Snippet};
 pub use load::{find_scenarios, load_profile, load_scenario, root_of};
 pub use model::Scenario;
 pub use run::{ScenarioReport, Status, run_scenario};

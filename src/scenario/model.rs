@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
+use crate::dispatch::selector::Selector;
 use crate::host::HostSpec;
 use crate::kernel::Method;
 use crate::pool::LockMode;
-use crate::selector::Selector;
 
 /// A scenario ready to run.
 #[derive(Debug, Clone)]

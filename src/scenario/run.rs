@@ -4,53 +4,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::discover::discover;
 use crate::dispatch::Dispatch;
-use crate::errors::DispatchError;
+use crate::dispatch::DispatchError;
+use crate::dispatch::selector::to_torch_device;
 use crate::kernel::Catalog;
 use crate::kernel::select::select;
 use crate::pool::DevicePool;
 use crate::runtime::{Recorder, Runtime};
 use crate::scenario::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Scenario};
-use crate::selector::to_torch_device;
+use crate::scenario::observed::Observed;
 use crate::trace::Entry;
-
-/// What a step produced, as strings comparable with expectations.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Observed {
-    /// The error kind and message, if the step failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<(String, String)>,
-    /// The normalized family.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub family: Option<String>,
-    /// The normalized ordinal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ordinal: Option<u32>,
-    /// The torch device at the boundary.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub torch_device: Option<String>,
-    /// Where a warmup ran.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ran_on: Option<String>,
-    /// Where moved data ended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lands_on: Option<String>,
-    /// The current device after the step.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub current_after: Option<u32>,
-    /// The selected kernel.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selected: Option<String>,
-    /// The pool keys a lock held.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub covers: Option<Vec<String>>,
-    /// The discovered vendor.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vendor: Option<String>,
-    /// The discovered archs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub archs: Option<Vec<String>>,
-}
 
 /// One step's result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -122,7 +85,7 @@ impl ScenarioReport {
     }
 }
 
-fn target_fields(observed: &mut Observed, target: crate::selector::Target) {
+fn target_fields(observed: &mut Observed, target: crate::vocab::Target) {
     observed.family = Some(target.family.to_string());
     observed.ordinal = target.ordinal;
     observed.torch_device = Some(to_torch_device(&target).to_string());

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::errors::{CliError, LoadError};
 use crate::kernel::Catalog;
 use crate::runtime::{Runtime, SimRuntime};
+use crate::scenario::error::{CorpusError, LoadError};
 use crate::scenario::{
     Scenario, ScenarioReport, Status, find_scenarios, load_scenario, run_scenario,
 };
@@ -54,8 +54,8 @@ impl std::fmt::Display for Summary {
 pub fn load_all(
     paths: &[PathBuf],
     catalog: &Catalog,
-) -> Result<(Vec<Scenario>, Vec<LoadError>), CliError> {
-    let files = find_scenarios(paths).map_err(|source| CliError::Io {
+) -> Result<(Vec<Scenario>, Vec<LoadError>), CorpusError> {
+    let files = find_scenarios(paths).map_err(|source| CorpusError {
         path: paths.first().cloned().unwrap_or_default(),
         source,
     })?;

@@ -19,8 +19,8 @@ use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use devsim::runtime::{Buffer, LaunchOn};
 use devsim::scenario::load_profile;
-use devsim::selector::{TorchDevice, TorchType};
 use devsim::visible::VISIBLE_DEVICE_VARIABLES;
+use devsim::vocab::{TorchDevice, TorchType};
 use devsim::{DriverError, Runtime, SimRuntime, TorchBuild};
 
 /// The environment variable naming the host profile (a devsim `scenarios/hosts/*.toml` file) a

@@ -16,7 +16,7 @@ use std::sync::{Mutex, PoisonError};
 use libloading::Library;
 
 use super::library::{DriverLoadError, LibraryError, c_string, open_first, resolve};
-use crate::errors::DriverError;
+use crate::runtime::DriverError;
 
 /// The library's usual name, used in errors.
 pub const CUDA_LIBRARY: &str = "libcuda.so.1";

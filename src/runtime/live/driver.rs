@@ -1,10 +1,10 @@
 //! One interface over the CUDA and HIP `Result` layers, so the live runtime treats both alike.
 
-use crate::errors::DriverError;
-use crate::host::TorchBuild;
+use crate::runtime::DriverError;
 use crate::runtime::live::cuda::CudaDriver;
 use crate::runtime::live::hip::HipDriver;
 use crate::runtime::live::library::DriverLoadError;
+use crate::vocab::TorchBuild;
 
 /// CUDA's and HIP's "not supported" code.
 const NOT_SUPPORTED: i32 = 801;

@@ -13,7 +13,7 @@ use std::mem::ManuallyDrop;
 use libloading::Library;
 
 use super::library::{DriverLoadError, LibraryError, c_string, open_first, resolve};
-use crate::errors::DriverError;
+use crate::runtime::DriverError;
 
 /// The library's usual name, used in errors.
 pub const HIP_LIBRARY: &str = "libamdhip64.so";

@@ -10,7 +10,7 @@
 use libloading::Library;
 use thiserror::Error;
 
-use crate::errors::DriverError;
+use crate::runtime::DriverError;
 
 /// A native library that could not be opened, or lacks a symbol devsim needs.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -3,10 +3,11 @@
 
 use std::fmt::Write;
 
-use crate::errors::DriverError;
-use crate::family::Arch;
-use crate::host::{HostSpec, TorchBuild};
+use crate::host::HostSpec;
+use crate::runtime::DriverError;
 use crate::runtime::live::driver::GpuDriver;
+use crate::vocab::Arch;
+use crate::vocab::TorchBuild;
 
 /// One real GPU as the driver reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,12 +4,12 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::errors::DriverError;
-use crate::family::{Arch, ComputeCapability};
-use crate::host::TorchBuild;
+use crate::runtime::DriverError;
 use crate::runtime::live::driver::GpuDriver;
 use crate::runtime::{Buffer, LaunchOn, Place, Runtime};
-use crate::selector::{TorchDevice, TorchType};
+use crate::vocab::TorchBuild;
+use crate::vocab::{Arch, ComputeCapability};
+use crate::vocab::{TorchDevice, TorchType};
 
 /// "not supported" and "no device" codes, shared by CUDA and HIP.
 const NOT_SUPPORTED: i32 = 801;

@@ -4,9 +4,9 @@
 
 use tch::{Device, Kind, Tensor};
 
-use crate::errors::DriverError;
-use crate::host::TorchBuild;
+use crate::runtime::DriverError;
 use crate::runtime::Place;
+use crate::vocab::TorchBuild;
 
 fn tch_error(call: &str, error: tch::TchError) -> DriverError {
     DriverError {

@@ -1,9 +1,13 @@
 //! The context every dispatch step runs in: a runtime and the trace that gates are recorded into.
 
-use crate::errors::DispatchError;
+mod error;
+pub mod selector;
+
 use crate::runtime::Runtime;
-use crate::selector::{self, Scope, Selector, Target};
 use crate::trace::{Gate, Trace};
+use crate::vocab::Target;
+pub use error::DispatchError;
+use selector::{Scope, Selector};
 
 /// A runtime plus the trace gates are recorded into. Cheap to copy around by reference.
 pub struct Dispatch<'a> {

@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::errors::ArchError;
+use thiserror::Error;
 
 /// Who made a GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -340,6 +340,17 @@ pub fn accepted_archs() -> String {
         sm.join(", "),
         KNOWN_GFX.join(", ")
     )
+}
+
+/// An arch string devsim does not accept.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ArchError {
+    /// Not an `sm_XY` capability or `gfxNNNN` target devsim knows.
+    #[error("parse arch `{input}`: expected {}", accepted_archs())]
+    Unknown {
+        /// What was written.
+        input: String,
+    },
 }
 
 #[cfg(test)]

@@ -4,21 +4,20 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::errors::CliError;
+use crate::cli::CliError;
 use crate::kernel::Catalog;
 use crate::matrix::{median, run_matrix, shipped_hosts};
 use crate::scenario::suite::{load_all, run_simulated};
 
 /// Runs the benchmarks and prints their figures.
-pub fn run(root: &Path, rounds: u32) -> Result<(), CliError> {
-    let catalog = Catalog::reference();
+pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> {
     let hosts = shipped_hosts(root)?;
     let mut best_rate = 0.0f64;
     let mut validate_times = Vec::new();
     let mut cases = 0;
     for _ in 0..rounds.max(1) {
         let started = Instant::now();
-        let outcome = run_matrix(&hosts, &catalog);
+        let outcome = run_matrix(&hosts, catalog);
         let elapsed = started.elapsed();
         cases = outcome.cases;
         best_rate = best_rate.max(outcome.cases as f64 / elapsed.as_secs_f64());
@@ -65,10 +64,11 @@ pub fn run(root: &Path, rounds: u32) -> Result<(), CliError> {
 /// through dispatch (normalize, gates, the recorder's trace); the direct side calls the runtime in a loop.
 pub fn run_live(rounds: u32) -> Result<(), CliError> {
     use crate::dispatch::Dispatch;
+    use crate::dispatch::selector::Selector;
     use crate::runtime::live::LiveRuntime;
     use crate::runtime::live::driver::load_gpu_driver;
     use crate::runtime::{LaunchOn, Recorder, Runtime};
-    use crate::selector::{Selector, TorchDevice};
+    use crate::vocab::TorchDevice;
     use std::sync::Arc;
 
     let driver = match load_gpu_driver() {
@@ -100,7 +100,7 @@ pub fn run_live(rounds: u32) -> Result<(), CliError> {
     let direct = LiveRuntime::new(Arc::clone(&driver), tensors);
     direct.set_device(0).map_err(|e| failure(e.to_string()))?;
     let data = vec![7u8; 4096];
-    let direct_once = || -> Result<(), crate::errors::DriverError> {
+    let direct_once = || -> Result<(), crate::runtime::DriverError> {
         let buffer = direct.alloc(TorchDevice::cuda(target), data.len())?;
         direct.copy_in(&buffer, &data)?;
         direct.copy_out(&buffer)?;
@@ -120,7 +120,7 @@ pub fn run_live(rounds: u32) -> Result<(), CliError> {
 
     let recorder = Recorder::new(Box::new(LiveRuntime::new(Arc::clone(&driver), tensors)));
     let selector = Selector::Text(format!("cuda:{target}"));
-    let harness_once = || -> Result<(), crate::errors::DispatchError> {
+    let harness_once = || -> Result<(), crate::dispatch::DispatchError> {
         let dispatch = Dispatch::new(&recorder, recorder.trace().clone());
         kernel.move_weights(&dispatch, &selector)?;
         kernel.warmup(&dispatch, &selector)?;

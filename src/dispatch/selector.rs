@@ -10,10 +10,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::errors::DispatchError;
-use crate::family::Family;
-use crate::host::TorchBuild;
+use crate::dispatch::DispatchError;
 use crate::mutants::{self, Mutant};
+use crate::vocab::TorchBuild;
+use crate::vocab::{Family, Target, TorchDevice, TorchType};
 
 /// What a user writes to ask for a device.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,42 +66,6 @@ impl fmt::Display for Selector {
     }
 }
 
-/// A normalized selector: a family plus an optional ordinal. No ordinal means "the current device".
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct Target {
-    /// The family, already normalized for the running build (ROCM on HIP, never CUDA there).
-    pub family: Family,
-    /// The explicit ordinal as written, or `None` for the family's current device.
-    pub ordinal: Option<u32>,
-}
-
-impl Target {
-    /// A family target: the current device of the family.
-    pub const fn family(family: Family) -> Self {
-        Self {
-            family,
-            ordinal: None,
-        }
-    }
-
-    /// An explicit device of the family.
-    pub const fn device(family: Family, ordinal: u32) -> Self {
-        Self {
-            family,
-            ordinal: Some(ordinal),
-        }
-    }
-}
-
-impl fmt::Display for Target {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.ordinal {
-            Some(n) => write!(f, "{}:{n}", self.family),
-            None => write!(f, "{}", self.family),
-        }
-    }
-}
-
 /// What a lock covers: one target, or every device of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -109,60 +73,6 @@ pub enum Scope {
     All,
     /// One device, or every device of one family.
     Target(Target),
-}
-
-/// The device types torch knows. ROCM has none of its own: HIP builds use `cuda`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TorchType {
-    /// `cpu`
-    Cpu,
-    /// `cuda` (NVIDIA on CUDA builds, AMD on HIP builds)
-    Cuda,
-    /// `xpu`
-    Xpu,
-    /// `mps`
-    Mps,
-}
-
-/// What a boundary call receives: a torch device type plus an optional index.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct TorchDevice {
-    /// The torch device type.
-    pub kind: TorchType,
-    /// The index, or `None` for the current device of that type.
-    pub index: Option<u32>,
-}
-
-impl TorchDevice {
-    /// `cpu`
-    pub const CPU: TorchDevice = TorchDevice {
-        kind: TorchType::Cpu,
-        index: None,
-    };
-
-    /// `cuda:N`
-    pub const fn cuda(index: u32) -> Self {
-        Self {
-            kind: TorchType::Cuda,
-            index: Some(index),
-        }
-    }
-}
-
-impl fmt::Display for TorchDevice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kind = match self.kind {
-            TorchType::Cpu => "cpu",
-            TorchType::Cuda => "cuda",
-            TorchType::Xpu => "xpu",
-            TorchType::Mps => "mps",
-        };
-        match self.index {
-            Some(index) => write!(f, "{kind}:{index}"),
-            None => f.write_str(kind),
-        }
-    }
 }
 
 /// A selector as spelled, before the running build gives it meaning.
@@ -380,29 +290,6 @@ pub fn to_torch_device(target: &Target) -> TorchDevice {
         target.ordinal
     };
     TorchDevice { kind, index }
-}
-
-impl std::str::FromStr for TorchDevice {
-    type Err = DispatchError;
-
-    /// Parses `cpu`, `cuda`, `cuda:1`, `xpu:0`, `mps` (torch's own spellings only).
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let unknown = || DispatchError::UnknownSelector {
-            input: text.to_string(),
-        };
-        let (kind, index) = match text.split_once(':') {
-            Some((kind, index)) => (kind, Some(index.parse().map_err(|_| unknown())?)),
-            None => (text, None),
-        };
-        let kind = match kind {
-            "cpu" => TorchType::Cpu,
-            "cuda" => TorchType::Cuda,
-            "xpu" => TorchType::Xpu,
-            "mps" => TorchType::Mps,
-            _ => return Err(unknown()),
-        };
-        Ok(TorchDevice { kind, index })
-    }
 }
 
 /// Checks a selector's spelling without knowing the build: `unknown-selector` for words devsim does not

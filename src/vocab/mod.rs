@@ -1,0 +1,11 @@
+//! The vocabulary every layer speaks: vendors, families, archs, torch builds, targets and torch devices.
+//!
+//! This module depends on nothing else in devsim; everything else may depend on it.
+
+pub mod build;
+pub mod device;
+pub mod family;
+
+pub use build::TorchBuild;
+pub use device::{Target, TorchDevice, TorchDeviceError, TorchType};
+pub use family::{Arch, ArchError, ComputeCapability, Family, Vendor, accepted_archs};
