@@ -36,13 +36,13 @@ pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> 
         validate_times.len()
     );
     let load_started = Instant::now();
-    let (scenarios, errors) = load_all(&[root.to_path_buf()], &catalog)?;
+    let (scenarios, errors) = load_all(&[root.to_path_buf()], catalog)?;
     let load_time = load_started.elapsed();
     let mut best_corpus = f64::MAX;
     for _ in 0..rounds.max(1) {
         let started = Instant::now();
         for scenario in &scenarios {
-            run_simulated(scenario, &catalog);
+            run_simulated(scenario, catalog);
         }
         best_corpus = best_corpus.min(started.elapsed().as_secs_f64());
     }
