@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     crate::cli::main(crate::Catalog::reference())
+//!     devsim::cli::main(devsim::Catalog::reference())
 //! }
 //! ```
 //!
@@ -215,7 +215,7 @@ fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError> {
                         "priority": spec.priority,
                         "selectable": spec.selectable,
                         "alternative": spec.alternative,
-                        "rocm_audit": crate::kernel::audit::decision(spec.name).map(|d| format!("{d:?}")),
+                        "rocm_audit": crate::kernel::audit::decision(&spec.name).map(|d| format!("{d:?}")),
                     })
                 })
                 .collect();
@@ -240,7 +240,7 @@ fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError> {
                     spec.families_text(),
                     spec.priority,
                     if spec.selectable { "yes" } else { "no" },
-                    spec.extension.unwrap_or("-"),
+                    spec.extension.as_deref().unwrap_or("-"),
                     spec.arch_text()
                 );
             }

@@ -1,14 +1,15 @@
 //! A kernel's device contract: the data a contributor fills in, in a few lines.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::Serialize;
 
 use crate::vocab::{ComputeCapability, Family};
 
-/// A quantization method, the key automatic selection picks by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// A quantization method, the key automatic selection picks by. The methods the reference catalog knows are
+/// typed; a downstream crate's own method is [`Method::Custom`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Method {
     /// GPTQ.
     Gptq,
@@ -34,11 +35,13 @@ pub enum Method {
     Fp4,
     /// Quantized embeddings.
     Embedding,
+    /// A method the reference catalog does not know, by its lowercase name.
+    Custom(Cow<'static, str>),
 }
 
 impl Method {
-    /// Every method, in a fixed order.
-    pub const EVERY: [Method; 12] = [
+    /// Every method the reference catalog knows, in a fixed order.
+    pub const KNOWN: [Method; 12] = [
         Method::Gptq,
         Method::Awq,
         Method::Qqq,
@@ -54,7 +57,7 @@ impl Method {
     ];
 
     /// The lowercase name used in scenario files.
-    pub fn as_str(self) -> &'static str {
+    pub fn as_str(&self) -> &str {
         match self {
             Method::Gptq => "gptq",
             Method::Awq => "awq",
@@ -68,7 +71,14 @@ impl Method {
             Method::Exl3 => "exl3",
             Method::Fp4 => "fp4",
             Method::Embedding => "embedding",
+            Method::Custom(name) => name,
         }
+    }
+
+    /// The known method of that name (any case), or a [`Method::Custom`] one.
+    pub fn named(name: &str) -> Method {
+        name.parse()
+            .unwrap_or_else(|_| Method::Custom(Cow::Owned(name.to_ascii_lowercase())))
     }
 }
 
@@ -78,11 +88,19 @@ impl fmt::Display for Method {
     }
 }
 
+impl Serialize for Method {
+    /// The lowercase name.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for Method {
     type Err = String;
 
+    /// A known method by name (any case); anything else comes back as the error.
     fn from_str(name: &str) -> Result<Self, Self::Err> {
-        Method::EVERY
+        Method::KNOWN
             .into_iter()
             .find(|method| method.as_str() == name.to_ascii_lowercase())
             .ok_or_else(|| name.to_string())
@@ -90,7 +108,7 @@ impl std::str::FromStr for Method {
 }
 
 /// Which NVIDIA compute capabilities a kernel runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "rule", rename_all = "snake_case")]
 pub enum NvidiaRule {
     /// `cc >= min`.
@@ -108,7 +126,7 @@ pub enum NvidiaRule {
     /// `cc` in a set.
     OneOf {
         /// The capabilities accepted.
-        set: &'static [ComputeCapability],
+        set: Cow<'static, [ComputeCapability]>,
     },
 }
 
@@ -138,54 +156,53 @@ impl fmt::Display for NvidiaRule {
     }
 }
 
-/// A kernel's declared device contract.
+/// A kernel's declared device contract. Built with [`KernelSpec::new`] and the builder methods; every text
+/// and list is owned or `'static` ([`Cow`]), so a spec can be built at run time (from a file) as well as in
+/// code. The catalog checks a spec's consistency when it is built ([`crate::kernel::CatalogError`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct KernelSpec {
     /// The catalog key.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// The quantization method.
     pub method: Method,
     /// Supported weight bit widths.
-    pub bits: &'static [u32],
+    pub bits: Cow<'static, [u32]>,
     /// The families the kernel declares; `All` admits every family.
-    pub families: &'static [Family],
+    pub families: Cow<'static, [Family]>,
     /// NVIDIA compute-capability rule, if any.
     pub nvidia: Option<NvidiaRule>,
     /// Minimum opt-in shared memory per block on NVIDIA, in bytes.
     pub smem_optin_min: Option<u32>,
-    /// AMD base targets accepted, if restricted.
-    pub amd_targets: Option<&'static [&'static str]>,
+    /// AMD base targets accepted (`gfx1201` ...), if restricted.
+    pub amd_targets: Option<Vec<Cow<'static, str>>>,
     /// The native extension loaded once every gate passed.
-    pub extension: Option<&'static str>,
+    pub extension: Option<Cow<'static, str>>,
     /// A Python-side requirement (triton, bitblas, mlx ...), informational.
-    pub requires: Option<&'static str>,
+    pub requires: Option<Cow<'static, str>>,
     /// Selection priority; higher wins.
     pub priority: u32,
     /// Whether automatic selection may pick it (explicit-only kernels are reachable by name alone).
     pub selectable: bool,
     /// The portable kernel to name when refusing.
-    pub alternative: Option<&'static str>,
-    /// Whether moving weights repacks them on the device (in the target's context).
+    pub alternative: Option<Cow<'static, str>>,
+    /// Whether moving weights repacks them on the device: only then does a move call
+    /// [`crate::Kernel::prepare_on_device`] (inside the target's context) after the copy.
     pub repacks: bool,
-}
-
-const fn cc(major: u32, minor: u32) -> ComputeCapability {
-    ComputeCapability::new(major, minor)
 }
 
 impl KernelSpec {
     /// A contract with a name, method, bit widths and families; the rest by builder methods.
-    pub const fn new(
-        name: &'static str,
+    pub fn new(
+        name: impl Into<Cow<'static, str>>,
         method: Method,
-        bits: &'static [u32],
-        families: &'static [Family],
+        bits: impl Into<Cow<'static, [u32]>>,
+        families: impl Into<Cow<'static, [Family]>>,
     ) -> Self {
         Self {
-            name,
+            name: name.into(),
             method,
-            bits,
-            families,
+            bits: bits.into(),
+            families: families.into(),
             nvidia: None,
             smem_optin_min: None,
             amd_targets: None,
@@ -199,73 +216,76 @@ impl KernelSpec {
     }
 
     /// NVIDIA `cc >= major.minor`.
-    pub const fn cc_at_least(mut self, major: u32, minor: u32) -> Self {
+    pub fn cc_at_least(mut self, major: u32, minor: u32) -> Self {
         self.nvidia = Some(NvidiaRule::AtLeast {
-            min: cc(major, minor),
+            min: ComputeCapability::new(major, minor),
         });
         self
     }
 
     /// NVIDIA `min <= cc < below`.
-    pub const fn cc_range(mut self, min: (u32, u32), below: (u32, u32)) -> Self {
+    pub fn cc_range(mut self, min: (u32, u32), below: (u32, u32)) -> Self {
         self.nvidia = Some(NvidiaRule::Range {
-            min: cc(min.0, min.1),
-            below: cc(below.0, below.1),
+            min: ComputeCapability::new(min.0, min.1),
+            below: ComputeCapability::new(below.0, below.1),
         });
         self
     }
 
     /// NVIDIA `cc` in a set.
-    pub const fn cc_one_of(mut self, set: &'static [ComputeCapability]) -> Self {
-        self.nvidia = Some(NvidiaRule::OneOf { set });
+    pub fn cc_one_of(mut self, set: impl Into<Cow<'static, [ComputeCapability]>>) -> Self {
+        self.nvidia = Some(NvidiaRule::OneOf { set: set.into() });
         self
     }
 
     /// Minimum opt-in shared memory per block on NVIDIA.
-    pub const fn smem_optin_at_least(mut self, bytes: u32) -> Self {
+    pub fn smem_optin_at_least(mut self, bytes: u32) -> Self {
         self.smem_optin_min = Some(bytes);
         self
     }
 
-    /// AMD base targets accepted.
-    pub const fn amd_targets(mut self, targets: &'static [&'static str]) -> Self {
-        self.amd_targets = Some(targets);
+    /// AMD base targets accepted (`gfx1200`, `gfx1201` ...).
+    pub fn amd_targets<T: Into<Cow<'static, str>>>(
+        mut self,
+        targets: impl IntoIterator<Item = T>,
+    ) -> Self {
+        self.amd_targets = Some(targets.into_iter().map(Into::into).collect());
         self
     }
 
     /// The native extension to load after the gates.
-    pub const fn extension(mut self, name: &'static str) -> Self {
-        self.extension = Some(name);
+    pub fn extension(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.extension = Some(name.into());
         self
     }
 
     /// A Python-side requirement.
-    pub const fn requires(mut self, package: &'static str) -> Self {
-        self.requires = Some(package);
+    pub fn requires(mut self, package: impl Into<Cow<'static, str>>) -> Self {
+        self.requires = Some(package.into());
         self
     }
 
     /// Selection priority.
-    pub const fn priority(mut self, priority: u32) -> Self {
+    pub fn priority(mut self, priority: u32) -> Self {
         self.priority = priority;
         self
     }
 
     /// Reachable by name only.
-    pub const fn explicit_only(mut self) -> Self {
+    pub fn explicit_only(mut self) -> Self {
         self.selectable = false;
         self.priority = 0;
         self
     }
 
     /// The portable kernel to suggest on refusal.
-    pub const fn alternative(mut self, name: &'static str) -> Self {
-        self.alternative = Some(name);
+    pub fn alternative(mut self, name: impl Into<Cow<'static, str>>) -> Self {
+        self.alternative = Some(name.into());
         self
     }
 
     /// Weights are repacked on the device after a move.
-    pub const fn repacks(mut self) -> Self {
+    pub fn repacks(mut self) -> Self {
         self.repacks = true;
         self
     }
@@ -290,7 +310,7 @@ impl KernelSpec {
         if let Some(bytes) = self.smem_optin_min {
             parts.push(format!("cuda: opt-in shared memory >= {bytes} bytes"));
         }
-        if let Some(targets) = self.amd_targets {
+        if let Some(targets) = &self.amd_targets {
             parts.push(format!("rocm: {}", targets.join(" or ")));
         }
         parts.join("; ")

@@ -33,7 +33,7 @@ pub fn family_gate(
         kernel: spec.name.to_string(),
         target,
         declared: names.join(", "),
-        alternative: spec.alternative.map(str::to_string),
+        alternative: spec.alternative.as_ref().map(ToString::to_string),
     })
 }
 
@@ -95,7 +95,7 @@ pub fn arch_gate(
             target,
             arch,
             rule,
-            alternative: spec.alternative.map(str::to_string),
+            alternative: spec.alternative.as_ref().map(ToString::to_string),
         })
     };
     let arch = match target.family {
@@ -120,13 +120,13 @@ pub fn arch_gate(
         }
         _ => {
             let name = rt.amd_arch(ordinal)?;
-            let targets = spec.amd_targets.unwrap_or_default();
+            let targets = spec.amd_targets.as_deref().unwrap_or_default();
             let base = name
                 .parse::<Arch>()
                 .ok()
                 .and_then(|arch| arch.gfx().map(|gfx| gfx.base.clone()))
                 .unwrap_or_else(|| name.split(':').next().unwrap_or_default().to_string());
-            if !targets.contains(&base.as_str()) {
+            if !targets.iter().any(|t| *t == base) {
                 return refuse(name, targets.join(" or "));
             }
             name
@@ -142,7 +142,7 @@ pub fn arch_gate(
 
 /// Loads the kernel's native extension, if it has one. Call only after every gate passed.
 pub fn load_extension(dispatch: &Dispatch, spec: &KernelSpec) -> Result<(), DispatchError> {
-    if let Some(extension) = spec.extension {
+    if let Some(extension) = &spec.extension {
         dispatch.runtime.load_extension(extension)?;
     }
     Ok(())

@@ -11,9 +11,10 @@ mod paths;
 pub mod select;
 mod special;
 
-pub use catalog::Catalog;
+pub use catalog::{Catalog, CatalogBuilder, CatalogError, reference_specs};
 pub use contract::{KernelSpec, Method, NvidiaRule};
 pub use paths::{Moved, Validated, Warmed};
+pub use special::{AllSpark, Bitsandbytes};
 
 use crate::dispatch::Dispatch;
 use crate::dispatch::DispatchError;
@@ -29,7 +30,7 @@ pub trait Kernel: Send + Sync {
 
     /// The families the family gate checks (the declaration, unless a kernel knows better).
     fn families(&self) -> &[Family] {
-        self.spec().families
+        &self.spec().families
     }
 
     /// Runs every gate for an already-normalized target, then loads the extension.

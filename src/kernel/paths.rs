@@ -116,7 +116,7 @@ pub(super) fn move_weights<K: Kernel + ?Sized>(
 ) -> Result<Moved, DispatchError> {
     let validated = kernel.validate(dispatch, selector)?;
     let rt = dispatch.runtime;
-    let data = weights(kernel.spec().name);
+    let data = weights(&kernel.spec().name);
     let buffer = rt.alloc(validated.torch_device, data.len())?;
     let result = (|| -> Result<(), DispatchError> {
         rt.copy_in(&buffer, &data)?;

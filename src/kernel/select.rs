@@ -15,16 +15,16 @@ pub struct Selected<'c> {
 }
 
 /// The selectable candidates for a method, best first: priority descending, then name ascending.
-pub fn candidates(catalog: &Catalog, method: Method) -> Vec<&dyn Kernel> {
+pub fn candidates<'c>(catalog: &'c Catalog, method: &Method) -> Vec<&'c dyn Kernel> {
     let mut candidates: Vec<&dyn Kernel> = catalog
         .iter()
-        .filter(|k| k.spec().selectable && k.spec().method == method)
+        .filter(|k| k.spec().selectable && &k.spec().method == method)
         .collect();
     candidates.sort_by(|a, b| {
         b.spec()
             .priority
             .cmp(&a.spec().priority)
-            .then_with(|| a.spec().name.cmp(b.spec().name))
+            .then_with(|| a.spec().name.cmp(&b.spec().name))
     });
     candidates
 }
@@ -34,7 +34,7 @@ pub fn candidates(catalog: &Catalog, method: Method) -> Vec<&dyn Kernel> {
 pub fn select<'c>(
     dispatch: &Dispatch,
     catalog: &'c Catalog,
-    method: Method,
+    method: &Method,
     bits: u32,
     selector: &Selector,
 ) -> Result<Selected<'c>, DispatchError> {

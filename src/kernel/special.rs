@@ -41,7 +41,7 @@ impl Kernel for Bitsandbytes {
         if mutants::active(Mutant::HiddenRocmSupport) {
             PRE_AUDIT_FAMILIES
         } else {
-            self.0.families
+            &self.0.families
         }
     }
 

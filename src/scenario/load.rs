@@ -620,17 +620,21 @@ fn load_step(
         }
         "select" => {
             let method_field = fields.method.as_ref().ok_or_else(|| missing("method"))?;
-            let method = method_field.get_ref().parse::<Method>().map_err(|name| {
-                let names: Vec<&str> = Method::EVERY.iter().map(|m| m.as_str()).collect();
-                source.error_with_help(
+            let method = Method::named(method_field.get_ref());
+            if !catalog.has_method(&method) {
+                let mut names: Vec<&str> =
+                    catalog.iter().map(|k| k.spec().method.as_str()).collect();
+                names.sort_unstable();
+                names.dedup();
+                return Err(source.error_with_help(
                     method_field.span(),
                     format!(
-                        "select by method `{name}`: expected one of {}",
+                        "select by method `{method}`: expected one of the catalog's methods: {}",
                         names.join(", ")
                     ),
-                    did_you_mean(&name, names),
-                )
-            })?;
+                    did_you_mean(method.as_str(), names),
+                ));
+            }
             Action::Select {
                 method,
                 bits: fields.bits.ok_or_else(|| missing("bits"))?,

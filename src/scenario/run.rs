@@ -136,7 +136,7 @@ fn perform(
                 bits,
                 device,
             } => {
-                let selected = select(dispatch, catalog, *method, *bits, device)?;
+                let selected = select(dispatch, catalog, method, *bits, device)?;
                 target_fields(observed, selected.target);
                 observed.selected = Some(selected.kernel.spec().name.to_string());
             }
