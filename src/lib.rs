@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod discover;
 pub mod dispatch;
+pub mod harness;
 pub mod host;
 pub mod kernel;
 pub mod matrix;

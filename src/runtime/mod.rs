@@ -102,3 +102,52 @@ pub trait Runtime: Send + Sync {
     /// Loads a kernel's native extension.
     fn load_extension(&self, name: &str) -> Result<(), DriverError>;
 }
+
+/// A shared runtime is a runtime: a test keeps one handle on a wrapper while the runner owns another.
+impl<R: Runtime + ?Sized> Runtime for std::sync::Arc<R> {
+    fn build(&self) -> TorchBuild {
+        (**self).build()
+    }
+    fn device_count(&self) -> Result<u32, DriverError> {
+        (**self).device_count()
+    }
+    fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
+        (**self).device_name(ordinal)
+    }
+    fn nvidia_capability(&self, ordinal: u32) -> Result<ComputeCapability, DriverError> {
+        (**self).nvidia_capability(ordinal)
+    }
+    fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
+        (**self).smem_optin(ordinal)
+    }
+    fn amd_arch(&self, ordinal: u32) -> Result<String, DriverError> {
+        (**self).amd_arch(ordinal)
+    }
+    fn get_device(&self) -> Result<u32, DriverError> {
+        (**self).get_device()
+    }
+    fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
+        (**self).set_device(ordinal)
+    }
+    fn alloc(&self, device: TorchDevice, bytes: usize) -> Result<Buffer, DriverError> {
+        (**self).alloc(device, bytes)
+    }
+    fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<(), DriverError> {
+        (**self).copy_in(dst, data)
+    }
+    fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>, DriverError> {
+        (**self).copy_out(src)
+    }
+    fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
+        (**self).free(buffer)
+    }
+    fn launch(&self, on: LaunchOn, kernel: &str) -> Result<Place, DriverError> {
+        (**self).launch(on, kernel)
+    }
+    fn synchronize(&self) -> Result<(), DriverError> {
+        (**self).synchronize()
+    }
+    fn load_extension(&self, name: &str) -> Result<(), DriverError> {
+        (**self).load_extension(name)
+    }
+}

@@ -1,0 +1,154 @@
+//! A downstream crate's kernels, tested with devsim.
+//!
+//! - [`tiny_gemm`]: a pure contract (data only): NVIDIA sm_80 and newer, with a native extension.
+//! - [`TinyRepack`]: a kernel with behaviour: it repacks its weights on the device, inside the target's
+//!   context, at warmup and after a move.
+//! - [`catalog`]: devsim's reference catalog plus these two.
+//! - [`LaunchLog`]: a custom [`Runtime`] wrapper that remembers every kernel launched, to show that a
+//!   scenario can run on any runtime the crate builds.
+
+use std::sync::Mutex;
+
+use devsim::dispatch::{Dispatch, DispatchError};
+use devsim::kernel::{Catalog, CatalogError, Kernel, KernelSpec, Method};
+use devsim::runtime::{Buffer, DriverError, LaunchOn, Place, Runtime};
+use devsim::vocab::{ComputeCapability, Family, TorchBuild, TorchDevice};
+
+/// The quantization method these kernels implement: not one devsim knows.
+pub fn tinyq() -> Method {
+    Method::named("tinyq")
+}
+
+/// A pure contract: NVIDIA only, compute capability 8.0 or newer, a native extension, and
+/// [`TinyRepack`] as the portable alternative.
+pub fn tiny_gemm() -> KernelSpec {
+    KernelSpec::new("tiny_gemm", tinyq(), vec![4], vec![Family::Cuda])
+        .cc_at_least(8, 0)
+        .extension("tiny_gemm_cuda")
+        .priority(100)
+        .alternative("tiny_repack")
+}
+
+/// A kernel that repacks its weights on the device, inside the target's context.
+pub struct TinyRepack(KernelSpec);
+
+impl TinyRepack {
+    /// Its contract: CUDA and ROCm (MI300X and RDNA4 only), 4 and 8 bits, repacking on moves.
+    pub fn new() -> Self {
+        Self(
+            KernelSpec::new(
+                "tiny_repack",
+                tinyq(),
+                vec![4, 8],
+                vec![Family::Cuda, Family::Rocm],
+            )
+            .amd_targets(["gfx942", "gfx1201"])
+            .priority(50)
+            .repacks(),
+        )
+    }
+}
+
+impl Default for TinyRepack {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Kernel for TinyRepack {
+    fn spec(&self) -> &KernelSpec {
+        &self.0
+    }
+
+    /// Runs inside the target's context (devsim's warmup and move paths enter it): launch on the current
+    /// device, which is the target.
+    fn prepare_on_device(&self, dispatch: &Dispatch) -> Result<(), DispatchError> {
+        dispatch
+            .runtime
+            .launch(LaunchOn::CurrentDevice, "tiny_repack_pack")?;
+        Ok(())
+    }
+}
+
+/// devsim's reference catalog plus [`tiny_gemm`] and [`TinyRepack`].
+pub fn catalog() -> Result<Catalog, CatalogError> {
+    Catalog::reference_builder()
+        .with_spec(tiny_gemm())
+        .with(TinyRepack::new())
+        .build()
+}
+
+/// A runtime wrapper that remembers the name of every kernel launched through it.
+pub struct LaunchLog<R> {
+    inner: R,
+    launched: Mutex<Vec<String>>,
+}
+
+impl<R: Runtime> LaunchLog<R> {
+    /// Wraps `inner`.
+    pub fn new(inner: R) -> Self {
+        Self {
+            inner,
+            launched: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The kernels launched so far, in order.
+    pub fn launched(&self) -> Vec<String> {
+        self.launched
+            .lock()
+            .map(|names| names.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl<R: Runtime> Runtime for LaunchLog<R> {
+    fn build(&self) -> TorchBuild {
+        self.inner.build()
+    }
+    fn device_count(&self) -> Result<u32, DriverError> {
+        self.inner.device_count()
+    }
+    fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
+        self.inner.device_name(ordinal)
+    }
+    fn nvidia_capability(&self, ordinal: u32) -> Result<ComputeCapability, DriverError> {
+        self.inner.nvidia_capability(ordinal)
+    }
+    fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
+        self.inner.smem_optin(ordinal)
+    }
+    fn amd_arch(&self, ordinal: u32) -> Result<String, DriverError> {
+        self.inner.amd_arch(ordinal)
+    }
+    fn get_device(&self) -> Result<u32, DriverError> {
+        self.inner.get_device()
+    }
+    fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
+        self.inner.set_device(ordinal)
+    }
+    fn alloc(&self, device: TorchDevice, bytes: usize) -> Result<Buffer, DriverError> {
+        self.inner.alloc(device, bytes)
+    }
+    fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<(), DriverError> {
+        self.inner.copy_in(dst, data)
+    }
+    fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>, DriverError> {
+        self.inner.copy_out(src)
+    }
+    fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
+        self.inner.free(buffer)
+    }
+    fn launch(&self, on: LaunchOn, kernel: &str) -> Result<Place, DriverError> {
+        if let Ok(mut names) = self.launched.lock() {
+            names.push(kernel.to_string());
+        }
+        self.inner.launch(on, kernel)
+    }
+    fn synchronize(&self) -> Result<(), DriverError> {
+        self.inner.synchronize()
+    }
+    fn load_extension(&self, name: &str) -> Result<(), DriverError> {
+        self.inner.load_extension(name)
+    }
+}

@@ -1,0 +1,144 @@
+//! One test per scenario file, for any catalog: the harness devsim's own `tests/scenarios.rs` and
+//! `tests/live.rs` use, and the one a downstream crate's `tests/*.rs` (with `harness = false`) calls.
+//!
+//! ```no_run
+//! // tests/scenarios.rs of a downstream crate, declared with `harness = false` in its Cargo.toml
+//! fn main() {
+//!     let catalog = devsim::Catalog::reference_builder().build().expect("a consistent catalog");
+//!     devsim::harness::Harness::new(catalog)
+//!         .scenarios(concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios"))
+//!         .run()
+//! }
+//! ```
+//!
+//! Tests are named by the scenario's path relative to its root (`seed/x.toml`) and support libtest's
+//! `--list`, `--exact`, `--ignored` and filters, so `cargo test` and cargo-nextest list, filter and shard
+//! them. A simulated scenario is never skipped; a live one that the machine cannot run is reported ignored
+//! with the reason.
+
+// The example above is a whole test file, whose `main` is the point.
+#![allow(clippy::needless_doctest_main)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use libtest_mimic::{Arguments, Completion, Failed, Trial};
+
+use crate::kernel::Catalog;
+use crate::report;
+use crate::scenario::live::LiveContext;
+use crate::scenario::load::scenario_name;
+use crate::scenario::suite::run_simulated;
+use crate::scenario::{CorpusError, Status, find_scenarios, load_scenario};
+
+/// How the harness runs each scenario.
+enum Mode {
+    /// On the simulated runtime of the scenario's host.
+    Simulated,
+    /// On the real machine; `env` scenarios re-run in children of this binary.
+    Live {
+        /// The binary children run (`devsim`, or a downstream crate's own `devsim::cli` binary).
+        child_exe: Option<PathBuf>,
+    },
+}
+
+/// A test harness over scenario folders for one catalog.
+pub struct Harness {
+    catalog: Arc<Catalog>,
+    roots: Vec<PathBuf>,
+    mode: Mode,
+}
+
+impl Harness {
+    /// A simulated harness for `catalog` with no scenario folder yet.
+    pub fn new(catalog: Catalog) -> Self {
+        Self {
+            catalog: Arc::new(catalog),
+            roots: Vec::new(),
+            mode: Mode::Simulated,
+        }
+    }
+
+    /// Adds a scenario folder (or file); may be called more than once.
+    pub fn scenarios(mut self, root: impl Into<PathBuf>) -> Self {
+        self.roots.push(root.into());
+        self
+    }
+
+    /// Replays live instead: scenarios whose host this machine satisfies run on the real drivers; `env`
+    /// scenarios and narrowed GPU counts run in a child process of `child_exe`, a binary whose `main`
+    /// calls [`crate::cli::main`] with the same catalog (in a test: `env!("CARGO_BIN_EXE_<name>")`).
+    pub fn live(mut self, child_exe: impl Into<PathBuf>) -> Self {
+        self.mode = Mode::Live {
+            child_exe: Some(child_exe.into()),
+        };
+        self
+    }
+
+    /// One trial per scenario file under the folders, in path order.
+    pub fn trials(&self) -> Result<Vec<Trial>, CorpusError> {
+        let files = find_scenarios(&self.roots).map_err(|source| CorpusError {
+            path: self.roots.first().cloned().unwrap_or_default(),
+            source,
+        })?;
+        let live = match &self.mode {
+            Mode::Simulated => None,
+            Mode::Live { child_exe } => Some(Arc::new(LiveContext::detect(child_exe.clone()))),
+        };
+        Ok(files
+            .into_iter()
+            .map(|path| {
+                let name = scenario_name(&path);
+                let catalog = Arc::clone(&self.catalog);
+                match &live {
+                    None => Trial::test(name, move || simulated(path, &catalog)),
+                    Some(context) => {
+                        let context = Arc::clone(context);
+                        Trial::ignorable_test(name, move || replayed(path, &context, &catalog))
+                            .with_kind("live")
+                    }
+                }
+            })
+            .collect())
+    }
+
+    /// Parses libtest's arguments from the process, runs every trial and exits with libtest's code
+    /// (2 with a message when a scenario folder cannot be listed).
+    pub fn run(self) -> ! {
+        let args = Arguments::from_args();
+        if let (Mode::Live { child_exe }, false) = (&self.mode, args.list) {
+            eprintln!("{}", LiveContext::detect(child_exe.clone()).describe());
+        }
+        match self.trials() {
+            Ok(trials) => libtest_mimic::run(&args, trials).exit(),
+            Err(error) => {
+                eprintln!("error: failed to {error}");
+                std::process::exit(2);
+            }
+        }
+    }
+}
+
+fn simulated(path: PathBuf, catalog: &Catalog) -> Result<(), Failed> {
+    let scenario =
+        load_scenario(&path, catalog).map_err(|error| Failed::from(error.to_string()))?;
+    let report = run_simulated(&scenario, catalog);
+    match report.status {
+        Status::Passed => Ok(()),
+        Status::Failed => Err(report::human(&report).into()),
+        Status::Skipped(reason) => {
+            Err(format!("a simulated run cannot be skipped: {reason}").into())
+        }
+    }
+}
+
+fn replayed(path: PathBuf, context: &LiveContext, catalog: &Catalog) -> Result<Completion, Failed> {
+    let scenario =
+        load_scenario(&path, catalog).map_err(|error| Failed::from(error.to_string()))?;
+    let report = context.run(&scenario, catalog);
+    match report.status {
+        Status::Passed => Ok(Completion::Completed),
+        Status::Skipped(reason) => Ok(Completion::ignored_with(reason)),
+        Status::Failed => Err(report::human(&report).into()),
+    }
+}
