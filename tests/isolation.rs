@@ -22,6 +22,7 @@ fn the_simulator_ignores_the_real_visible_device_variables() {
     unsafe { std::env::set_var("CUDA_VISIBLE_DEVICES", "1") };
     let sim = Sim::profile("h200x2", 0);
     let count = sim.recorder.inner().device_count();
+    // SAFETY: as above, no other test runs while this one changes the environment.
     unsafe { std::env::remove_var("CUDA_VISIBLE_DEVICES") };
     assert_eq!(
         count,
