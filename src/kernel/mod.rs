@@ -52,8 +52,11 @@ pub trait Kernel: Send + Sync {
         paths::validate(self, dispatch, selector)
     }
 
-    /// Work done on the device inside the target's context before the warmup launch or after a move
-    /// (repacking weights, for kernels that repack). Nothing by default.
+    /// Work done on the device inside the target's context (repacking weights). Nothing by default.
+    ///
+    /// When it runs: at every warmup on a GPU target, before the warmup launch; after a move only when the
+    /// spec declares [`KernelSpec::repacks`] (`.repacks()`) — a kernel that overrides this to repack must
+    /// declare it, or its moves will not repack. It never runs for CPU targets.
     fn prepare_on_device(&self, _dispatch: &Dispatch) -> Result<(), DispatchError> {
         Ok(())
     }
