@@ -215,7 +215,7 @@ fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError> {
                         "priority": spec.priority,
                         "selectable": spec.selectable,
                         "alternative": spec.alternative,
-                        "rocm_audit": crate::kernel::audit::decision(&spec.name).map(|d| format!("{d:?}")),
+                        "rocm_audit": crate::kernel::audit::Inventory::reference().row(&spec.name).map(|row| serde_json::json!({"decision": row.rocm, "reason": row.reason})),
                     })
                 })
                 .collect();
