@@ -5,6 +5,7 @@ pub mod expect;
 pub mod format;
 pub mod live;
 pub mod load;
+pub mod matrix;
 pub mod model;
 pub mod observed;
 pub mod run;
