@@ -88,14 +88,15 @@ pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// Renders a diagnostic with miette's graphical handler, without colour, at a fixed width: what the CLI
+/// Renders a diagnostic with miette's graphical handler, without colour or line wrapping: what the CLI
 /// prints and what the snapshot tests pin.
 pub fn render(diagnostic: &dyn miette::Diagnostic) -> String {
     let mut out = String::new();
     let handler =
         miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
             .with_width(100)
-            .with_links(false);
+            .with_links(false)
+            .with_wrap_lines(false);
     if handler.render_report(&mut out, diagnostic).is_err() {
         out = diagnostic.to_string();
     }
