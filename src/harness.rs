@@ -27,9 +27,9 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use crate::kernel::Catalog;
 use crate::report;
 use crate::scenario::live::LiveContext;
-use crate::scenario::load::scenario_name;
+use crate::scenario::load::{ProfileSources, load_scenario_with, scenario_name};
 use crate::scenario::suite::run_simulated;
-use crate::scenario::{CorpusError, Status, find_scenarios, load_scenario};
+use crate::scenario::{CorpusError, ProfileError, Status, find_scenarios};
 
 /// How the harness runs each scenario.
 enum Mode {
@@ -46,7 +46,19 @@ enum Mode {
 pub struct Harness {
     catalog: Arc<Catalog>,
     roots: Vec<PathBuf>,
+    hosts: Vec<PathBuf>,
     mode: Mode,
+}
+
+/// Why a harness cannot list its tests.
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// A scenario folder cannot be listed.
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+    /// A host-profile folder cannot be used.
+    #[error(transparent)]
+    Profiles(#[from] ProfileError),
 }
 
 impl Harness {
@@ -55,6 +67,7 @@ impl Harness {
         Self {
             catalog: Arc::new(catalog),
             roots: Vec::new(),
+            hosts: Vec::new(),
             mode: Mode::Simulated,
         }
     }
@@ -62,6 +75,13 @@ impl Harness {
     /// Adds a scenario folder (or file); may be called more than once.
     pub fn scenarios(mut self, root: impl Into<PathBuf>) -> Self {
         self.roots.push(root.into());
+        self
+    }
+
+    /// Adds a host-profile folder, searched in the order added before devsim's built-in profiles. Without
+    /// any, each scenario folder's own `hosts/` is used.
+    pub fn hosts(mut self, folder: impl Into<PathBuf>) -> Self {
+        self.hosts.push(folder.into());
         self
     }
 
@@ -76,11 +96,13 @@ impl Harness {
     }
 
     /// One trial per scenario file under the folders, in path order.
-    pub fn trials(&self) -> Result<Vec<Trial>, CorpusError> {
-        let files = find_scenarios(&self.roots).map_err(|source| CorpusError {
-            path: self.roots.first().cloned().unwrap_or_default(),
-            source,
-        })?;
+    pub fn trials(&self) -> Result<Vec<Trial>, HarnessError> {
+        let files = find_scenarios(&self.roots)?;
+        let profiles = Arc::new(if self.hosts.is_empty() {
+            ProfileSources::for_paths(&self.roots)
+        } else {
+            ProfileSources::folders(self.hosts.clone())?
+        });
         let live = match &self.mode {
             Mode::Simulated => None,
             Mode::Live { child_exe } => Some(Arc::new(LiveContext::detect(child_exe.clone()))),
@@ -90,12 +112,15 @@ impl Harness {
             .map(|path| {
                 let name = scenario_name(&path);
                 let catalog = Arc::clone(&self.catalog);
+                let profiles = Arc::clone(&profiles);
                 match &live {
-                    None => Trial::test(name, move || simulated(path, &catalog)),
+                    None => Trial::test(name, move || simulated(&path, &catalog, &profiles)),
                     Some(context) => {
                         let context = Arc::clone(context);
-                        Trial::ignorable_test(name, move || replayed(path, &context, &catalog))
-                            .with_kind("live")
+                        Trial::ignorable_test(name, move || {
+                            replayed(&path, &context, &catalog, &profiles)
+                        })
+                        .with_kind("live")
                     }
                 }
             })
@@ -119,9 +144,13 @@ impl Harness {
     }
 }
 
-fn simulated(path: PathBuf, catalog: &Catalog) -> Result<(), Failed> {
-    let scenario =
-        load_scenario(&path, catalog).map_err(|error| Failed::from(error.to_string()))?;
+fn simulated(
+    path: &std::path::Path,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+) -> Result<(), Failed> {
+    let scenario = load_scenario_with(path, catalog, profiles)
+        .map_err(|error| Failed::from(error.to_string()))?;
     let report = run_simulated(&scenario, catalog);
     match report.status {
         Status::Passed => Ok(()),
@@ -132,9 +161,14 @@ fn simulated(path: PathBuf, catalog: &Catalog) -> Result<(), Failed> {
     }
 }
 
-fn replayed(path: PathBuf, context: &LiveContext, catalog: &Catalog) -> Result<Completion, Failed> {
-    let scenario =
-        load_scenario(&path, catalog).map_err(|error| Failed::from(error.to_string()))?;
+fn replayed(
+    path: &std::path::Path,
+    context: &LiveContext,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+) -> Result<Completion, Failed> {
+    let scenario = load_scenario_with(path, catalog, profiles)
+        .map_err(|error| Failed::from(error.to_string()))?;
     let report = context.run(&scenario, catalog);
     match report.status {
         Status::Passed => Ok(Completion::Completed),

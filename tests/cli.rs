@@ -1,7 +1,8 @@
 //! The `devsim` command line: exit codes, the closing line, JSON output, located errors.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+
+use tempfile::TempDir;
 
 fn devsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_devsim"))
@@ -19,16 +20,15 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-/// A scratch scenario root with the shipped host profiles and one scenario file.
-fn scratch(name: &str, scenario: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!("devsim-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(root.join("hosts")).expect("dir");
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/hosts");
-    for entry in std::fs::read_dir(shipped).expect("hosts").flatten() {
-        std::fs::copy(entry.path(), root.join("hosts").join(entry.file_name())).expect("copy");
-    }
-    std::fs::write(root.join(format!("{name}.toml")), scenario).expect("write");
+/// A scratch scenario root (removed on drop) holding one scenario file; profiles are the built-in ones.
+fn scratch(name: &str, scenario: &str) -> TempDir {
+    let root = tempfile::tempdir().expect("temp dir");
+    std::fs::write(root.path().join(format!("{name}.toml")), scenario).expect("write");
     root
+}
+
+fn arg(dir: &TempDir) -> &str {
+    dir.path().to_str().expect("utf-8 temp path")
 }
 
 const WARMUP: &str = r#"format = 1
@@ -59,7 +59,7 @@ fn run_passes_the_corpus_and_closes_with_the_counts() {
 #[test]
 fn a_flipped_expectation_fails_the_run_naming_the_scenario_and_the_difference() {
     let root = scratch("flipped", &WARMUP.replace("ran_on = 1", "ran_on = 0"));
-    let output = devsim(&["run", root.to_str().expect("utf-8")]);
+    let output = devsim(&["run", arg(&root)]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("FAILED  flipped.toml"), "{text}");
@@ -75,18 +75,14 @@ fn a_flipped_expectation_fails_the_run_naming_the_scenario_and_the_difference() 
             .contains("0 passed, 1 failed, 0 skipped")
     );
     let unflipped = scratch("unflipped", WARMUP);
-    assert!(
-        devsim(&["run", unflipped.to_str().expect("utf-8")])
-            .status
-            .success()
-    );
+    assert!(devsim(&["run", arg(&unflipped)]).status.success());
 }
 
 #[test]
 fn a_malformed_scenario_gives_a_located_error_and_a_nonzero_exit() {
     let root = scratch("malformed", &WARMUP.replace("gptq_marlin", "gptq_marln"));
     for command in ["run", "check"] {
-        let output = devsim(&[command, root.to_str().expect("utf-8")]);
+        let output = devsim(&[command, arg(&root)]);
         assert!(!output.status.success(), "{command}");
         let errors = stderr(&output);
         assert!(
@@ -103,7 +99,7 @@ fn a_malformed_scenario_gives_a_located_error_and_a_nonzero_exit() {
 #[test]
 fn run_writes_json_reports_on_request() {
     let root = scratch("json", WARMUP);
-    let output = devsim(&["run", "--format", "json", root.to_str().expect("utf-8")]);
+    let output = devsim(&["run", "--format", "json", arg(&root)]);
     assert!(output.status.success());
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
     assert_eq!(value["summary"]["passed"], 1);
@@ -168,4 +164,211 @@ fn a_missing_path_is_an_error_not_a_panic() {
         "{}",
         stderr(&output)
     );
+}
+
+/// Runs devsim on one path and returns (exit code, stderr), failing the test on a panic (exit 101).
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let output = devsim(args);
+    let errors = stderr(&output);
+    assert_ne!(output.status.code(), Some(101), "panicked: {errors}");
+    assert!(!output.status.success(), "{args:?} must fail: {errors}");
+    (output.status.code(), errors)
+}
+
+#[test]
+fn an_empty_folder_is_an_error_unless_allowed() {
+    let empty = tempfile::tempdir().expect("temp dir");
+    std::fs::write(empty.path().join("notes.txt"), "not a scenario").expect("write");
+    for command in ["run", "check"] {
+        let (code, errors) = refused(&[command, arg(&empty)]);
+        assert_eq!(code, Some(2));
+        assert!(errors.contains("no scenario file"), "{errors}");
+        assert!(
+            devsim(&[command, "--allow-empty", arg(&empty)])
+                .status
+                .success()
+        );
+    }
+}
+
+#[test]
+fn a_link_out_of_the_scenario_root_is_refused_and_never_read() {
+    let root = scratch("fine", WARMUP);
+    for (link, target) in [
+        ("environ.toml", "/proc/self/environ"),
+        ("zero.toml", "/dev/zero"),
+        ("shadow.toml", "/etc/shadow"),
+    ] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::os::unix::fs::symlink(target, dir.path().join(link)).expect("link");
+        let (code, errors) = refused(&["check", arg(&dir)]);
+        assert_eq!(code, Some(2), "{errors}");
+        assert!(
+            errors.contains("resolves outside the scenario root"),
+            "{errors}"
+        );
+        assert!(
+            !errors.contains("PATH="),
+            "the target must not be read: {errors}"
+        );
+    }
+    // A link that stays inside the root is followed, and its target is loaded once.
+    std::os::unix::fs::symlink(
+        root.path().join("fine.toml"),
+        root.path().join("alias.toml"),
+    )
+    .expect("link");
+    let output = devsim(&["check", arg(&root)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("1 scenario(s) loaded"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn fifos_devices_and_oversized_files_are_refused_without_hanging() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fifo = dir.path().join("pipe.toml");
+    let made = Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success());
+    let (_, errors) = refused(&["check", arg(&dir)]);
+    assert!(
+        errors.contains("it is a fifo, expected a regular file"),
+        "{errors}"
+    );
+    let (_, errors) = refused(&["check", fifo.to_str().expect("utf-8")]);
+    assert!(errors.contains("a fifo"), "{errors}");
+    let (_, errors) = refused(&["check", "/dev/zero"]);
+    assert!(errors.contains("a device"), "{errors}");
+    std::fs::remove_file(&fifo).expect("remove fifo");
+    let big = dir.path().join("big.toml");
+    std::fs::write(&big, "#".repeat(5 * 1024 * 1024)).expect("write");
+    let (_, errors) = refused(&["check", arg(&dir)]);
+    assert!(
+        errors.contains("larger than the 4194304-byte (4 MiB) limit"),
+        "{errors}"
+    );
+    assert!(errors.contains("big.toml"), "{errors}");
+}
+
+#[test]
+fn link_loops_terminate_and_folders_named_toml_are_folders() {
+    let root = scratch("fine", WARMUP);
+    std::os::unix::fs::symlink(".", root.path().join("again")).expect("link");
+    std::os::unix::fs::symlink(".", root.path().join("and_again")).expect("link");
+    std::fs::create_dir(root.path().join("folder.toml")).expect("dir");
+    let output = devsim(&["check", arg(&root)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("1 scenario(s) loaded"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn an_unreadable_subfolder_is_reported_under_its_own_path() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = scratch("fine", WARMUP);
+    let locked = root.path().join("locked");
+    std::fs::create_dir(&locked).expect("dir");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+    if std::fs::read_dir(&locked).is_ok() {
+        // Running as root: permissions do not apply, so this case cannot be observed here.
+        std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        eprintln!("skipped: permissions are not enforced for this user");
+        return;
+    }
+    let (_, errors) = refused(&["check", arg(&root)]);
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    assert!(
+        errors.contains(&format!("read {}:", locked.display())),
+        "{errors}"
+    );
+}
+
+#[test]
+fn profiles_come_from_the_folders_given_in_order() {
+    let root = scratch("custom", &WARMUP.replace("h200x2", "my_box"));
+    let (_, errors) = refused(&["check", arg(&root)]);
+    assert!(errors.contains("find host profile `my_box`"), "{errors}");
+    assert!(
+        errors.contains("the built-in profiles"),
+        "every place searched is named: {errors}"
+    );
+    let first = tempfile::tempdir().expect("temp dir");
+    let second = tempfile::tempdir().expect("temp dir");
+    let profile = "torch = \"cuda\"\ngpus = [\"sm_90\", \"sm_90\"]\n";
+    std::fs::write(first.path().join("my_box.toml"), profile).expect("write");
+    let output = devsim(&["check", "--hosts", arg(&first), arg(&root)]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    std::fs::write(second.path().join("my_box.toml"), profile).expect("write");
+    let (_, errors) = refused(&[
+        "check",
+        "--hosts",
+        arg(&first),
+        "--hosts",
+        arg(&second),
+        arg(&root),
+    ]);
+    assert!(errors.contains("defined twice"), "{errors}");
+    assert!(
+        errors.contains(&first.path().join("my_box.toml").display().to_string()),
+        "{errors}"
+    );
+    assert!(
+        errors.contains(&second.path().join("my_box.toml").display().to_string()),
+        "{errors}"
+    );
+    let (_, errors) = refused(&["check", "--hosts", "/nonexistent/hosts", arg(&root)]);
+    assert!(
+        errors.contains("use profile folder /nonexistent/hosts: it does not exist"),
+        "{errors}"
+    );
+    let listed = devsim(&["hosts", "--hosts", arg(&first)]);
+    assert!(stdout(&listed).contains("my_box"), "{}", stdout(&listed));
+}
+
+#[test]
+fn an_ancestors_hosts_folder_is_never_consulted() {
+    let outer = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(outer.path().join("hosts")).expect("dir");
+    std::fs::write(outer.path().join("hosts/sneaky.toml"), "torch = \"cpu\"\n").expect("write");
+    let inner = outer.path().join("topic");
+    std::fs::create_dir(&inner).expect("dir");
+    std::fs::write(inner.join("x.toml"), WARMUP.replace("h200x2", "sneaky")).expect("write");
+    let (_, errors) = refused(&["check", inner.to_str().expect("utf-8")]);
+    assert!(errors.contains("find host profile `sneaky`"), "{errors}");
+}
+
+#[test]
+fn errors_far_to_the_right_and_a_closed_stderr_do_not_panic() {
+    let padding = " ".repeat(70_000);
+    let scenario = format!(
+        "format = 1\ndescription = \"x\"\n[host]\nprofile = \"h200\"\n[[step]]\naction = \"discover\"\n[step.expect]\nvendor ={padding}\"nvidiaa\"\n"
+    );
+    let root = scratch("far", &scenario);
+    let (code, errors) = refused(&["check", arg(&root)]);
+    assert_eq!(code, Some(2), "{errors}");
+    let column = "vendor =".len() + padding.len() + 1;
+    assert!(errors.contains(&format!("far.toml:8:{column}")), "{errors}");
+    assert!(
+        errors.len() < 4_000,
+        "the excerpt is clipped: {} bytes",
+        errors.len()
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_devsim"))
+        .args(["check", arg(&root)])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("devsim runs");
+    drop(child.stderr.take());
+    let status = child.wait().expect("devsim exits");
+    assert_eq!(status.code(), Some(2), "no panic on a closed stderr");
 }

@@ -22,9 +22,10 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::kernel::Catalog;
 use crate::report;
+use crate::scenario::error::render;
 use crate::scenario::live::LiveContext;
-use crate::scenario::load::{HOSTS_DIR, load_profile, profile_names};
-use crate::scenario::suite::{Summary, load_all, run_simulated};
+use crate::scenario::suite::{Summary, load_all_with, run_simulated};
+use crate::scenario::{CorpusError, LoadError, ProfileSources, Scenario};
 
 /// A test harness for cross-vendor GPU device dispatch.
 #[derive(Parser)]
@@ -58,6 +59,8 @@ enum Command {
         /// Internal: this process is the child that runs one `env` scenario live.
         #[arg(long, hide = true, requires = "live")]
         child: bool,
+        #[command(flatten)]
+        corpus: CorpusArgs,
     },
     /// Print the real machine as a host profile (scenarios/hosts/<name>.toml).
     Probe,
@@ -65,6 +68,8 @@ enum Command {
     Check {
         /// Files or folders.
         paths: Vec<PathBuf>,
+        #[command(flatten)]
+        corpus: CorpusArgs,
     },
     /// List the kernel catalog.
     Kernels {
@@ -74,9 +79,12 @@ enum Command {
     },
     /// List the host profiles.
     Hosts {
-        /// The scenario root holding hosts/.
+        /// The scenario root holding hosts/ (used when no --hosts is given).
         #[arg(default_value = "scenarios")]
         root: PathBuf,
+        /// A host profile folder, searched in the order given, before the built-in profiles (repeatable).
+        #[arg(long = "hosts", value_name = "DIR")]
+        hosts: Vec<PathBuf>,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
@@ -95,11 +103,60 @@ enum Command {
     },
 }
 
+/// Where scenarios' host profiles come from, and whether an empty run is acceptable.
+#[derive(clap::Args)]
+struct CorpusArgs {
+    /// A host profile folder, searched in the order given, before the built-in profiles (repeatable;
+    /// default: `<folder>/hosts` of each folder argument).
+    #[arg(long = "hosts", value_name = "DIR")]
+    hosts: Vec<PathBuf>,
+    /// Accept paths that hold no scenario file.
+    #[arg(long)]
+    allow_empty: bool,
+}
+
+impl CorpusArgs {
+    /// The profile sources: the `--hosts` folders, else the default for these paths.
+    fn profiles(&self, paths: &[PathBuf]) -> Result<ProfileSources, CliError> {
+        if self.hosts.is_empty() {
+            Ok(ProfileSources::for_paths(paths))
+        } else {
+            Ok(ProfileSources::folders(self.hosts.clone()).map_err(CorpusError::from)?)
+        }
+    }
+
+    /// Loads every scenario under `paths`; nothing to load is an error unless `--allow-empty`.
+    fn load(
+        &self,
+        paths: Vec<PathBuf>,
+        catalog: &Catalog,
+    ) -> Result<(Vec<Scenario>, Vec<LoadError>), CliError> {
+        let paths = default_paths(paths);
+        let (scenarios, errors) = load_all_with(&paths, catalog, &self.profiles(&paths)?)?;
+        if scenarios.is_empty() && errors.is_empty() && !self.allow_empty {
+            let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            return Err(CorpusError::Empty {
+                paths: shown.join(", "),
+            }
+            .into());
+        }
+        Ok((scenarios, errors))
+    }
+}
+
 /// Prints a line to stdout, ignoring a closed pipe (`devsim kernels | head` must not panic).
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// Prints a line to stderr, ignoring a closed stream (`devsim check 2>&- ` must not panic).
+macro_rules! warn {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
     }};
 }
 
@@ -111,9 +168,9 @@ fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
     }
 }
 
-fn print_load_errors(errors: &[crate::scenario::LoadError]) {
+fn print_load_errors(errors: &[LoadError]) {
     for error in errors {
-        eprintln!("{:?}", miette::Report::new(error.clone()));
+        warn!("{}", render(error).trim_end());
     }
 }
 
@@ -123,8 +180,9 @@ fn run(
     format: Format,
     live: bool,
     child: bool,
+    corpus: &CorpusArgs,
 ) -> Result<(), CliError> {
-    let (scenarios, errors) = load_all(&default_paths(paths), catalog)?;
+    let (scenarios, errors) = corpus.load(paths, catalog)?;
     print_load_errors(&errors);
     let live = live.then(|| {
         let exe = if child {
@@ -174,14 +232,14 @@ fn run(
 fn probe() -> Result<(), CliError> {
     let live = LiveContext::detect(None);
     if live.machine.library.is_none() {
-        eprintln!("{}", live.describe());
+        warn!("{}", live.describe());
     }
     say!("{}", live.machine.to_profile().trim_end());
     Ok(())
 }
 
-fn check(catalog: &Catalog, paths: Vec<PathBuf>) -> Result<(), CliError> {
-    let (scenarios, errors) = load_all(&default_paths(paths), catalog)?;
+fn check(catalog: &Catalog, paths: Vec<PathBuf>, corpus: &CorpusArgs) -> Result<(), CliError> {
+    let (scenarios, errors) = corpus.load(paths, catalog)?;
     print_load_errors(&errors);
     say!(
         "{} scenario(s) loaded, {} failed to load",
@@ -250,15 +308,13 @@ fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError> {
     Ok(())
 }
 
-fn hosts(root: PathBuf, format: Format) -> Result<(), CliError> {
-    let mut profiles = Vec::new();
-    let mut errors = Vec::new();
-    for name in profile_names(&root) {
-        match load_profile(&root.join(HOSTS_DIR).join(format!("{name}.toml"))) {
-            Ok(host) => profiles.push(host),
-            Err(error) => errors.push(error),
-        }
-    }
+fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Result<(), CliError> {
+    let sources = if folders.is_empty() {
+        ProfileSources::for_paths(&[root])
+    } else {
+        ProfileSources::folders(folders).map_err(CorpusError::from)?
+    };
+    let (profiles, errors) = sources.load_all().map_err(CorpusError::from)?;
     print_load_errors(&errors);
     match format {
         Format::Json => say!("{}", serde_json::to_string_pretty(&profiles)?),
@@ -282,10 +338,16 @@ fn hosts(root: PathBuf, format: Format) -> Result<(), CliError> {
                     }
                 );
             }
+            let mut searched: Vec<String> = sources
+                .configured()
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect();
+            searched.push("the built-in profiles".into());
             say!(
-                "{} host profile(s) in {}",
+                "{} host profile(s) from {}",
                 profiles.len(),
-                root.join(HOSTS_DIR).display()
+                searched.join(", ")
             );
         }
     }
@@ -307,11 +369,16 @@ pub fn main(catalog: Catalog) -> ExitCode {
             format,
             live,
             child,
-        } => run(&catalog, paths, format, live, child),
+            corpus,
+        } => run(&catalog, paths, format, live, child, &corpus),
         Command::Probe => probe(),
-        Command::Check { paths } => check(&catalog, paths),
+        Command::Check { paths, corpus } => check(&catalog, paths, &corpus),
         Command::Kernels { format } => kernels(&catalog, format),
-        Command::Hosts { root, format } => hosts(root, format),
+        Command::Hosts {
+            root,
+            hosts: folders,
+            format,
+        } => hosts(root, folders, format),
         Command::Bench { root, rounds, live } => {
             if live {
                 bench::run_live(rounds)
@@ -323,11 +390,11 @@ pub fn main(catalog: Catalog) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Failed { failed }) => {
-            eprintln!("error: failed to pass {failed} scenario(s)");
+            warn!("error: failed to pass {failed} scenario(s)");
             ExitCode::from(1)
         }
         Err(error) => {
-            eprintln!("error: failed to {error}");
+            warn!("error: failed to {error}");
             ExitCode::from(2)
         }
     }

@@ -7,7 +7,7 @@ use thiserror::Error;
 
 /// A scenario or host-profile file that cannot be loaded, located at `path:line:column`.
 #[derive(Debug, Clone, Error)]
-#[error("{}:{line}:{column}: {message}", path.display())]
+#[error("{}:{line}:{column}: {message}", escape_controls(&path.display().to_string()))]
 pub struct LoadError {
     /// The file.
     pub path: PathBuf,
@@ -23,13 +23,84 @@ pub struct LoadError {
     pub snippet: Option<Box<Snippet>>,
 }
 
-/// The file text and byte range a [`LoadError`] points at.
+/// A few lines of the file around a [`LoadError`], ready to render: each line clipped around the error and
+/// control characters escaped, so no input can break the renderer or the terminal.
 #[derive(Debug, Clone)]
 pub struct Snippet {
-    /// The whole file, named by its path.
-    pub source: miette::NamedSource<String>,
-    /// The offending range.
+    /// The file's path, as shown.
+    pub name: String,
+    /// The excerpt: whole lines (clipped), joined by `\n`.
+    pub text: String,
+    /// The 0-based line in the file of the excerpt's first line.
+    pub first_line: usize,
+    /// The 0-based line in the file of the error.
+    pub line: usize,
+    /// The 0-based column in the file of the error.
+    pub column: usize,
+    /// The offending range, within `text`.
     pub span: miette::SourceSpan,
+}
+
+impl miette::SourceCode for Snippet {
+    fn read_span<'a>(
+        &'a self,
+        span: &miette::SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let inner = self
+            .text
+            .read_span(span, context_lines_before, context_lines_after)?;
+        // Lines are numbered as in the file; the error's own column is the file's, not the clipped one.
+        let line = inner.line() + self.first_line;
+        let column = if line == self.line && span.offset() == self.span.offset() {
+            self.column
+        } else {
+            inner.column()
+        };
+        Ok(Box::new(miette::MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            *inner.span(),
+            line,
+            column,
+            inner.line_count(),
+        )))
+    }
+}
+
+/// Text with control characters (and bidirectional overrides) escaped, so user text cannot move the
+/// cursor or restyle a terminal; newlines and tabs are escaped too.
+pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
+    let unsafe_char =
+        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    if !text.chars().any(unsafe_char) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Renders a diagnostic with miette's graphical handler, without colour or line wrapping: what the CLI
+/// prints and what the snapshot tests pin.
+pub fn render(diagnostic: &dyn miette::Diagnostic) -> String {
+    let mut out = String::new();
+    let handler =
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+            .with_width(100)
+            .with_links(false)
+            .with_wrap_lines(false);
+    if handler.render_report(&mut out, diagnostic).is_err() {
+        out = diagnostic.to_string();
+    }
+    out
 }
 
 impl LoadError {
@@ -61,7 +132,7 @@ impl miette::Diagnostic for LoadError {
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
         self.snippet
             .as_ref()
-            .map(|snippet| &snippet.source as &dyn miette::SourceCode)
+            .map(|snippet| &**snippet as &dyn miette::SourceCode)
     }
 
     fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
@@ -72,12 +143,89 @@ impl miette::Diagnostic for LoadError {
     }
 }
 
-/// A scenario path that cannot be listed.
+/// A scenario path that cannot be listed, or a scenario run with nothing to run.
 #[derive(Debug, Error)]
-#[error("read {}: {source}", path.display())]
-pub struct CorpusError {
-    /// The file or folder.
-    pub path: PathBuf,
-    /// The I/O error.
-    pub source: std::io::Error,
+pub enum CorpusError {
+    /// A file or folder could not be read; the path is the one that failed, not the argument above it.
+    #[error("read {}: {source}", escape_controls(&path.display().to_string()))]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// A symbolic link resolves outside the scenario root; it is not followed.
+    #[error(
+        "follow link {}: it resolves outside the scenario root {}",
+        escape_controls(&path.display().to_string()),
+        escape_controls(&root.display().to_string())
+    )]
+    Escapes {
+        /// The link.
+        path: PathBuf,
+        /// The scenario root.
+        root: PathBuf,
+    },
+    /// A `*.toml` entry that is a FIFO, socket or device; it is not opened.
+    #[error("read {}: it is {kind}, expected a regular file", escape_controls(&path.display().to_string()))]
+    NotRegular {
+        /// The entry.
+        path: PathBuf,
+        /// What it is, in words.
+        kind: &'static str,
+    },
+    /// The paths hold no scenario file.
+    #[error(
+        "find scenarios: no scenario file (*.toml) under {paths}; pass --allow-empty to accept that"
+    )]
+    Empty {
+        /// The paths searched.
+        paths: String,
+    },
+    /// The host profile folders cannot be used.
+    #[error(transparent)]
+    Profiles(#[from] ProfileError),
+}
+
+/// Why a host profile cannot be found, or a profile folder cannot be used.
+#[derive(Debug, Error)]
+pub enum ProfileError {
+    /// A configured profile folder is missing.
+    #[error("use profile folder {}: it does not exist or is not a folder", escape_controls(&path.display().to_string()))]
+    MissingFolder {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// A configured profile folder cannot be listed.
+    #[error("list profile folder {}: {source}", escape_controls(&path.display().to_string()))]
+    Io {
+        /// The folder.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// No folder and no built-in profile has the name.
+    #[error("find host profile `{name}`: searched {searched}; expected one of {available}")]
+    NotFound {
+        /// The name asked for (escaped, clipped).
+        name: String,
+        /// Every place searched, in order.
+        searched: String,
+        /// Every profile name that exists.
+        available: String,
+    },
+    /// Two configured folders define the name.
+    #[error(
+        "find host profile `{name}`: it is defined twice, in {} and {}",
+        escape_controls(&first.display().to_string()),
+        escape_controls(&second.display().to_string())
+    )]
+    Ambiguous {
+        /// The name.
+        name: String,
+        /// The first file.
+        first: PathBuf,
+        /// The second file.
+        second: PathBuf,
+    },
 }

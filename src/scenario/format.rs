@@ -170,7 +170,7 @@ pub struct StepExpectFields {
     /// The error kind.
     pub error: Option<Spanned<String>>,
     /// A fragment of the error message.
-    pub message: Option<String>,
+    pub message: Option<Spanned<String>>,
     /// The normalized family.
     pub family: Option<Spanned<String>>,
     /// The normalized ordinal, or `"none"`.

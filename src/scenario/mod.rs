@@ -11,7 +11,9 @@ pub mod observed;
 pub mod run;
 pub mod suite;
 
-pub use error::{CorpusError, LoadError, Snippet};
-pub use load::{find_scenarios, load_profile, load_scenario, root_of};
+pub use error::{CorpusError, LoadError, ProfileError, Snippet};
+pub use load::{
+    ProfileSources, find_scenarios, load_profile, load_scenario, load_scenario_with, root_of,
+};
 pub use model::Scenario;
 pub use run::{ScenarioReport, Status, run_scenario};

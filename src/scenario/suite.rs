@@ -8,7 +8,8 @@ use crate::kernel::Catalog;
 use crate::runtime::{Runtime, SimRuntime};
 use crate::scenario::error::{CorpusError, LoadError};
 use crate::scenario::{
-    Scenario, ScenarioReport, Status, find_scenarios, load_scenario, run_scenario,
+    ProfileSources, Scenario, ScenarioReport, Status, find_scenarios, load_scenario_with,
+    run_scenario,
 };
 
 /// Passed, failed and skipped counts.
@@ -50,19 +51,26 @@ impl std::fmt::Display for Summary {
     }
 }
 
-/// Every scenario under `paths`, loaded; files that fail to load come back as errors, never dropped.
+/// Every scenario under `paths`, loaded with the default profile folders
+/// ([`ProfileSources::for_paths`]); files that fail to load come back as errors, never dropped.
 pub fn load_all(
     paths: &[PathBuf],
     catalog: &Catalog,
 ) -> Result<(Vec<Scenario>, Vec<LoadError>), CorpusError> {
-    let files = find_scenarios(paths).map_err(|source| CorpusError {
-        path: paths.first().cloned().unwrap_or_default(),
-        source,
-    })?;
+    load_all_with(paths, catalog, &ProfileSources::for_paths(paths))
+}
+
+/// Every scenario under `paths`, loaded with host profiles from `profiles`.
+pub fn load_all_with(
+    paths: &[PathBuf],
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+) -> Result<(Vec<Scenario>, Vec<LoadError>), CorpusError> {
+    let files = find_scenarios(paths)?;
     let mut scenarios = Vec::new();
     let mut errors = Vec::new();
     for file in files {
-        match load_scenario(&file, catalog) {
+        match load_scenario_with(&file, catalog, profiles) {
             Ok(scenario) => scenarios.push(scenario),
             Err(error) => errors.push(error),
         }

@@ -7,10 +7,19 @@ use std::process::Command;
 use devsim::dispatch::{Dispatch, DispatchError};
 use devsim::kernel::{Catalog, Kernel, KernelSpec};
 use devsim::runtime::{LaunchOn, SimRuntime};
+use devsim::scenario::Status;
+use devsim::scenario::load::{ProfileSources, load_scenario_with};
 use devsim::scenario::run::run_scenario;
 use devsim::scenario::suite::run_simulated;
-use devsim::scenario::{Status, load_scenario};
 use downstream_kernels::{LaunchLog, TinyRepack, catalog};
+
+/// This crate's own profile folder, then devsim's built-in profiles.
+fn profiles() -> ProfileSources {
+    ProfileSources::folders(vec![
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/hosts"),
+    ])
+    .expect("the folder exists")
+}
 
 fn scenario(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -39,7 +48,7 @@ impl Kernel for RepacksOnGpuZero {
 fn the_warmup_scenario_catches_a_kernel_that_repacks_on_the_wrong_gpu() {
     let path = scenario("tiny_repack_warmup_repacks_in_target_context.toml");
     let good = catalog().expect("consistent");
-    let scenario = load_scenario(&path, &good).expect("loads");
+    let scenario = load_scenario_with(&path, &good, &profiles()).expect("loads");
     assert_eq!(run_simulated(&scenario, &good).status, Status::Passed);
 
     let broken = Catalog::reference_builder()
@@ -60,9 +69,10 @@ fn the_warmup_scenario_catches_a_kernel_that_repacks_on_the_wrong_gpu() {
 #[test]
 fn a_scenario_runs_on_the_crates_own_runtime_wrapper() {
     let good = catalog().expect("consistent");
-    let scenario = load_scenario(
+    let scenario = load_scenario_with(
         &scenario("tiny_repack_warmup_repacks_in_target_context.toml"),
         &good,
+        &profiles(),
     )
     .expect("loads");
     let log = std::sync::Arc::new(LaunchLog::new(

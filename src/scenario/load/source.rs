@@ -1,0 +1,313 @@
+//! One file's text and where it lives: byte offsets become `line:column` through a line-start table built
+//! once per file (a binary search per lookup), and errors carry a small, escaped excerpt for rendering.
+
+use std::ops::Range;
+use std::path::Path;
+
+use crate::kernel::catalog::closest;
+use crate::scenario::error::{LoadError, Snippet, escape_controls};
+
+/// Lines of context above and below the offending line in an excerpt.
+const CONTEXT_LINES: usize = 1;
+/// The most characters of one line an excerpt shows; longer lines are clipped around the error.
+const MAX_LINE_CHARS: usize = 120;
+
+/// One file's text plus where it lives.
+pub(crate) struct Source<'a> {
+    /// The file, for messages.
+    pub path: &'a Path,
+    /// Its text.
+    pub text: &'a str,
+    /// The byte offset where each line starts; the first is 0.
+    line_starts: Vec<usize>,
+}
+
+impl<'a> Source<'a> {
+    /// Indexes a file's lines once.
+    pub fn new(path: &'a Path, text: &'a str) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        Self {
+            path,
+            text,
+            line_starts,
+        }
+    }
+
+    /// A byte offset clamped into the text and moved back onto a character boundary.
+    fn clamp(&self, offset: usize) -> usize {
+        let mut offset = offset.min(self.text.len());
+        while !self.text.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        offset
+    }
+
+    /// The 0-based line index holding `offset`.
+    fn line_index(&self, offset: usize) -> usize {
+        self.line_starts
+            .partition_point(|&start| start <= offset)
+            .saturating_sub(1)
+    }
+
+    /// The 1-based line of a byte offset.
+    pub fn line_of(&self, offset: usize) -> usize {
+        self.line_index(self.clamp(offset)) + 1
+    }
+
+    /// The 1-based line and column (in characters) of a byte offset.
+    pub fn position(&self, offset: usize) -> (usize, usize) {
+        let offset = self.clamp(offset);
+        let index = self.line_index(offset);
+        let column = self.text[self.line_starts[index]..offset].chars().count() + 1;
+        (index + 1, column)
+    }
+
+    /// The text of a 0-based line, without its line break.
+    fn line_text(&self, index: usize) -> &str {
+        let start = self.line_starts[index];
+        let end = self
+            .line_starts
+            .get(index + 1)
+            .map_or(self.text.len(), |next| next - 1);
+        self.text[start..end].trim_end_matches('\r')
+    }
+
+    /// An error at `span`.
+    pub fn error(&self, span: Range<usize>, message: impl Into<String>) -> LoadError {
+        let start = self.clamp(span.start);
+        let (line, column) = self.position(start);
+        LoadError {
+            snippet: Some(Box::new(self.excerpt(start, span.end, column))),
+            ..LoadError::new(
+                self.path,
+                line,
+                column,
+                clip(escape_controls(&message.into()).into_owned()),
+            )
+        }
+    }
+
+    /// An error at `span` with a suggestion.
+    pub fn error_with_help(
+        &self,
+        span: Range<usize>,
+        message: impl Into<String>,
+        help: Option<String>,
+    ) -> LoadError {
+        LoadError {
+            help: help.map(|h| escape_controls(&h).into_owned()),
+            ..self.error(span, message)
+        }
+    }
+
+    /// The lines around `start` (each clipped to [`MAX_LINE_CHARS`] around the error's column, control
+    /// characters escaped), with the span mapped into them and cut at the end of its first line.
+    fn excerpt(&self, start: usize, end: usize, column: usize) -> Snippet {
+        let index = self.line_index(start);
+        let first = index.saturating_sub(CONTEXT_LINES);
+        let last = (index + CONTEXT_LINES).min(self.line_starts.len() - 1);
+        let skip = (column - 1).saturating_sub(MAX_LINE_CHARS / 2);
+        let end = self.clamp(end.max(start));
+        let mut text = String::new();
+        let mut mapped = (0, 0);
+        for line in first..=last {
+            let line_start = self.line_starts[line];
+            let raw = self.line_text(line);
+            let count = raw.chars().count();
+            if skip > 0 && count > skip {
+                text.push('…');
+            }
+            for (at, c) in raw.char_indices().skip(skip).take(MAX_LINE_CHARS) {
+                let offset = line_start + at;
+                if line == index && offset == start {
+                    mapped.0 = text.len();
+                }
+                push_escaped(&mut text, c);
+                if line == index && offset >= start && offset < end.max(start + 1) {
+                    mapped.1 = text.len();
+                }
+            }
+            if line == index && start >= line_start + raw.len() {
+                // The error points past the line's last character (a missing value, the end of the file).
+                mapped = (text.len(), text.len());
+            }
+            if count > skip + MAX_LINE_CHARS {
+                text.push('…');
+            }
+            if line != last {
+                text.push('\n');
+            }
+        }
+        let (from, to) = (mapped.0, mapped.1.max(mapped.0));
+        Snippet {
+            name: escape_controls(&self.path.display().to_string()).into_owned(),
+            text,
+            first_line: first,
+            line: index,
+            column: column - 1,
+            span: (from, to - from).into(),
+        }
+    }
+
+    /// Parses TOML into `T`, turning syntax and unknown-key errors into located diagnostics.
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, LoadError> {
+        toml::from_str(self.text).map_err(|error| {
+            let message = error.message().trim().to_string();
+            let span = match error.span() {
+                Some(span) => span,
+                None => self.unspanned(&message),
+            };
+            let help = unknown_field_hint(&message);
+            let (message, help) = match single_step_table(&message) {
+                true => (
+                    "read `[step]`: use [[step]] — a scenario has a list of steps".to_string(),
+                    Some("write each step as its own [[step]] table".to_string()),
+                ),
+                false => (message, help),
+            };
+            self.error_with_help(span, message, help)
+        })
+    }
+
+    /// Where an error the TOML parser gave no span belongs: for a nesting limit, the first bracket past
+    /// the limit; otherwise the start of the file.
+    fn unspanned(&self, message: &str) -> Range<usize> {
+        if message.contains("recursion") || message.contains("nest") {
+            if let Some(at) = deepest_bracket(self.text) {
+                return at..at + 1;
+            }
+        }
+        0..0
+    }
+}
+
+/// Whether a serde message says a single table was given where the list of steps belongs.
+fn single_step_table(message: &str) -> bool {
+    message.starts_with("invalid type: map, expected a sequence")
+}
+
+/// The first `[` or `{` (outside strings and comments) opened deeper than TOML parsers accept, or the
+/// deepest one.
+fn deepest_bracket(text: &str) -> Option<usize> {
+    let (mut depth, mut best, mut best_depth) = (0usize, None, 0usize);
+    let mut quote: Option<u8> = None;
+    let mut comment = false;
+    for (at, byte) in text.bytes().enumerate() {
+        match (quote, byte) {
+            (_, b'\n') => comment = false,
+            _ if comment => {}
+            (Some(q), b) if b == q => quote = None,
+            (Some(_), _) => {}
+            (None, b'"' | b'\'') => quote = Some(byte),
+            (None, b'#') => comment = true,
+            (None, b'[' | b'{') => {
+                depth += 1;
+                if depth > best_depth {
+                    best_depth = depth;
+                    best = Some(at);
+                }
+                if depth > 80 {
+                    return Some(at);
+                }
+            }
+            (None, b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    best
+}
+
+/// Pushes a character, or its escape when it could move the cursor or change the terminal.
+fn push_escaped(out: &mut String, c: char) {
+    if c != '\t' && is_unsafe(c) {
+        out.extend(c.escape_default());
+    } else {
+        out.push(c);
+    }
+}
+
+/// Control characters and the bidirectional overrides.
+pub(crate) fn is_unsafe(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// "did you mean …?" for serde's `unknown field `x`, expected one of `a`, `b`` messages.
+fn unknown_field_hint(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, expected) = rest.split_once('`')?;
+    let names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    closest(field, names).map(|name| format!("did you mean `{name}`?"))
+}
+
+/// "did you mean …?" for a name among candidates.
+pub(crate) fn did_you_mean<'a>(
+    input: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    closest(input, candidates).map(|name| format!("did you mean {name}?"))
+}
+
+/// A whole message, cut at 2,000 characters (user text inside it is already escaped).
+fn clip(message: String) -> String {
+    const MAX: usize = 2000;
+    match message.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}…", &message[..at]),
+        None => message,
+    }
+}
+
+/// User text for a message: control characters escaped, clipped to 64 characters.
+pub(crate) fn shown(text: &str) -> String {
+    const MAX: usize = 64;
+    let escaped = escape_controls(text);
+    match escaped.char_indices().nth(MAX) {
+        Some((at, _)) => format!("{}…", &escaped[..at]),
+        None => escaped.into_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_count_lines_and_characters() {
+        let source = Source::new(Path::new("x.toml"), "a = 1\nbé = 2\n\nc");
+        assert_eq!(source.position(0), (1, 1));
+        assert_eq!(source.position(6), (2, 1));
+        assert_eq!(source.position(9), (2, 3), "é is one column");
+        assert_eq!(source.position(14), (3, 1), "an empty line");
+        assert_eq!(source.position(15), (4, 1));
+        assert_eq!(source.position(999), (4, 2), "past the end clamps");
+        assert_eq!(source.line_of(13), 2, "a line break belongs to its line");
+    }
+
+    #[test]
+    fn an_excerpt_of_a_long_line_is_clipped_around_the_error() {
+        let text = format!("{}bad{}", "x".repeat(70_000), "y".repeat(70_000));
+        let source = Source::new(Path::new("x.toml"), &text);
+        let error = source.error(70_000..70_003, "nope");
+        assert_eq!((error.line, error.column), (1, 70_001));
+        let snippet = error.snippet.expect("a snippet");
+        assert!(snippet.text.chars().count() <= MAX_LINE_CHARS + 2);
+        let at = snippet.span.offset();
+        assert_eq!(&snippet.text[at..at + snippet.span.len()], "bad");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_in_excerpts_and_messages() {
+        let source = Source::new(Path::new("x.toml"), "a = \"\u{1b}[31m\"\n");
+        let error = source.error(4..10, "see \u{1b}[31m");
+        let snippet = error.snippet.as_ref().expect("a snippet");
+        assert!(!snippet.text.contains('\u{1b}'), "{:?}", snippet.text);
+        assert!(!error.message.contains('\u{1b}'), "{:?}", error.message);
+    }
+
+    #[test]
+    fn user_text_is_clipped() {
+        assert_eq!(shown(&"a".repeat(100)).chars().count(), 65);
+        assert_eq!(shown("\u{7}"), "\\u{7}");
+    }
+}

@@ -1,0 +1,386 @@
+//! Decoding `[[step]]` tables: one table row per action says which step keys it takes, which expectation
+//! keys it can produce, and which function decodes it.
+
+use toml::Spanned;
+
+use crate::dispatch::DispatchError;
+use crate::dispatch::selector::{Selector, check_spelling};
+use crate::kernel::{Catalog, Method};
+use crate::pool::LockMode;
+use crate::scenario::error::LoadError;
+use crate::scenario::format::{SelectorValue, StepFields};
+use crate::scenario::load::expectations::{expectations, unproducible};
+use crate::scenario::load::source::{Source, did_you_mean, shown};
+use crate::scenario::model::{Action, Step};
+
+/// Expectation keys every action can produce.
+const ALWAYS: &[&str] = &["ok", "error", "message", "current_after", "trace"];
+/// The keys a normalized target fills (also on refusals that carry a target).
+const TARGET: &[&str] = &["family", "ordinal", "torch_device"];
+
+/// What one action takes and produces, and how it is decoded.
+pub(crate) struct ActionSpec {
+    /// Its name in files.
+    pub name: &'static str,
+    /// Step keys it requires.
+    pub required: &'static [&'static str],
+    /// Step keys it accepts but does not require.
+    pub optional: &'static [&'static str],
+    /// Expectation keys it can produce, beyond [`ALWAYS`].
+    pub produces: &'static [&'static [&'static str]],
+    /// Builds the action from a step whose keys were checked against `required` and `optional`.
+    decode: fn(&StepInput) -> Result<Action, LoadError>,
+}
+
+impl ActionSpec {
+    /// Whether the action can produce an expectation key.
+    pub fn can_produce(&self, key: &str) -> bool {
+        ALWAYS.contains(&key) || self.produces.iter().any(|keys| keys.contains(&key))
+    }
+
+    /// Every expectation key the action can produce, for messages.
+    pub fn producible(&self) -> Vec<&'static str> {
+        let mut keys: Vec<&str> = ALWAYS.to_vec();
+        keys.extend(self.produces.iter().flat_map(|k| k.iter().copied()));
+        keys
+    }
+}
+
+/// Every action, in the order of [`Action::NAMES`].
+pub(crate) const ACTIONS: [ActionSpec; 9] = [
+    ActionSpec {
+        name: "normalize",
+        required: &["device"],
+        optional: &[],
+        produces: &[TARGET],
+        decode: normalize,
+    },
+    ActionSpec {
+        name: "resolve",
+        required: &["device"],
+        optional: &[],
+        produces: &[TARGET],
+        decode: resolve,
+    },
+    ActionSpec {
+        name: "validate",
+        required: &["kernel", "device"],
+        optional: &[],
+        produces: &[TARGET],
+        decode: validate,
+    },
+    ActionSpec {
+        name: "warmup",
+        required: &["kernel", "device"],
+        optional: &[],
+        produces: &[TARGET, &["ran_on"]],
+        decode: warmup,
+    },
+    ActionSpec {
+        name: "move",
+        required: &["kernel", "device"],
+        optional: &[],
+        produces: &[TARGET, &["lands_on"]],
+        decode: move_weights,
+    },
+    ActionSpec {
+        name: "select",
+        required: &["method", "bits", "device"],
+        optional: &[],
+        produces: &[TARGET, &["selected"]],
+        decode: select,
+    },
+    ActionSpec {
+        name: "lock",
+        required: &["scope"],
+        optional: &["mode"],
+        produces: &[TARGET, &["covers"]],
+        decode: lock,
+    },
+    ActionSpec {
+        name: "set_device",
+        required: &["ordinal"],
+        optional: &[],
+        produces: &[],
+        decode: set_device,
+    },
+    ActionSpec {
+        name: "discover",
+        required: &[],
+        optional: &[],
+        produces: &[&["vendor", "archs"]],
+        decode: discover,
+    },
+];
+
+/// One step being decoded.
+struct StepInput<'a> {
+    source: &'a Source<'a>,
+    catalog: &'a Catalog,
+    number: usize,
+    spec: &'a ActionSpec,
+    step: &'a Spanned<StepFields>,
+    /// The error kind the step expects, if any: a bad name is then allowed when it is that error.
+    expected_error: Option<&'a str>,
+}
+
+impl StepInput<'_> {
+    fn fields(&self) -> &StepFields {
+        self.step.get_ref()
+    }
+
+    fn missing(&self, key: &str) -> LoadError {
+        self.source.error(
+            self.step.span(),
+            format!(
+                "run step {} ({}): expected `{key}`",
+                self.number, self.spec.name
+            ),
+        )
+    }
+
+    fn selector(
+        &self,
+        value: Option<&Spanned<SelectorValue>>,
+        key: &str,
+    ) -> Result<Selector, LoadError> {
+        let value = value.ok_or_else(|| self.missing(key))?;
+        let selector = match value.get_ref() {
+            SelectorValue::Int(n) => Selector::Ordinal(*n),
+            SelectorValue::Text(text) => Selector::Text(text.clone()),
+        };
+        if self.expected_error != Some("unknown-selector") {
+            check_spelling(&selector)
+                .map_err(|e| self.source.error(value.span(), e.to_string()))?;
+        }
+        Ok(selector)
+    }
+
+    fn device(&self) -> Result<Selector, LoadError> {
+        self.selector(self.fields().device.as_ref(), "device")
+    }
+
+    fn kernel(&self) -> Result<String, LoadError> {
+        let value = self
+            .fields()
+            .kernel
+            .as_ref()
+            .ok_or_else(|| self.missing("kernel"))?;
+        let name = value.get_ref();
+        if self.expected_error != Some("unknown-kernel") {
+            if let Err(error) = self.catalog.get(name) {
+                let help = match &error {
+                    DispatchError::UnknownKernel { suggestion, .. } => {
+                        suggestion.as_ref().map(|s| format!("did you mean {s}?"))
+                    }
+                    _ => None,
+                };
+                return Err(self
+                    .source
+                    .error_with_help(value.span(), error.to_string(), help));
+            }
+        }
+        Ok(name.clone())
+    }
+}
+
+fn normalize(input: &StepInput) -> Result<Action, LoadError> {
+    Ok(Action::Normalize(input.device()?))
+}
+
+fn resolve(input: &StepInput) -> Result<Action, LoadError> {
+    Ok(Action::Resolve(input.device()?))
+}
+
+fn validate(input: &StepInput) -> Result<Action, LoadError> {
+    Ok(Action::Validate {
+        kernel: input.kernel()?,
+        device: input.device()?,
+    })
+}
+
+fn warmup(input: &StepInput) -> Result<Action, LoadError> {
+    Ok(Action::Warmup {
+        kernel: input.kernel()?,
+        device: input.device()?,
+    })
+}
+
+fn move_weights(input: &StepInput) -> Result<Action, LoadError> {
+    Ok(Action::Move {
+        kernel: input.kernel()?,
+        device: input.device()?,
+    })
+}
+
+fn select(input: &StepInput) -> Result<Action, LoadError> {
+    let fields = input.fields();
+    let method_field = fields
+        .method
+        .as_ref()
+        .ok_or_else(|| input.missing("method"))?;
+    let method = Method::named(method_field.get_ref());
+    if !input.catalog.has_method(&method) {
+        let mut names: Vec<&str> = input
+            .catalog
+            .iter()
+            .map(|k| k.spec().method.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        return Err(input.source.error_with_help(
+            method_field.span(),
+            format!(
+                "select by method `{}`: expected one of the catalog's methods: {}",
+                shown(method.as_str()),
+                names.join(", ")
+            ),
+            did_you_mean(method.as_str(), names),
+        ));
+    }
+    Ok(Action::Select {
+        method,
+        bits: fields.bits.ok_or_else(|| input.missing("bits"))?,
+        device: input.device()?,
+    })
+}
+
+fn lock(input: &StepInput) -> Result<Action, LoadError> {
+    let fields = input.fields();
+    let mode = match fields.mode.as_ref() {
+        None => LockMode::Read,
+        Some(mode) => match mode.get_ref().as_str() {
+            "read" => LockMode::Read,
+            "write" => LockMode::Write,
+            other => {
+                return Err(input.source.error(
+                    mode.span(),
+                    format!(
+                        "take a lock in mode `{}`: expected `read` or `write`",
+                        shown(other)
+                    ),
+                ));
+            }
+        },
+    };
+    Ok(Action::Lock {
+        scope: input.selector(fields.scope.as_ref(), "scope")?,
+        mode,
+    })
+}
+
+fn set_device(input: &StepInput) -> Result<Action, LoadError> {
+    Ok(Action::SetDevice(
+        input
+            .fields()
+            .ordinal
+            .ok_or_else(|| input.missing("ordinal"))?,
+    ))
+}
+
+fn discover(_: &StepInput) -> Result<Action, LoadError> {
+    Ok(Action::Discover)
+}
+
+/// The step keys a file gave, by name.
+fn given_keys(fields: &StepFields) -> [(&'static str, bool); 7] {
+    [
+        ("kernel", fields.kernel.is_some()),
+        ("device", fields.device.is_some()),
+        ("method", fields.method.is_some()),
+        ("bits", fields.bits.is_some()),
+        ("scope", fields.scope.is_some()),
+        ("mode", fields.mode.is_some()),
+        ("ordinal", fields.ordinal.is_some()),
+    ]
+}
+
+fn list_or_nothing(keys: &[&str]) -> String {
+    if keys.is_empty() {
+        "no other key".into()
+    } else {
+        keys.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Decodes and checks one step.
+pub(crate) fn load_step(
+    source: &Source,
+    catalog: &Catalog,
+    number: usize,
+    step: &Spanned<StepFields>,
+) -> Result<Step, LoadError> {
+    let fields = step.get_ref();
+    let name = fields.action.get_ref().as_str();
+    let Some(spec) = ACTIONS.iter().find(|spec| spec.name == name) else {
+        return Err(source.error_with_help(
+            fields.action.span(),
+            format!(
+                "run step {number}: unknown action `{}`, expected one of {}",
+                shown(name),
+                Action::NAMES.join(", ")
+            ),
+            did_you_mean(name, Action::NAMES),
+        ));
+    };
+    for (key, present) in given_keys(fields) {
+        let takes = spec.required.contains(&key) || spec.optional.contains(&key);
+        if present && !takes {
+            let mut takes: Vec<&str> = spec.required.to_vec();
+            takes.extend(spec.optional);
+            return Err(source.error(
+                step.span(),
+                format!(
+                    "run step {number} ({name}): it does not use `{key}`; it takes {}",
+                    list_or_nothing(&takes)
+                ),
+            ));
+        }
+        if !present && spec.required.contains(&key) {
+            return Err(source.error(
+                step.span(),
+                format!("run step {number} ({name}): expected `{key}`"),
+            ));
+        }
+    }
+    if let Some((key, span)) = unproducible(&fields.expect, spec) {
+        return Err(source.error(
+            span.unwrap_or_else(|| step.span()),
+            format!(
+                "run step {number} ({name}): expect `{key}` can never be checked, a {name} step does not produce it; it can check {}",
+                list_or_nothing(&spec.producible())
+            ),
+        ));
+    }
+    let expect = expectations(source, catalog, &fields.expect)?;
+    let input = StepInput {
+        source,
+        catalog,
+        number,
+        spec,
+        step,
+        expected_error: expect.error.as_deref(),
+    };
+    let action = (spec.decode)(&input)?;
+    Ok(Step {
+        number,
+        line: source.line_of(step.span().start),
+        description: fields.description.clone(),
+        action,
+        expect,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_covers_every_action_in_order() {
+        let names: Vec<&str> = ACTIONS.iter().map(|a| a.name).collect();
+        assert_eq!(names, Action::NAMES);
+    }
+}
