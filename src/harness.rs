@@ -27,9 +27,9 @@ use libtest_mimic::{Arguments, Completion, Failed, Trial};
 use crate::kernel::Catalog;
 use crate::report;
 use crate::scenario::live::LiveContext;
-use crate::scenario::load::{ProfileSources, load_scenario_with, scenario_name};
+use crate::scenario::load::{ProfileSources, load_scenarios_with};
 use crate::scenario::suite::run_simulated;
-use crate::scenario::{CorpusError, ProfileError, Status, find_scenarios};
+use crate::scenario::{CorpusError, ProfileError, Scenario, Status, find_scenarios};
 
 /// How the harness runs each scenario.
 enum Mode {
@@ -107,24 +107,25 @@ impl Harness {
             Mode::Simulated => None,
             Mode::Live { child_exe } => Some(Arc::new(LiveContext::detect(child_exe.clone()))),
         };
-        Ok(files
-            .into_iter()
-            .map(|path| {
-                let name = scenario_name(&path);
+        let mut trials = Vec::new();
+        for path in files {
+            for (name, loaded) in load_scenarios_with(&path, &self.catalog, &profiles) {
                 let catalog = Arc::clone(&self.catalog);
-                let profiles = Arc::clone(&profiles);
-                match &live {
-                    None => Trial::test(name, move || simulated(&path, &catalog, &profiles)),
-                    Some(context) => {
-                        let context = Arc::clone(context);
-                        Trial::ignorable_test(name, move || {
-                            replayed(&path, &context, &catalog, &profiles)
-                        })
-                        .with_kind("live")
+                let trial = match (&live, loaded) {
+                    (_, Err(error)) => Trial::test(name, move || Err(error.to_string().into())),
+                    (None, Ok(scenario)) => {
+                        Trial::test(name, move || simulated(&scenario, &catalog))
                     }
-                }
-            })
-            .collect())
+                    (Some(context), Ok(scenario)) => {
+                        let context = Arc::clone(context);
+                        Trial::ignorable_test(name, move || replayed(&scenario, &context, &catalog))
+                            .with_kind("live")
+                    }
+                };
+                trials.push(trial);
+            }
+        }
+        Ok(trials)
     }
 
     /// Parses libtest's arguments from the process, runs every trial and exits with libtest's code
@@ -144,14 +145,8 @@ impl Harness {
     }
 }
 
-fn simulated(
-    path: &std::path::Path,
-    catalog: &Catalog,
-    profiles: &ProfileSources,
-) -> Result<(), Failed> {
-    let scenario = load_scenario_with(path, catalog, profiles)
-        .map_err(|error| Failed::from(error.to_string()))?;
-    let report = run_simulated(&scenario, catalog);
+fn simulated(scenario: &Scenario, catalog: &Catalog) -> Result<(), Failed> {
+    let report = run_simulated(scenario, catalog);
     match report.status {
         Status::Passed => Ok(()),
         Status::Failed => Err(report::human(&report).into()),
@@ -162,14 +157,11 @@ fn simulated(
 }
 
 fn replayed(
-    path: &std::path::Path,
+    scenario: &Scenario,
     context: &LiveContext,
     catalog: &Catalog,
-    profiles: &ProfileSources,
 ) -> Result<Completion, Failed> {
-    let scenario = load_scenario_with(path, catalog, profiles)
-        .map_err(|error| Failed::from(error.to_string()))?;
-    let report = context.run(&scenario, catalog);
+    let report = context.run(scenario, catalog);
     match report.status {
         Status::Passed => Ok(Completion::Completed),
         Status::Skipped(reason) => Ok(Completion::ignored_with(reason)),

@@ -20,7 +20,7 @@ use devsim::TorchBuild;
 use devsim::host::HostSpec;
 use devsim::kernel::Catalog;
 use devsim::runtime::live::machine::{RealGpu, RealMachine};
-use devsim::scenario::{find_scenarios, load_profile, load_scenario};
+use devsim::scenario::{ProfileSources, find_scenarios, load_profile, load_scenarios_with};
 use devsim::visible::VISIBLE_DEVICE_VARIABLES;
 use serde_json::Value;
 
@@ -282,8 +282,12 @@ fn expected_live(profile: &HostSpec) -> BTreeMap<String, bool> {
     let files = find_scenarios(&[repo().join("scenarios")]).expect("list scenarios");
     let parent = faked_machine(profile, &BTreeMap::new());
     let mut expected = BTreeMap::new();
-    for file in files {
-        let scenario = load_scenario(&file, &catalog).expect("the corpus loads");
+    let profiles = ProfileSources::for_paths(&[repo().join("scenarios")]);
+    let scenarios = files
+        .iter()
+        .flat_map(|file| load_scenarios_with(file, &catalog, &profiles))
+        .map(|(name, loaded)| loaded.unwrap_or_else(|e| panic!("{name} loads: {e}")));
+    for scenario in scenarios {
         let host = &scenario.host;
         let machine = if !host.env.is_empty() {
             faked_machine(profile, &host.env)

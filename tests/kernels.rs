@@ -1,14 +1,14 @@
-//! Kernel contracts beyond what scenario files say: the inventory as data, selection order, and the whole
-//! matrix. The seed's cases live in scenarios/seed/ and selection cases in scenarios/selection/.
+//! Kernel contracts beyond what scenario files say: the inventory as data and selection order. The seed's
+//! cases live in scenarios/seed/, selection in scenarios/selection/, and the whole-catalog invariants in
+//! scenarios/invariants/ (matrices over every kernel and profile).
 
 mod common;
 
-use common::{Sim, host, scenario_root};
+use common::{Sim, host};
 use devsim::kernel::Catalog;
 use devsim::kernel::Method;
 use devsim::kernel::audit::{Inventory, RocmDecision};
 use devsim::kernel::select::select;
-use devsim::matrix::{run_matrix, shipped_hosts};
 use devsim::{Family, TorchBuild};
 
 #[test]
@@ -103,32 +103,4 @@ fn ties_break_by_name() {
         .map(|k| k.spec().name.as_ref())
         .collect();
     assert_eq!(names, ["a_kernel", "b_kernel"]);
-}
-
-#[test]
-fn the_whole_matrix_keeps_every_invariant_on_every_shipped_host() {
-    let hosts = shipped_hosts(&scenario_root()).expect("profiles load");
-    assert!(hosts.len() >= 10, "every shipped profile is in the matrix");
-    let catalog = Catalog::reference();
-    let outcome = run_matrix(&hosts, &catalog);
-    assert!(
-        outcome.violations.is_empty(),
-        "{} violation(s), first ones:\n{}",
-        outcome.violations.len(),
-        outcome
-            .violations
-            .iter()
-            .take(20)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
-    assert!(
-        outcome.accepted > 0 && outcome.refused > 0,
-        "the matrix exercises both outcomes"
-    );
-    println!(
-        "matrix: {} cases, {} accepted, {} refused",
-        outcome.cases, outcome.accepted, outcome.refused
-    );
 }

@@ -33,7 +33,7 @@ fn check(out: &mut Vec<Mismatch>, key: &str, expected: Option<&str>, actual: Opt
 pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) -> Vec<Mismatch> {
     let mut out = Vec::new();
     match &observed.error {
-        None if !expect.ok => out.push(Mismatch {
+        None if expect.ok == Some(false) => out.push(Mismatch {
             key: "ok".into(),
             expected: match &expect.error {
                 Some(kind) => format!("false (error {kind})"),
@@ -42,7 +42,7 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
             actual: "true".into(),
         }),
         Some((kind, message)) => {
-            if expect.ok {
+            if expect.ok == Some(true) {
                 out.push(Mismatch {
                     key: "ok".into(),
                     expected: "true".into(),
@@ -144,6 +144,20 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
         }
     }
     out.extend(check_trace(&expect.trace, entries, "trace"));
+    let (branch, prefix) = match observed.error {
+        None => (&expect.when_ok, "when_ok"),
+        Some(_) => (&expect.when_refused, "when_refused"),
+    };
+    if let Some(branch) = branch {
+        out.extend(
+            compare(branch, observed, entries)
+                .into_iter()
+                .map(|m| Mismatch {
+                    key: format!("{prefix}.{}", m.key),
+                    ..m
+                }),
+        );
+    }
     out
 }
 

@@ -159,10 +159,15 @@ pub struct StepFields {
     /// What the step must produce.
     #[serde(default)]
     pub expect: StepExpectFields,
+    /// Checked only when the step succeeds; with `when_refused`, the step may go either way unless
+    /// `expect` says `ok` or `error` (matrices over kernels some hosts refuse).
+    pub when_ok: Option<StepExpectFields>,
+    /// Checked only when the step fails.
+    pub when_refused: Option<StepExpectFields>,
 }
 
 /// A step's expectations; every key present is checked.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StepExpectFields {
     /// Success or failure (default: success unless `error` is given).

@@ -189,13 +189,16 @@ fn run_in_child(
     let parsed: Result<serde_json::Value, _> = serde_json::from_slice(&output.stdout);
     let report = parsed
         .ok()
-        .and_then(|value| value.get("scenarios")?.get(0).cloned())
-        .and_then(|value| serde_json::from_value::<ScenarioReport>(value).ok());
+        .and_then(|value| value.get("scenarios")?.as_array().cloned())
+        .and_then(|reports| {
+            // A matrix file reports every case; this scenario is the case of the same name.
+            reports
+                .into_iter()
+                .filter_map(|value| serde_json::from_value::<ScenarioReport>(value).ok())
+                .find(|report| report.name == scenario.name)
+        });
     match report {
-        Some(mut report) => {
-            report.name = scenario.name.clone();
-            report
-        }
+        Some(report) => report,
         None => failed(
             scenario,
             "child process",

@@ -17,9 +17,10 @@
 //! Expansion is textual and keeps every line where it was: the `[matrix]` table is blanked, and each
 //! `{name}` placeholder is replaced by the case's value (a whole `"{name}"` string whose value is an
 //! integer becomes that integer). `kernel` accepts `"*"`, a list of names, or a filter table over the
-//! kernel inventory (`{ rocm = "refused" }`, `{ family = "rocm" }`, `{ method = "gptq" }`); a kernel case
+//! kernel inventory (`{ rocm = "refused" }`, `{ family = "rocm" }`, `{ method = "gptq" }`,
+//! `{ alternative = true }`); a kernel case
 //! also offers `{kernel.method}`, `{kernel.alternative}` and `{kernel.extension}`. `host = "*"` is every
-//! host profile the loader can see. A placeholder with no parameter, an empty expansion and one larger than
+//! host profile the loader can see, and a host case offers `{host.family}` (the family its build runs). A placeholder with no parameter, an empty expansion and one larger than
 //! [`MAX_CASES`] are load errors; a derived placeholder a kernel lacks (`{kernel.alternative}` of a kernel
 //! with no alternative) fails that case alone, naming its parameters.
 
@@ -37,8 +38,8 @@ pub struct MatrixContext<'a> {
     pub catalog: &'a Catalog,
     /// The inventory kernel filters read (the reference one for devsim's catalog).
     pub inventory: Option<&'a Inventory>,
-    /// Every profile name `host = "*"` expands over.
-    pub profiles: Vec<String>,
+    /// Every profile `host = "*"` expands over: its name and the family its build runs (`{host.family}`).
+    pub profiles: Vec<(String, Option<String>)>,
 }
 
 /// One expanded case.
@@ -100,6 +101,11 @@ impl Value {
             derived: BTreeMap::new(),
         }
     }
+}
+
+/// Whether `text` declares a `[matrix]` table.
+pub fn has_matrix(text: &str) -> bool {
+    find_section(text).is_some()
 }
 
 /// Expands `text`; `None` when the file has no `[matrix]` table (a plain scenario).
@@ -367,7 +373,7 @@ fn values_of(
         ("host", toml::Value::String(star)) if star == "*" => Ok(context
             .profiles
             .iter()
-            .map(|p| Value::plain(p.clone(), false))
+            .map(|(name, family)| host_value(name, family))
             .collect()),
         ("host", toml::Value::Array(names)) => names
             .iter()
@@ -375,19 +381,18 @@ fn values_of(
                 let name = name.as_str().ok_or_else(|| {
                     format!("read matrix parameter `host`: expected profile names, found {name}")
                 })?;
-                if !context.profiles.iter().any(|p| p == name) {
-                    let suggestion = crate::kernel::catalog::closest(
-                        name,
-                        context.profiles.iter().map(String::as_str),
-                    )
-                    .map(|s| format!(" (did you mean {s}?)"))
-                    .unwrap_or_default();
+                let Some((_, family)) = context.profiles.iter().find(|(p, _)| p == name) else {
+                    let names: Vec<&str> =
+                        context.profiles.iter().map(|(p, _)| p.as_str()).collect();
+                    let suggestion = crate::kernel::catalog::closest(name, names.iter().copied())
+                        .map(|s| format!(" (did you mean {s}?)"))
+                        .unwrap_or_default();
                     return Err(format!(
                         "find host profile `{name}`{suggestion}: expected one of {}",
-                        context.profiles.join(", ")
+                        names.join(", ")
                     ));
-                }
-                Ok(Value::plain(name.to_string(), false))
+                };
+                Ok(host_value(name, family))
             })
             .collect(),
         (_, toml::Value::Array(items)) => items
@@ -413,6 +418,16 @@ fn values_of(
     }
 }
 
+fn host_value(name: &str, family: &Option<String>) -> Value {
+    let mut derived = BTreeMap::new();
+    derived.insert("family".to_string(), family.clone());
+    Value {
+        text: name.to_string(),
+        integer: false,
+        derived,
+    }
+}
+
 fn kernel_value(spec: &crate::kernel::KernelSpec) -> Value {
     let mut derived = BTreeMap::new();
     derived.insert("method".to_string(), Some(spec.method.to_string()));
@@ -434,6 +449,13 @@ fn kernel_value(spec: &crate::kernel::KernelSpec) -> Value {
 fn kernel_filter(filter: &toml::Table, context: &MatrixContext) -> Result<Vec<Value>, String> {
     let mut kernels: Vec<&dyn crate::kernel::Kernel> = context.catalog.iter().collect();
     for (key, wanted) in filter {
+        if key == "alternative" {
+            let wanted = wanted.as_bool().ok_or_else(|| {
+                "read kernel filter `alternative`: expected true or false".to_string()
+            })?;
+            kernels.retain(|k| k.spec().alternative.is_some() == wanted);
+            continue;
+        }
         let wanted = wanted
             .as_str()
             .ok_or_else(|| format!("read kernel filter `{key}`: expected a string"))?;
@@ -460,7 +482,7 @@ fn kernel_filter(filter: &toml::Table, context: &MatrixContext) -> Result<Vec<Va
             }
             other => {
                 return Err(format!(
-                    "read kernel filter `{other}`: expected method, family or rocm"
+                    "read kernel filter `{other}`: expected method, family, rocm or alternative"
                 ));
             }
         }
@@ -479,7 +501,10 @@ mod tests {
         MatrixContext {
             catalog,
             inventory: Some(Inventory::reference()),
-            profiles: vec!["h200x2".into(), "r9700x2".into()],
+            profiles: vec![
+                ("h200x2".into(), Some("cuda".into())),
+                ("r9700x2".into(), Some("rocm".into())),
+            ],
         }
     }
 

@@ -13,7 +13,8 @@ pub mod suite;
 
 pub use error::{CorpusError, LoadError, ProfileError, Snippet};
 pub use load::{
-    ProfileSources, find_scenarios, load_profile, load_scenario, load_scenario_with, root_of,
+    ProfileSources, expand_scenarios, find_scenarios, load_profile, load_scenario,
+    load_scenario_with, load_scenarios_with, root_of,
 };
 pub use model::Scenario;
 pub use run::{ScenarioReport, Status, run_scenario};

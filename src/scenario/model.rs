@@ -133,8 +133,9 @@ pub enum ExpectedOrdinal {
 /// Checked step expectations; `None` fields are not checked.
 #[derive(Debug, Clone, Default)]
 pub struct Expectations {
-    /// Whether the step must succeed.
-    pub ok: bool,
+    /// Whether the step must succeed (`Some(true)`), fail (`Some(false)`), or may do either (`None`, only
+    /// with conditional expectations).
+    pub ok: Option<bool>,
     /// The error kind.
     pub error: Option<String>,
     /// A fragment of the error message.
@@ -161,6 +162,10 @@ pub struct Expectations {
     pub archs: Option<Vec<String>>,
     /// Rules over the step's trace.
     pub trace: TraceRules,
+    /// Checked only when the step succeeded.
+    pub when_ok: Option<Box<Expectations>>,
+    /// Checked only when the step failed.
+    pub when_refused: Option<Box<Expectations>>,
 }
 
 /// Rules over a trace; names are call names or `gate:*`.

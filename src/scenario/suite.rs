@@ -8,7 +8,7 @@ use crate::kernel::Catalog;
 use crate::runtime::{Runtime, SimRuntime};
 use crate::scenario::error::{CorpusError, LoadError};
 use crate::scenario::{
-    ProfileSources, Scenario, ScenarioReport, Status, find_scenarios, load_scenario_with,
+    ProfileSources, Scenario, ScenarioReport, Status, find_scenarios, load_scenarios_with,
     run_scenario,
 };
 
@@ -70,9 +70,11 @@ pub fn load_all_with(
     let mut scenarios = Vec::new();
     let mut errors = Vec::new();
     for file in files {
-        match load_scenario_with(&file, catalog, profiles) {
-            Ok(scenario) => scenarios.push(scenario),
-            Err(error) => errors.push(error),
+        for (_, loaded) in load_scenarios_with(&file, catalog, profiles) {
+            match loaded {
+                Ok(scenario) => scenarios.push(scenario),
+                Err(error) => errors.push(error),
+            }
         }
     }
     Ok((scenarios, errors))

@@ -244,7 +244,7 @@ pub(crate) fn expectations(
         }
     }
     Ok(Expectations {
-        ok: fields.ok.unwrap_or(fields.error.is_none()),
+        ok: Some(fields.ok.unwrap_or(fields.error.is_none())),
         error: fields.error.as_ref().map(|e| e.get_ref().clone()),
         message: fields.message.as_ref().map(|m| m.get_ref().clone()),
         family: fields.family.as_ref().map(|f| f.get_ref().clone()),
@@ -269,5 +269,65 @@ pub(crate) fn expectations(
             Some(rules) => trace_rules(source, rules)?,
             None => TraceRules::default(),
         },
+        when_ok: None,
+        when_refused: None,
+    })
+}
+
+/// Which conditional table is being read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Branch {
+    /// `[step.when_ok]`: checked when the step succeeded.
+    Ok,
+    /// `[step.when_refused]`: checked when the step failed.
+    Refused,
+}
+
+/// Reads a conditional table: the same keys as `[step.expect]`, but the outcome is the table's condition,
+/// so `ok` is refused in both and `error`/`message` in `when_ok`.
+pub(crate) fn branch_expectations(
+    source: &Source,
+    catalog: &Catalog,
+    fields: &StepExpectFields,
+    branch: Branch,
+    at: Range<usize>,
+) -> Result<Expectations, LoadError> {
+    let table = match branch {
+        Branch::Ok => "when_ok",
+        Branch::Refused => "when_refused",
+    };
+    if fields.ok.is_some() {
+        return Err(source.error(
+            at,
+            format!("expect `ok` in [step.{table}]: the table's name is its condition; drop `ok`"),
+        ));
+    }
+    if branch == Branch::Ok {
+        if let Some(span) = fields
+            .error
+            .as_ref()
+            .map(Spanned::span)
+            .or_else(|| fields.message.as_ref().map(Spanned::span))
+        {
+            return Err(source.error(
+                span,
+                "expect an error in [step.when_ok]: it is checked only when the step succeeds; use [step.when_refused]",
+            ));
+        }
+    }
+    // A refusal table may name the message without the kind: the condition already says it failed.
+    let checked = match branch {
+        Branch::Ok => expectations(source, catalog, fields)?,
+        Branch::Refused => {
+            let as_failure = StepExpectFields {
+                ok: Some(false),
+                ..fields.clone()
+            };
+            expectations(source, catalog, &as_failure)?
+        }
+    };
+    Ok(Expectations {
+        ok: None,
+        ..checked
     })
 }

@@ -19,8 +19,10 @@ mod steps;
 use std::path::Path;
 
 use crate::kernel::Catalog;
+use crate::kernel::audit::Inventory;
 use crate::scenario::error::LoadError;
 use crate::scenario::format::{FORMAT_VERSION, ScenarioFile};
+use crate::scenario::matrix::{self, MatrixContext};
 use crate::scenario::model::{Scenario, TraceRules};
 
 pub use corpus::{MAX_FILE_BYTES, find_scenarios, read_bounded, root_of, scenario_name};
@@ -45,7 +47,95 @@ pub fn load_scenario_with(
     parse_scenario(path, &text, catalog, profiles)
 }
 
-/// Checks a scenario's text (no size limit: the caller holds it already); `path` names it.
+/// One scenario of a file (the file itself, or one case of its matrix), by name, loaded or not.
+pub type Loaded = (String, Result<Scenario, LoadError>);
+
+/// Loads one scenario file as every scenario it holds: itself, or one per case of its `[matrix]`
+/// ([`crate::scenario::matrix`]), each with its name. Never empty: a file that cannot be read or expanded
+/// is one error; a case that cannot be loaded is an error of its own, named by its parameters, beside the
+/// cases that load.
+pub fn load_scenarios_with(
+    path: &Path,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+) -> Vec<Loaded> {
+    let text = match read_bounded(path) {
+        Ok(text) => text,
+        Err(error) => return vec![(scenario_name(path), Err(error))],
+    };
+    expand_scenarios(path, &text, catalog, profiles)
+}
+
+/// [`load_scenarios_with`] over text the caller already holds.
+pub fn expand_scenarios(
+    path: &Path,
+    text: &str,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+) -> Vec<Loaded> {
+    if !matrix::has_matrix(text) {
+        return vec![(
+            scenario_name(path),
+            parse_scenario(path, text, catalog, profiles),
+        )];
+    }
+    let source = Source::new(path, text);
+    let context = MatrixContext {
+        catalog,
+        inventory: Some(Inventory::reference()),
+        profiles: profiles
+            .names()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|name| {
+                let family = profiles
+                    .load(&name)
+                    .ok()
+                    .and_then(|host| host.torch.gpu_family())
+                    .map(|family| family.to_string());
+                (name, family)
+            })
+            .collect(),
+    };
+    let cases = match matrix::expand(text, &context) {
+        Ok(None) => {
+            return vec![(
+                scenario_name(path),
+                parse_scenario(path, text, catalog, profiles),
+            )];
+        }
+        Ok(Some(cases)) => cases,
+        Err(error) => {
+            let at = error.offset..error.offset;
+            let error = source.error_with_help(at, error.message, error.help);
+            return vec![(scenario_name(path), Err(error))];
+        }
+    };
+    let base = scenario_name(path);
+    cases
+        .into_iter()
+        .map(|case| {
+            let name = case.name(&base);
+            let scenario = match &case.text {
+                Ok(text) => parse_scenario(path, text, catalog, profiles),
+                Err(reason) => Err(LoadError::new(path, 1, 1, reason.clone())),
+            };
+            let scenario = scenario
+                .map(|scenario| Scenario {
+                    name: name.clone(),
+                    ..scenario
+                })
+                .map_err(|error| LoadError {
+                    message: format!("{name}: {}", error.message),
+                    ..error
+                });
+            (name, scenario)
+        })
+        .collect()
+}
+
+/// Checks a scenario's text (no size limit: the caller holds it already); `path` names it. A `[matrix]`
+/// is not expanded here: see [`load_scenarios_with`].
 pub fn parse_scenario(
     path: &Path,
     text: &str,
@@ -53,6 +143,12 @@ pub fn parse_scenario(
     profiles: &ProfileSources,
 ) -> Result<Scenario, LoadError> {
     let source = Source::new(path, text);
+    if let Some(offset) = text.find("[matrix]").filter(|_| matrix::has_matrix(text)) {
+        return Err(source.error(
+            offset..offset + "[matrix]".len(),
+            "load a parametrized scenario as one: it has a [matrix]; load its cases with load_scenarios_with",
+        ));
+    }
     let file: ScenarioFile = source.parse()?;
     if *file.format.get_ref() != FORMAT_VERSION {
         return Err(source.error(

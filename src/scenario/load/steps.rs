@@ -9,7 +9,9 @@ use crate::kernel::{Catalog, Method};
 use crate::pool::LockMode;
 use crate::scenario::error::LoadError;
 use crate::scenario::format::{SelectorValue, StepFields};
-use crate::scenario::load::expectations::{expectations, unproducible};
+use crate::scenario::load::expectations::{
+    Branch, branch_expectations, expectations, unproducible,
+};
 use crate::scenario::load::source::{Source, did_you_mean, shown};
 use crate::scenario::model::{Action, Step};
 
@@ -355,7 +357,33 @@ pub(crate) fn load_step(
             ),
         ));
     }
-    let expect = expectations(source, catalog, &fields.expect)?;
+    let mut expect = expectations(source, catalog, &fields.expect)?;
+    for (table, branch) in [
+        (&fields.when_ok, Branch::Ok),
+        (&fields.when_refused, Branch::Refused),
+    ] {
+        let Some(table) = table else { continue };
+        if let Some((key, span)) = unproducible(table, spec) {
+            return Err(source.error(
+                span.unwrap_or_else(|| step.span()),
+                format!(
+                    "run step {number} ({name}): expect `{key}` can never be checked, a {name} step does not produce it; it can check {}",
+                    list_or_nothing(&spec.producible())
+                ),
+            ));
+        }
+        let checked = branch_expectations(source, catalog, table, branch, step.span())?;
+        match branch {
+            Branch::Ok => expect.when_ok = Some(Box::new(checked)),
+            Branch::Refused => expect.when_refused = Some(Box::new(checked)),
+        }
+    }
+    if (expect.when_ok.is_some() || expect.when_refused.is_some())
+        && fields.expect.ok.is_none()
+        && fields.expect.error.is_none()
+    {
+        expect.ok = None;
+    }
     let input = StepInput {
         source,
         catalog,
