@@ -8,7 +8,6 @@ use serde::Serialize;
 use crate::errors::DriverError;
 use crate::family::Vendor;
 use crate::host::TorchBuild;
-use crate::mutants::{self, Mutant};
 use crate::runtime::Runtime;
 
 /// One GPU as discovery sees it.
@@ -44,10 +43,8 @@ pub fn discover(runtime: &dyn Runtime) -> Result<Discovery, DriverError> {
         });
     }
     let count = runtime.device_count()?;
-    let cuda_means_nvidia = mutants::active(Mutant::HipCudaMeansNvidia);
-    let vendor = match (count, cuda_means_nvidia) {
-        (0, _) => None,
-        (_, true) => Some(Vendor::Nvidia),
+    let vendor = match count {
+        0 => None,
         _ => build.vendor(),
     };
     let mut gpus = Vec::new();

@@ -13,7 +13,6 @@ pub mod family;
 pub mod host;
 pub mod kernel;
 pub mod matrix;
-pub mod mutants;
 pub mod pool;
 pub mod report;
 pub mod runtime;

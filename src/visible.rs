@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 
 use crate::errors::HostError;
 use crate::host::TorchBuild;
-use crate::mutants::{self, Mutant};
 
 /// The variables a host may set.
 pub const VISIBLE_DEVICE_VARIABLES: [&str; 3] = [
@@ -129,7 +128,7 @@ pub fn visible_gpus(
     }
     let all: Vec<usize> = (0..uuids.len()).collect();
     let cuda = env.get("CUDA_VISIBLE_DEVICES");
-    let mut visible = match build {
+    let visible = match build {
         TorchBuild::Cpu => return Ok(Vec::new()),
         TorchBuild::Cuda => match cuda {
             Some(value) => select(&parse_visible_devices(value), &all, uuids, build),
@@ -153,9 +152,6 @@ pub fn visible_gpus(
             }
         }
     };
-    if mutants::active(Mutant::MaskOrderIgnored) {
-        visible.sort_unstable();
-    }
     Ok(visible)
 }
 

@@ -5,7 +5,6 @@ use serde::Serialize;
 use crate::dispatch::Dispatch;
 use crate::errors::{DispatchError, DriverError};
 use crate::kernel::{Kernel, gpu_ordinal};
-use crate::mutants::{self, Mutant};
 use crate::runtime::{DeviceGuard, LaunchOn, Place};
 use crate::selector::{Selector, Target, TorchDevice, TorchType, to_torch_device};
 
@@ -91,11 +90,7 @@ pub(super) fn warmup<K: Kernel + ?Sized>(
     } else {
         LaunchOn::CurrentDevice
     };
-    let guard = if mutants::active(Mutant::WarmupOutsideTargetContext) {
-        None
-    } else {
-        enter(dispatch, device)?
-    };
+    let guard = enter(dispatch, device)?;
     // On error the guard's drop restores the caller's device.
     if on == LaunchOn::CurrentDevice {
         kernel.prepare_on_device(dispatch)?;
