@@ -5,7 +5,6 @@
 
 use serde::Serialize;
 
-use crate::mutants::{self, Mutant};
 use crate::runtime::DriverError;
 use crate::runtime::Runtime;
 use crate::vocab::TorchBuild;
@@ -44,10 +43,8 @@ pub fn discover(runtime: &dyn Runtime) -> Result<Discovery, DriverError> {
         });
     }
     let count = runtime.device_count()?;
-    let cuda_means_nvidia = mutants::active(Mutant::HipCudaMeansNvidia);
-    let vendor = match (count, cuda_means_nvidia) {
-        (0, _) => None,
-        (_, true) => Some(Vendor::Nvidia),
+    let vendor = match count {
+        0 => None,
         _ => build.vendor(),
     };
     let mut gpus = Vec::new();

@@ -77,7 +77,6 @@ pub mod harness;
 pub mod host;
 pub mod kernel;
 pub mod matrix;
-pub mod mutants;
 pub mod pool;
 pub mod report;
 pub mod runtime;

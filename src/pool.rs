@@ -9,7 +9,6 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use crate::dispatch::Dispatch;
 use crate::dispatch::DispatchError;
 use crate::dispatch::selector::{Scope, Selector};
-use crate::mutants::{self, Mutant};
 use crate::runtime::DriverError;
 use crate::runtime::Runtime;
 use crate::trace::{Call, Entry};
@@ -79,11 +78,6 @@ impl DevicePool {
             Scope::All => return Ok(self.keys.clone()),
             Scope::Target(target) => target,
         };
-        if target.family == Family::Rocm && mutants::active(Mutant::PoolRejectsRocm) {
-            return Err(DispatchError::UnknownSelector {
-                input: "rocm (unknown device for pool)".into(),
-            });
-        }
         let kind = match target.family {
             Family::Cpu => TorchType::Cpu,
             Family::Cuda | Family::Rocm => TorchType::Cuda,

@@ -10,7 +10,6 @@ use std::collections::BTreeMap;
 
 use thiserror::Error;
 
-use crate::mutants::{self, Mutant};
 use crate::vocab::TorchBuild;
 
 /// The variables a host may set.
@@ -130,7 +129,7 @@ pub fn visible_gpus(
     }
     let all: Vec<usize> = (0..uuids.len()).collect();
     let cuda = env.get("CUDA_VISIBLE_DEVICES");
-    let mut visible = match build {
+    let visible = match build {
         TorchBuild::Cpu => return Ok(Vec::new()),
         TorchBuild::Cuda => match cuda {
             Some(value) => select(&parse_visible_devices(value), &all, uuids, build),
@@ -154,9 +153,6 @@ pub fn visible_gpus(
             }
         }
     };
-    if mutants::active(Mutant::MaskOrderIgnored) {
-        visible.sort_unstable();
-    }
     Ok(visible)
 }
 

@@ -11,7 +11,6 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::dispatch::DispatchError;
-use crate::mutants::{self, Mutant};
 use crate::vocab::TorchBuild;
 use crate::vocab::{Family, Target, TorchDevice, TorchType};
 
@@ -89,15 +88,15 @@ enum Spelled {
 }
 
 /// Reads a selector's spelling: which family word, which ordinal. Knows nothing about the build.
-fn spell(selector: &Selector) -> Result<(Spelled, Option<u32>, bool), DispatchError> {
+fn spell(selector: &Selector) -> Result<(Spelled, Option<u32>), DispatchError> {
     match selector {
         Selector::Ordinal(n) => {
             let ordinal = u32::try_from(*n).map_err(|_| DispatchError::UnknownSelector {
                 input: n.to_string(),
             })?;
-            Ok((Spelled::Gpu, Some(ordinal), false))
+            Ok((Spelled::Gpu, Some(ordinal)))
         }
-        Selector::Family(family) => Ok((spelled_family(*family), None, false)),
+        Selector::Family(family) => Ok((spelled_family(*family), None)),
         Selector::Torch(device) => {
             let spelled = match device.kind {
                 TorchType::Cpu => Spelled::Cpu,
@@ -105,12 +104,9 @@ fn spell(selector: &Selector) -> Result<(Spelled, Option<u32>, bool), DispatchEr
                 TorchType::Xpu => Spelled::Xpu,
                 TorchType::Mps => Spelled::Mps,
             };
-            Ok((spelled, device.index, false))
+            Ok((spelled, device.index))
         }
-        Selector::Text(text) => {
-            let (spelled, ordinal) = spell_text(text)?;
-            Ok((spelled, ordinal, true))
-        }
+        Selector::Text(text) => spell_text(text),
     }
 }
 
@@ -217,35 +213,18 @@ pub fn normalize_scope(
     build: TorchBuild,
     visible_count: impl FnOnce() -> Result<u32, DispatchError>,
 ) -> Result<Scope, DispatchError> {
-    let (spelled, ordinal, from_text) = spell(selector)?;
+    let (spelled, ordinal) = spell(selector)?;
     let gpu_family = build.gpu_family();
     let family = match spelled {
         Spelled::All => return Ok(Scope::All),
         Spelled::Cpu => return Ok(Scope::Target(Target::family(Family::Cpu))),
         Spelled::Xpu => Family::Xpu,
         Spelled::Mps => Family::Mps,
-        Spelled::Rocm => {
-            if mutants::active(Mutant::RocmStoredAsCuda) {
-                Family::Cuda
-            } else {
-                Family::Rocm
-            }
-        }
-        Spelled::Cuda | Spelled::Gpu => {
-            let keep_spelling = build == TorchBuild::Hip
-                && if from_text {
-                    spelled == Spelled::Cuda
-                        && mutants::active(Mutant::StringSelectorsSkipNormalization)
-                } else {
-                    mutants::active(Mutant::CudaSpellingIsNvidia)
-                };
-            match gpu_family {
-                Some(Family::Rocm) if mutants::active(Mutant::RocmStoredAsCuda) => Family::Cuda,
-                _ if keep_spelling => Family::Cuda,
-                Some(family) => family,
-                None => Family::Cuda,
-            }
-        }
+        Spelled::Rocm => Family::Rocm,
+        Spelled::Cuda | Spelled::Gpu => match gpu_family {
+            Some(family) => family,
+            None => Family::Cuda,
+        },
     };
     // torch's `cuda` namespace answers on CUDA and HIP builds alike; only a HIP build has AMD GPUs.
     let present = match family {
@@ -282,14 +261,10 @@ pub fn to_torch_device(target: &Target) -> TorchDevice {
         Family::Xpu => TorchType::Xpu,
         Family::Mps => TorchType::Mps,
     };
-    let index = if mutants::active(Mutant::ExplicitOrdinalDropped) {
-        None
-    } else if mutants::active(Mutant::FamilyMovesToGpuZero) {
-        Some(target.ordinal.unwrap_or(0))
-    } else {
-        target.ordinal
-    };
-    TorchDevice { kind, index }
+    TorchDevice {
+        kind,
+        index: target.ordinal,
+    }
 }
 
 /// Checks a selector's spelling without knowing the build: `unknown-selector` for words devsim does not

@@ -7,7 +7,6 @@
 use crate::dispatch::Dispatch;
 use crate::dispatch::DispatchError;
 use crate::kernel::KernelSpec;
-use crate::mutants::{self, Mutant};
 use crate::trace::Gate;
 use crate::vocab::Target;
 use crate::vocab::{Arch, Family};
@@ -78,12 +77,9 @@ pub fn arch_gate(
         return Ok(());
     }
     let ordinal = match target.ordinal {
-        Some(ordinal) if !mutants::active(Mutant::ArchJudgedOnCurrentGpu) => ordinal,
-        _ => rt.get_device()?,
+        Some(ordinal) => ordinal,
+        None => rt.get_device()?,
     };
-    if nvidia_rule && mutants::active(Mutant::NvidiaProbeOnAmd) {
-        rt.nvidia_capability(ordinal)?;
-    }
     let refuse = |arch: String, rule: String| {
         dispatch.trace.gate(
             Gate::Arch,
@@ -156,14 +152,9 @@ pub fn run_gates(
     target: Target,
     bits: Option<u32>,
 ) -> Result<(), DispatchError> {
-    if mutants::active(Mutant::ExtensionLoadedBeforeGates) {
-        load_extension(dispatch, spec)?;
-    }
     family_gate(dispatch, spec, families, target)?;
     bits_gate(dispatch, spec, bits)?;
     arch_gate(dispatch, spec, target)?;
-    if !mutants::active(Mutant::ExtensionLoadedBeforeGates) {
-        load_extension(dispatch, spec)?;
-    }
+    load_extension(dispatch, spec)?;
     Ok(())
 }

@@ -6,7 +6,6 @@ use crate::dispatch::Dispatch;
 use crate::dispatch::DispatchError;
 use crate::dispatch::selector::{Selector, to_torch_device};
 use crate::kernel::{Kernel, gpu_ordinal};
-use crate::mutants::{self, Mutant};
 use crate::runtime::DriverError;
 use crate::runtime::{DeviceGuard, LaunchOn, Place};
 use crate::vocab::{Target, TorchDevice, TorchType};
@@ -92,11 +91,7 @@ pub(super) fn warmup<K: Kernel + ?Sized>(
     } else {
         LaunchOn::CurrentDevice
     };
-    let guard = if mutants::active(Mutant::WarmupOutsideTargetContext) {
-        None
-    } else {
-        enter(dispatch, device)?
-    };
+    let guard = enter(dispatch, device)?;
     // On error the guard's drop restores the caller's device.
     if on == LaunchOn::CurrentDevice {
         kernel.prepare_on_device(dispatch)?;

@@ -3,9 +3,7 @@
 use crate::dispatch::Dispatch;
 use crate::dispatch::DispatchError;
 use crate::kernel::{Kernel, KernelSpec};
-use crate::mutants::{self, Mutant};
 use crate::runtime::LaunchOn;
-use crate::vocab::Family;
 use crate::vocab::Target;
 
 /// AllSpark (GPTQ and AWQ): repacks its weights on the device, inside the target's context, before the
@@ -29,20 +27,9 @@ impl Kernel for AllSpark {
 /// declaration before the audit; the warmup launches the vendor path of the target's family.
 pub struct Bitsandbytes(pub KernelSpec);
 
-/// What bitsandbytes declared before the audit (ROCm missing).
-const PRE_AUDIT_FAMILIES: &[Family] = &[Family::Cpu, Family::Cuda];
-
 impl Kernel for Bitsandbytes {
     fn spec(&self) -> &KernelSpec {
         &self.0
-    }
-
-    fn families(&self) -> &[Family] {
-        if mutants::active(Mutant::HiddenRocmSupport) {
-            PRE_AUDIT_FAMILIES
-        } else {
-            &self.0.families
-        }
     }
 
     fn launch_name(&self, target: Target) -> String {

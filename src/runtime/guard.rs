@@ -1,6 +1,5 @@
 //! Entering a device's context and restoring the caller's, also on error or panic.
 
-use crate::mutants::{self, Mutant};
 use crate::runtime::DriverError;
 use crate::runtime::Runtime;
 
@@ -31,10 +30,8 @@ impl<'a> DeviceGuard<'a> {
     /// Restores the caller's device now, reporting a failure instead of swallowing it.
     pub fn restore(mut self) -> Result<(), DriverError> {
         match self.previous.take() {
-            Some(previous) if !mutants::active(Mutant::CurrentDeviceNotRestored) => {
-                self.runtime.set_device(previous)
-            }
-            _ => Ok(()),
+            Some(previous) => self.runtime.set_device(previous),
+            None => Ok(()),
         }
     }
 }
@@ -42,10 +39,8 @@ impl<'a> DeviceGuard<'a> {
 impl Drop for DeviceGuard<'_> {
     fn drop(&mut self) {
         if let Some(previous) = self.previous.take() {
-            if !mutants::active(Mutant::CurrentDeviceNotRestored) {
-                // Best effort on the error and panic paths; the normal path calls `restore`.
-                let _ = self.runtime.set_device(previous);
-            }
+            // Best effort on the error and panic paths; the normal path calls `restore`.
+            let _ = self.runtime.set_device(previous);
         }
     }
 }
