@@ -81,8 +81,9 @@ pub fn parse_scenario(
         .map(|(i, step)| load_step(&source, catalog, i + 1, step))
         .collect::<Result<Vec<_>, _>>()?;
     if steps.is_empty() {
+        let end = text.trim_end().len();
         return Err(source.error(
-            text.len()..text.len(),
+            end..end,
             "load the scenario: expected at least one [[step]]",
         ));
     }
