@@ -211,6 +211,11 @@ pub fn read_bounded(path: &Path) -> Result<String, LoadError> {
             "read the file: it is larger than the {MAX_FILE_BYTES}-byte (4 MiB) limit"
         )));
     }
+    decode(path, bytes)
+}
+
+/// A file's bytes as text: UTF-8 only, an invalid byte located at its line and column.
+pub fn decode(path: &Path, bytes: Vec<u8>) -> Result<String, LoadError> {
     String::from_utf8(bytes).map_err(|error| {
         let valid = error.utf8_error().valid_up_to();
         let bytes = error.as_bytes();

@@ -23,7 +23,7 @@ use crate::scenario::error::LoadError;
 use crate::scenario::format::{FORMAT_VERSION, ScenarioFile};
 use crate::scenario::model::{Scenario, TraceRules};
 
-pub use corpus::{MAX_FILE_BYTES, find_scenarios, read_bounded, root_of, scenario_name};
+pub use corpus::{MAX_FILE_BYTES, decode, find_scenarios, read_bounded, root_of, scenario_name};
 pub use hosts::{HOSTS_DIR, ProfileSources, SHIPPED, load_profile, parse_profile, profile_names};
 
 use expectations::trace_rules;
