@@ -5,8 +5,15 @@ use std::fmt::Write;
 use crate::scenario::run::{ScenarioReport, Status};
 
 /// One scenario's result for a terminal: a status line, and for failures every difference with the
-/// failing step's trace.
+/// failing step's trace. Control characters from user text (names, descriptions, messages) are escaped.
 pub fn human(report: &ScenarioReport) -> String {
+    human_raw(report)
+        .lines()
+        .map(|line| crate::scenario::error::escape_controls(line).into_owned() + "\n")
+        .collect()
+}
+
+fn human_raw(report: &ScenarioReport) -> String {
     let mut out = String::new();
     match &report.status {
         Status::Passed => {
@@ -50,4 +57,25 @@ pub fn human(report: &ScenarioReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn terminal_escapes_in_user_text_are_shown_escaped() {
+        let report = ScenarioReport {
+            name: "evil\u{1b}[2J.toml".into(),
+            path: "evil.toml".into(),
+            description: "a \u{202e}reversed description".into(),
+            status: Status::Failed,
+            steps: Vec::new(),
+            trace_mismatches: Vec::new(),
+        };
+        let shown = human(&report);
+        assert!(!shown.contains('\u{1b}'), "{shown:?}");
+        assert!(shown.contains("evil\\u{1b}[2J.toml"), "{shown:?}");
+        assert!(!shown.contains('\u{202e}'), "{shown:?}");
+    }
 }

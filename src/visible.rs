@@ -6,7 +6,7 @@
 //! `ROCR_VISIBLE_DEVICES` is applied first, then `HIP_VISIBLE_DEVICES` (or, without it,
 //! `CUDA_VISIBLE_DEVICES`) selects among what ROCR left.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use thiserror::Error;
 
@@ -46,8 +46,9 @@ pub fn parse_visible_devices(value: &str) -> VisibleList {
     for prefix in ["GPU-", "MIG-"] {
         if value.starts_with(prefix) {
             let mut ids: Vec<String> = Vec::new();
+            let mut seen = HashSet::new();
             for element in value.split(',') {
-                if ids.iter().any(|id| id == element) {
+                if !seen.insert(element) {
                     return VisibleList::Ids(Vec::new());
                 }
                 if !element.starts_with(prefix) {
@@ -59,9 +60,10 @@ pub fn parse_visible_devices(value: &str) -> VisibleList {
         }
     }
     let mut ordinals = Vec::new();
+    let mut seen = HashSet::new();
     for element in value.split(',') {
         let ordinal = strtoul(element.trim());
-        if ordinals.contains(&ordinal) {
+        if !seen.insert(ordinal) {
             return VisibleList::Ordinals(Vec::new());
         }
         if ordinal < 0 {

@@ -1,5 +1,6 @@
-//! `devsim bench`: decisions per second over the kernel matrix, the median cost of one validate, and
-//! scenarios per second over the corpus.
+//! `devsim bench`: decisions per second over the kernel matrix, the median cost of one validate,
+//! scenarios per second over the corpus, and load times at scale (a generated scenario of 1,000,000 steps,
+//! a visible-device mask of 200,000 entries).
 
 use std::path::Path;
 use std::time::Instant;
@@ -7,7 +8,70 @@ use std::time::Instant;
 use crate::cli::CliError;
 use crate::kernel::Catalog;
 use crate::matrix::{median, run_matrix, shipped_hosts};
+use crate::scenario::load::{ProfileSources, parse_scenario};
 use crate::scenario::suite::{load_all, run_simulated};
+use crate::visible::{VisibleList, parse_visible_devices};
+
+/// Steps in the generated scenario that `bench` loads.
+pub const GENERATED_STEPS: usize = 1_000_000;
+/// Entries in the generated visible-device mask that `bench` parses.
+pub const MASK_ENTRIES: usize = 200_000;
+
+/// Prints a line to stdout, ignoring a closed pipe.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+/// A scenario of `steps` steps (alternating normalize, validate and discover) on a shipped profile.
+pub fn generated_scenario(steps: usize) -> String {
+    let mut text = String::from(
+        "format = 1\ndescription = \"a generated scenario for load benchmarks\"\n[host]\nprofile = \"h200x2\"\n",
+    );
+    for i in 0..steps {
+        text.push_str(match i % 3 {
+            0 => "[[step]]\naction = \"normalize\"\ndevice = \"cuda:1\"\n",
+            1 => "[[step]]\naction = \"validate\"\nkernel = \"gptq_marlin\"\ndevice = \"cuda\"\n",
+            _ => "[[step]]\naction = \"discover\"\n[step.expect]\nvendor = \"nvidia\"\n",
+        });
+    }
+    text
+}
+
+/// Load time of a generated scenario and parse time of a long visible-device mask.
+pub fn run_load_scale(catalog: &Catalog) -> Result<(), CliError> {
+    let text = generated_scenario(GENERATED_STEPS);
+    let started = Instant::now();
+    let scenario = parse_scenario(
+        Path::new("generated.toml"),
+        &text,
+        catalog,
+        &ProfileSources::shipped(),
+    )?;
+    let load_time = started.elapsed();
+    say!(
+        "load: {} steps ({:.1} MiB) loaded in {:.2} s",
+        scenario.steps.len(),
+        text.len() as f64 / (1024.0 * 1024.0),
+        load_time.as_secs_f64()
+    );
+    let mask: Vec<String> = (0..MASK_ENTRIES).map(|i| i.to_string()).collect();
+    let mask = mask.join(",");
+    let started = Instant::now();
+    let parsed = parse_visible_devices(&mask);
+    let mask_time = started.elapsed();
+    let entries = match parsed {
+        VisibleList::Ordinals(ordinals) => ordinals.len(),
+        VisibleList::Ids(ids) => ids.len(),
+    };
+    say!(
+        "mask: {MASK_ENTRIES} entries ({entries} kept) parsed in {:.2} ms",
+        mask_time.as_secs_f64() * 1e3
+    );
+    Ok(())
+}
 
 /// Runs the benchmarks and prints their figures.
 pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> {
@@ -24,13 +88,13 @@ pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> 
         validate_times.extend(outcome.validate_times);
     }
     let median_validate = median(&mut validate_times);
-    println!(
+    say!(
         "matrix: {} kernels x {} hosts = {cases} cases per round, {rounds} round(s)",
         catalog.len(),
         hosts.len()
     );
-    println!("matrix: {best_rate:.0} decisions/s (best round)");
-    println!(
+    say!("matrix: {best_rate:.0} decisions/s (best round)");
+    say!(
         "validate: median {:.2} us over {} calls",
         median_validate.as_secs_f64() * 1e6,
         validate_times.len()
@@ -46,7 +110,7 @@ pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> 
         }
         best_corpus = best_corpus.min(started.elapsed().as_secs_f64());
     }
-    println!(
+    say!(
         "corpus: {} scenarios ({} failed to load) loaded in {:.1} ms, run in {:.2} ms (best of {rounds}): {:.0} scenarios/s",
         scenarios.len(),
         errors.len(),
@@ -54,7 +118,7 @@ pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> 
         best_corpus * 1e3,
         scenarios.len() as f64 / best_corpus
     );
-    Ok(())
+    run_load_scale(catalog)
 }
 
 /// `devsim bench --live`: the cost of a live replay against the same runtime calls made directly.

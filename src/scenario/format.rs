@@ -187,15 +187,15 @@ pub struct StepExpectFields {
     /// Where moved data ended: an ordinal or `"cpu"`.
     pub lands_on: Option<Spanned<IntOrWord>>,
     /// The thread's current device after the step.
-    pub current_after: Option<u32>,
+    pub current_after: Option<Spanned<u32>>,
     /// The kernel selection picked.
     pub selected: Option<Spanned<String>>,
     /// The pool keys a lock holds.
-    pub covers: Option<Vec<String>>,
+    pub covers: Option<Spanned<Vec<String>>>,
     /// discover: the vendor of the usable GPUs (`nvidia`, `amd`, `none`).
     pub vendor: Option<Spanned<String>>,
     /// discover: the visible GPUs' archs, in ordinal order.
-    pub archs: Option<Vec<String>>,
+    pub archs: Option<Spanned<Vec<String>>>,
     /// Rules over this step's trace.
     pub trace: Option<TraceRuleFields>,
 }

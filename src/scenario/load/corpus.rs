@@ -211,15 +211,21 @@ pub fn read_bounded(path: &Path) -> Result<String, LoadError> {
             "read the file: it is larger than the {MAX_FILE_BYTES}-byte (4 MiB) limit"
         )));
     }
+    decode(path, bytes)
+}
+
+/// A file's bytes as text: UTF-8 only, an invalid byte located at its line and column.
+pub fn decode(path: &Path, bytes: Vec<u8>) -> Result<String, LoadError> {
     String::from_utf8(bytes).map_err(|error| {
         let valid = error.utf8_error().valid_up_to();
         let bytes = error.as_bytes();
-        let prefix = std::str::from_utf8(&bytes[..valid]).unwrap_or_default();
-        Source::new(path, prefix).error(
-            valid..valid + 1,
+        // The lossy text matches the file up to the bad byte, which becomes one U+FFFD.
+        let lossy = String::from_utf8_lossy(bytes);
+        Source::new(path, &lossy).error(
+            valid..valid + '\u{FFFD}'.len_utf8(),
             format!(
                 "read the file: expected UTF-8 text, found the byte 0x{:02x}",
-                bytes[valid]
+                bytes.get(valid).copied().unwrap_or_default()
             ),
         )
     })

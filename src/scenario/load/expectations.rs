@@ -52,14 +52,26 @@ pub(crate) fn unproducible(
             fields.selected.is_some(),
             fields.selected.as_ref().map(Spanned::span),
         ),
-        ("covers", fields.covers.is_some(), None),
+        (
+            "covers",
+            fields.covers.is_some(),
+            fields.covers.as_ref().map(Spanned::span),
+        ),
         (
             "vendor",
             fields.vendor.is_some(),
             fields.vendor.as_ref().map(Spanned::span),
         ),
-        ("archs", fields.archs.is_some(), None),
-        ("current_after", fields.current_after.is_some(), None),
+        (
+            "archs",
+            fields.archs.is_some(),
+            fields.archs.as_ref().map(Spanned::span),
+        ),
+        (
+            "current_after",
+            fields.current_after.is_some(),
+            fields.current_after.as_ref().map(Spanned::span),
+        ),
     ];
     given
         .into_iter()
@@ -260,11 +272,11 @@ pub(crate) fn expectations(
             .as_ref()
             .map(|v| place_word(source, v, "lands_on"))
             .transpose()?,
-        current_after: fields.current_after,
+        current_after: fields.current_after.as_ref().map(|c| *c.get_ref()),
         selected: fields.selected.as_ref().map(|s| s.get_ref().clone()),
-        covers: fields.covers.clone(),
+        covers: fields.covers.as_ref().map(|c| c.get_ref().clone()),
         vendor: fields.vendor.as_ref().map(|v| v.get_ref().clone()),
-        archs: fields.archs.clone(),
+        archs: fields.archs.as_ref().map(|a| a.get_ref().clone()),
         trace: match &fields.trace {
             Some(rules) => trace_rules(source, rules)?,
             None => TraceRules::default(),

@@ -25,7 +25,7 @@ use crate::scenario::format::{FORMAT_VERSION, ScenarioFile};
 use crate::scenario::matrix::{self, MatrixContext};
 use crate::scenario::model::{Scenario, TraceRules};
 
-pub use corpus::{MAX_FILE_BYTES, find_scenarios, read_bounded, root_of, scenario_name};
+pub use corpus::{MAX_FILE_BYTES, decode, find_scenarios, read_bounded, root_of, scenario_name};
 pub use hosts::{HOSTS_DIR, ProfileSources, SHIPPED, load_profile, parse_profile, profile_names};
 
 use expectations::trace_rules;
@@ -177,8 +177,9 @@ pub fn parse_scenario(
         .map(|(i, step)| load_step(&source, catalog, i + 1, step))
         .collect::<Result<Vec<_>, _>>()?;
     if steps.is_empty() {
+        let end = text.trim_end().len();
         return Err(source.error(
-            text.len()..text.len(),
+            end..end,
             "load the scenario: expected at least one [[step]]",
         ));
     }
