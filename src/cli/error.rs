@@ -33,6 +33,9 @@ pub enum CliError {
     /// A dispatch step outside a scenario failed (benchmarks).
     #[error(transparent)]
     Dispatch(#[from] DispatchError),
+    /// A GPU driver is present but failed while devsim read the GPUs (`run --live`, `probe`).
+    #[error("read the GPUs: {0}")]
+    DriverFailing(String),
     /// JSON output could not be written.
     #[error("write json: {0}")]
     Json(#[from] serde_json::Error),

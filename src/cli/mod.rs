@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     crate::cli::main(crate::Catalog::reference())
+//!     devsim::cli::main(devsim::Catalog::reference())
 //! }
 //! ```
 //!
@@ -26,9 +26,18 @@ use crate::scenario::live::LiveContext;
 use crate::scenario::load::{HOSTS_DIR, load_profile, profile_names};
 use crate::scenario::suite::{Summary, load_all, run_simulated};
 
+/// The exit code of `run --live` and `probe` when a GPU driver is present but failing.
+pub const EXIT_DRIVER_FAILING: u8 = 3;
+
 /// A test harness for cross-vendor GPU device dispatch.
 #[derive(Parser)]
-#[command(name = "devsim", version, about)]
+#[command(
+    name = "devsim",
+    version,
+    about,
+    after_help = "Exit codes: 0 success; 1 scenarios failed; 2 bad input or usage; 3 a GPU driver is \
+present but failing (run --live, probe)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,14 +61,15 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
         /// Replay on the real machine: scenarios whose host it satisfies run live, the rest are skipped
-        /// with the reason.
+        /// with the reason. Exits 3 when a GPU driver is present but failing.
         #[arg(long)]
         live: bool,
         /// Internal: this process is the child that runs one `env` scenario live.
         #[arg(long, hide = true, requires = "live")]
         child: bool,
     },
-    /// Print the real machine as a host profile (scenarios/hosts/<name>.toml).
+    /// Print the real machine as a host profile (scenarios/hosts/<name>.toml). Exits 3 when a GPU
+    /// driver is present but failing.
     Probe,
     /// Load and validate scenario files without running them.
     Check {
@@ -163,6 +173,9 @@ fn run(
             say!("{}", serde_json::to_string_pretty(&value)?);
         }
     }
+    if let Some(live) = live.as_ref().filter(|live| live.driver_failing()) {
+        return Err(CliError::DriverFailing(live.unavailable.join("; ")));
+    }
     if summary.failed > 0 {
         return Err(CliError::Failed {
             failed: summary.failed,
@@ -173,10 +186,13 @@ fn run(
 
 fn probe() -> Result<(), CliError> {
     let live = LiveContext::detect(None);
-    if live.machine.library.is_none() {
+    if live.machine.gpus.is_empty() {
         eprintln!("{}", live.describe());
     }
     say!("{}", live.machine.to_profile().trim_end());
+    if live.driver_failing() {
+        return Err(CliError::DriverFailing(live.unavailable.join("; ")));
+    }
     Ok(())
 }
 
@@ -325,6 +341,10 @@ pub fn main(catalog: Catalog) -> ExitCode {
         Err(CliError::Failed { failed }) => {
             eprintln!("error: failed to pass {failed} scenario(s)");
             ExitCode::from(1)
+        }
+        Err(error @ CliError::DriverFailing(_)) => {
+            eprintln!("error: failed to {error}");
+            ExitCode::from(EXIT_DRIVER_FAILING)
         }
         Err(error) => {
             eprintln!("error: failed to {error}");
