@@ -1,6 +1,10 @@
-//! Live replay, one test per scenario file: scenarios whose host the real machine satisfies run on real
-//! drivers (and real tensors with `--features torch`); every other one is reported ignored with the
-//! reason. On a machine without GPUs the CPU scenarios still really run.
+//! Live replay, one test per scenario file. Whether a scenario can run live here is decided at LIST
+//! time (`LiveContext::plan`): scenarios whose host the real machine satisfies run on real drivers (and
+//! real tensors with `--features torch`); every other one is listed as ignored, so cargo test, nextest
+//! (`--run-ignored only`) and JUnit show it as a skip, and running it anyway fails with the reason. On a
+//! machine without GPUs the CPU scenarios still really run.
+//!
+//! `DEVSIM_REQUIRE_LIVE=N` adds a trial that fails when fewer than N scenarios can run live here.
 
 mod common;
 
@@ -11,21 +15,29 @@ use devsim::kernel::Catalog;
 use devsim::report;
 use devsim::scenario::live::LiveContext;
 use devsim::scenario::load::scenario_name;
-use devsim::scenario::{Status, load_scenario};
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use devsim::scenario::{Scenario, Status, load_scenario};
+use libtest_mimic::{Arguments, Failed, Trial};
 
-fn live(
-    path: PathBuf,
-    context: Arc<LiveContext>,
-    catalog: Arc<Catalog>,
-) -> Result<Completion, Failed> {
-    let scenario =
-        load_scenario(&path, &catalog).map_err(|error| Failed::from(error.to_string()))?;
-    let report = context.run(&scenario, &catalog);
+fn live(scenario: &Scenario, context: &LiveContext, catalog: &Catalog) -> Result<(), Failed> {
+    let report = context.run(scenario, catalog);
     match report.status {
-        Status::Passed => Ok(Completion::Completed),
-        Status::Skipped(reason) => Ok(Completion::ignored_with(reason)),
+        Status::Passed => Ok(()),
+        Status::Skipped(reason) => {
+            Err(format!("listed as runnable here, but skipped when run: {reason}").into())
+        }
         Status::Failed => Err(report::human(&report).into()),
+    }
+}
+
+/// `DEVSIM_REQUIRE_LIVE`, if set: the fewest scenarios that must run live here.
+fn required() -> Result<Option<usize>, String> {
+    match std::env::var("DEVSIM_REQUIRE_LIVE") {
+        Err(_) => Ok(None),
+        Ok(text) => text
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("DEVSIM_REQUIRE_LIVE={text:?} is not a number of scenarios")),
     }
 }
 
@@ -38,13 +50,45 @@ fn main() {
     if !args.list {
         eprintln!("{}", context.describe());
     }
-    let trials = common::corpus_files_or_exit()
+    let mut runnable = 0;
+    let mut trials: Vec<Trial> = common::corpus_files_or_exit()
         .into_iter()
         .map(|path| {
-            let (context, catalog) = (Arc::clone(&context), Arc::clone(&catalog));
-            Trial::ignorable_test(scenario_name(&path), move || live(path, context, catalog))
-                .with_kind("live")
+            let name = scenario_name(&path);
+            let scenario = match load_scenario(&path, &catalog) {
+                Ok(scenario) => scenario,
+                Err(error) => {
+                    let message = error.to_string();
+                    return Trial::test(name, move || Err(message.into())).with_kind("live");
+                }
+            };
+            match context.plan(&scenario) {
+                Ok(()) => {
+                    runnable += 1;
+                    let (context, catalog) = (Arc::clone(&context), Arc::clone(&catalog));
+                    Trial::test(name, move || live(&scenario, &context, &catalog))
+                }
+                Err(reason) => Trial::test(name, move || {
+                    Err(format!("cannot run live here: {reason}").into())
+                })
+                .with_ignored_flag(true),
+            }
+            .with_kind("live")
         })
         .collect();
+    match required() {
+        Ok(None) => {}
+        Ok(Some(wanted)) => trials.push(Trial::test("require_live", move || {
+            if runnable >= wanted {
+                Ok(())
+            } else {
+                Err(format!(
+                    "DEVSIM_REQUIRE_LIVE={wanted}, but only {runnable} scenario(s) can run live here"
+                )
+                .into())
+            }
+        })),
+        Err(message) => trials.push(Trial::test("require_live", move || Err(message.into()))),
+    }
     libtest_mimic::run(&args, trials).exit();
 }

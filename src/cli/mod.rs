@@ -64,6 +64,9 @@ enum Command {
         /// with the reason. Exits 3 when a GPU driver is present but failing.
         #[arg(long)]
         live: bool,
+        /// With --live: fail (exit 1) when fewer than N scenarios ran live (the rest were skipped).
+        #[arg(long, value_name = "N", requires = "live")]
+        require_live: Option<usize>,
         /// Internal: this process is the child that runs one `env` scenario live.
         #[arg(long, hide = true, requires = "live")]
         child: bool,
@@ -133,6 +136,7 @@ fn run(
     format: Format,
     live: bool,
     child: bool,
+    require_live: Option<usize>,
 ) -> Result<(), CliError> {
     let (scenarios, errors) = load_all(&default_paths(paths), catalog)?;
     print_load_errors(&errors);
@@ -175,6 +179,15 @@ fn run(
     }
     if let Some(live) = live.as_ref().filter(|live| live.driver_failing()) {
         return Err(CliError::DriverFailing(live.unavailable.join("; ")));
+    }
+    if let Some(required) = require_live {
+        let ran = reports
+            .iter()
+            .filter(|report| !matches!(report.status, crate::scenario::Status::Skipped(_)))
+            .count();
+        if ran < required {
+            return Err(CliError::TooFewLive { ran, required });
+        }
     }
     if summary.failed > 0 {
         return Err(CliError::Failed {
@@ -323,7 +336,8 @@ pub fn main(catalog: Catalog) -> ExitCode {
             format,
             live,
             child,
-        } => run(&catalog, paths, format, live, child),
+            require_live,
+        } => run(&catalog, paths, format, live, child, require_live),
         Command::Probe => probe(),
         Command::Check { paths } => check(&catalog, paths),
         Command::Kernels { format } => kernels(&catalog, format),
@@ -340,6 +354,10 @@ pub fn main(catalog: Catalog) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Failed { failed }) => {
             eprintln!("error: failed to pass {failed} scenario(s)");
+            ExitCode::from(1)
+        }
+        Err(error @ CliError::TooFewLive { .. }) => {
+            eprintln!("error: failed to {error}");
             ExitCode::from(1)
         }
         Err(error @ CliError::DriverFailing(_)) => {

@@ -210,6 +210,67 @@ impl LiveContext {
     }
 }
 
+impl LiveContext {
+    /// Decides, without running it, whether `scenario` will run live here: in this process, or in
+    /// the child [`LiveContext::run`] starts (an `env` scenario, or a smaller host on a bigger
+    /// machine). `Err` says why not. Test harnesses call this at list time, so a scenario that cannot
+    /// run is listed as ignored rather than reported as passing.
+    pub fn plan(&self, scenario: &Scenario) -> Result<(), String> {
+        let host = &scenario.host;
+        if self.child_exe.is_some() && host.torch != crate::vocab::TorchBuild::Cpu {
+            if !host.env.is_empty() {
+                return self.in_child_with(&host.env, scenario);
+            }
+            if let Some((variable, value)) = self.machine.restrict_to(host) {
+                let env = std::collections::BTreeMap::from([(variable.to_string(), value)]);
+                return self.in_child_with(&env, scenario);
+            }
+        }
+        self.runnable_here(scenario)
+    }
+
+    /// Whether `scenario` runs in a child whose visible-device variables are `env`: the machine that
+    /// child sees is this one's GPUs after `env` (predictable only when this process has no mask of
+    /// its own, since the child drops it).
+    fn in_child_with(
+        &self,
+        env: &std::collections::BTreeMap<String, String>,
+        scenario: &Scenario,
+    ) -> Result<(), String> {
+        if let DriverState::Failing(why) = &self.state {
+            return Err(format!("the GPU driver is failing: {why}"));
+        }
+        if !visible_masks().is_empty() || self.machine.gpus.is_empty() {
+            // The child sees GPUs this process cannot; only the scenario's own build can be checked.
+            return self.machine.satisfies(&scenario.host).or_else(|reason| {
+                if reason.starts_with("wrong vendor") {
+                    Err(reason)
+                } else {
+                    Ok(())
+                }
+            });
+        }
+        let archs: Vec<crate::vocab::Arch> = self
+            .machine
+            .gpus
+            .iter()
+            .map(|gpu| gpu.arch.clone())
+            .collect();
+        let mut whole = crate::host::HostSpec::new(self.machine.build, &archs);
+        whole.env = env.clone();
+        let visible = whole.visible().map_err(|error| error.to_string())?;
+        let child = RealMachine {
+            build: self.machine.build,
+            library: self.machine.library.clone(),
+            gpus: visible
+                .iter()
+                .filter_map(|physical| self.machine.gpus.get(*physical).cloned())
+                .collect(),
+        };
+        child.satisfies(&scenario.host)
+    }
+}
+
 /// This process's visible-device variables, as `NAME="value"` pairs.
 fn visible_masks() -> String {
     VISIBLE_DEVICE_VARIABLES

@@ -96,8 +96,7 @@ impl CudaApi {
                 cuGetErrorName: resolve(lib, p, "cuGetErrorName")?,
                 cuGetErrorString: resolve(lib, p, "cuGetErrorString")?,
                 candidate: p.to_owned(),
-                path: resolved_path(init as *const std::ffi::c_void)
-                    .unwrap_or_else(|| p.to_owned()),
+                path: resolved_path(init as usize).unwrap_or_else(|| p.to_owned()),
             })
         }
     }

@@ -137,6 +137,9 @@ pub enum DriverProbe {
     Absent(Vec<DriverLoadError>),
 }
 
+/// Loads one driver.
+type Loader = fn() -> Result<Box<dyn GpuDriver>, DriverLoadError>;
+
 /// Whether a driver error means "no device" (`CUDA_ERROR_NO_DEVICE`, `hipErrorNoDevice`).
 fn is_no_device(error: &DriverError) -> bool {
     error.code == devsim_sys::cuda::CUDA_ERROR_NO_DEVICE
@@ -149,10 +152,7 @@ pub fn probe_gpu_driver() -> DriverProbe {
     let mut absent = Vec::new();
     let mut failing = None;
     let mut empty: Vec<(bool, DriverProbe)> = Vec::new();
-    let loads: [(
-        TorchBuild,
-        fn() -> Result<Box<dyn GpuDriver>, DriverLoadError>,
-    ); 2] = [
+    let loads: [(TorchBuild, Loader); 2] = [
         (TorchBuild::Cuda, || {
             CudaDriver::load().map(|d| Box::new(d) as Box<dyn GpuDriver>)
         }),

@@ -88,7 +88,7 @@ impl HipApi {
         // library is never unloaded.
         let get_version: sys::hipRuntimeGetVersion_t =
             unsafe { resolve(lib, p, "hipRuntimeGetVersion") }.map_err(|e| e.to_string())?;
-        let path = resolved_path(get_version as *const c_void).unwrap_or_else(|| p.to_owned());
+        let path = resolved_path(get_version as usize).unwrap_or_else(|| p.to_owned());
         let mut version: c_int = 0;
         // SAFETY: the out-pointer is a live, writable `int`.
         let code = unsafe { get_version(&mut version) };

@@ -127,9 +127,10 @@ pub fn open_each<T>(
     Err(LibraryError::NotAvailable { library, tried })
 }
 
-/// The file the dynamic loader mapped for the object containing `address` (a resolved symbol), as
-/// `dladdr` reports it: the resolved path of a library opened by a bare name.
-pub fn resolved_path(address: *const std::ffi::c_void) -> Option<String> {
+/// The file the dynamic loader mapped for the object containing code `address` (a resolved
+/// function's address), as `dladdr` reports it: the resolved path of a library opened by a bare name.
+pub fn resolved_path(address: usize) -> Option<String> {
+    let address = std::ptr::without_provenance::<std::ffi::c_void>(address);
     let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
     // SAFETY: `dladdr` only reads `address` as a number and fills `info`, which is writable.
     let found = unsafe { libc::dladdr(address, info.as_mut_ptr()) };
