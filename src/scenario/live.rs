@@ -24,7 +24,7 @@ pub enum DriverState {
     /// none of its vendor); the text says which driver and what it answered.
     NoVisibleGpu(String),
     /// A driver is present but failed while devsim read the GPUs; the text says which and how.
-    /// `devsim run --live` and `devsim probe` exit with [`crate::cli::EXIT_DRIVER_FAILING`].
+    /// `devsim run --live` and `devsim probe` exit with their own code (3) for it.
     Failing(String),
 }
 
