@@ -11,10 +11,13 @@
 //! }
 //! ```
 //!
-//! Tests are named by the scenario's path relative to its root (`seed/x.toml`) and support libtest's
-//! `--list`, `--exact`, `--ignored` and filters, so `cargo test` and cargo-nextest list, filter and shard
-//! them. A simulated scenario is never skipped; a live one that the machine cannot run is reported ignored
-//! with the reason.
+//! Tests are named by the scenario's path relative to its root (`seed/x.toml`, a matrix case
+//! `x.toml[kernel=…]`) and support libtest's `--list`, `--exact`, `--ignored` and filters, so `cargo test`
+//! and cargo-nextest list, filter and shard them. A simulated scenario is never skipped. Live, whether a
+//! scenario can run here is decided at LIST time: one the machine cannot run is listed as ignored (so
+//! nextest's `--run-ignored only` and JUnit show it as a skip, never a pass), and running it anyway fails
+//! with the reason. `DEVSIM_REQUIRE_LIVE=N` (or [`Harness::require_live`]) adds a `require_live` test that
+//! fails when fewer than N scenarios can run live here.
 
 // The example above is a whole test file, whose `main` is the point.
 #![allow(clippy::needless_doctest_main)]
@@ -22,7 +25,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::kernel::Catalog;
 use crate::report;
@@ -39,6 +42,8 @@ enum Mode {
     Live {
         /// The binary children run (`devsim`, or a downstream crate's own `devsim::cli` binary).
         child_exe: Option<PathBuf>,
+        /// The fewest scenarios that must be able to run live here.
+        require: Option<usize>,
     },
 }
 
@@ -91,7 +96,17 @@ impl Harness {
     pub fn live(mut self, child_exe: impl Into<PathBuf>) -> Self {
         self.mode = Mode::Live {
             child_exe: Some(child_exe.into()),
+            require: None,
         };
+        self
+    }
+
+    /// Live only: fail unless at least `count` scenarios can run live here (overrides
+    /// `DEVSIM_REQUIRE_LIVE`).
+    pub fn require_live(mut self, count: usize) -> Self {
+        if let Mode::Live { require, .. } = &mut self.mode {
+            *require = Some(count);
+        }
         self
     }
 
@@ -105,8 +120,9 @@ impl Harness {
         });
         let live = match &self.mode {
             Mode::Simulated => None,
-            Mode::Live { child_exe } => Some(Arc::new(LiveContext::detect(child_exe.clone()))),
+            Mode::Live { child_exe, .. } => Some(Arc::new(LiveContext::detect(child_exe.clone()))),
         };
+        let mut runnable = 0;
         let mut trials = Vec::new();
         for path in files {
             for (name, loaded) in load_scenarios_with(&path, &self.catalog, &profiles) {
@@ -116,13 +132,38 @@ impl Harness {
                     (None, Ok(scenario)) => {
                         Trial::test(name, move || simulated(&scenario, &catalog))
                     }
-                    (Some(context), Ok(scenario)) => {
-                        let context = Arc::clone(context);
-                        Trial::ignorable_test(name, move || replayed(&scenario, &context, &catalog))
-                            .with_kind("live")
+                    (Some(context), Ok(scenario)) => match context.plan(&scenario) {
+                        Ok(()) => {
+                            runnable += 1;
+                            let context = Arc::clone(context);
+                            Trial::test(name, move || replayed(&scenario, &context, &catalog))
+                        }
+                        Err(reason) => Trial::test(name, move || {
+                            Err(format!("cannot run live here: {reason}").into())
+                        })
+                        .with_ignored_flag(true),
                     }
+                    .with_kind("live"),
                 };
                 trials.push(trial);
+            }
+        }
+        if let Mode::Live { require, .. } = &self.mode {
+            match require.map(Ok).or_else(required_from_env) {
+                None => {}
+                Some(Ok(wanted)) => trials.push(Trial::test("require_live", move || {
+                    if runnable >= wanted {
+                        Ok(())
+                    } else {
+                        Err(format!(
+                            "{wanted} scenario(s) must run live, but only {runnable} can run here"
+                        )
+                        .into())
+                    }
+                })),
+                Some(Err(message)) => {
+                    trials.push(Trial::test("require_live", move || Err(message.into())));
+                }
             }
         }
         Ok(trials)
@@ -132,7 +173,7 @@ impl Harness {
     /// (2 with a message when a scenario folder cannot be listed).
     pub fn run(self) -> ! {
         let args = Arguments::from_args();
-        if let (Mode::Live { child_exe }, false) = (&self.mode, args.list) {
+        if let (Mode::Live { child_exe, .. }, false) = (&self.mode, args.list) {
             eprintln!("{}", LiveContext::detect(child_exe.clone()).describe());
         }
         match self.trials() {
@@ -156,15 +197,23 @@ fn simulated(scenario: &Scenario, catalog: &Catalog) -> Result<(), Failed> {
     }
 }
 
-fn replayed(
-    scenario: &Scenario,
-    context: &LiveContext,
-    catalog: &Catalog,
-) -> Result<Completion, Failed> {
+fn replayed(scenario: &Scenario, context: &LiveContext, catalog: &Catalog) -> Result<(), Failed> {
     let report = context.run(scenario, catalog);
     match report.status {
-        Status::Passed => Ok(Completion::Completed),
-        Status::Skipped(reason) => Ok(Completion::ignored_with(reason)),
+        Status::Passed => Ok(()),
+        Status::Skipped(reason) => {
+            Err(format!("listed as runnable here, but skipped when run: {reason}").into())
+        }
         Status::Failed => Err(report::human(&report).into()),
     }
+}
+
+/// `DEVSIM_REQUIRE_LIVE`, if set: the fewest scenarios that must run live here.
+fn required_from_env() -> Option<Result<usize, String>> {
+    let text = std::env::var("DEVSIM_REQUIRE_LIVE").ok()?;
+    Some(
+        text.trim()
+            .parse()
+            .map_err(|_| format!("DEVSIM_REQUIRE_LIVE={text:?} is not a number of scenarios")),
+    )
 }

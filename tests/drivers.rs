@@ -2,7 +2,7 @@
 //! driver that does load (on a GPU machine) answers real calls.
 
 use devsim::runtime::live::cuda::{CUDA_CANDIDATES, CUDA_LIBRARY, CudaDriver};
-use devsim::runtime::live::hip::{HIP_CANDIDATES, HIP_LIBRARY, HipDriver};
+use devsim::runtime::live::hip::{HIP_CANDIDATES, HIP_LIBRARY, HipApi, HipDriver};
 use devsim::runtime::live::library::{DriverLoadError, LibraryError, open_first, resolve};
 
 /// Asserts `error` is `NotAvailable` for `library`, listing each candidate once, in order.
@@ -82,7 +82,7 @@ fn cuda_driver_loads_or_says_why_not() {
         "{CUDA_LIBRARY}: loaded {} (version {version}), {count} device(s)",
         driver.path()
     );
-    assert!(CUDA_CANDIDATES.contains(&driver.path()));
+    assert!(CUDA_CANDIDATES.contains(&driver.api().candidate()));
     assert!(version > 0);
     for ordinal in (0..count).rev() {
         driver.set_device(ordinal).expect("set_device");
@@ -132,7 +132,7 @@ fn hip_driver_loads_or_says_why_not() {
     };
     let count = driver.device_count().expect("hipGetDeviceCount");
     println!("{HIP_LIBRARY}: loaded {}, {count} device(s)", driver.path());
-    assert!(HIP_CANDIDATES.contains(&driver.path()));
+    assert!(HIP_CANDIDATES.contains(&driver.api().candidate()));
     for ordinal in (0..count).rev() {
         driver.set_device(ordinal).expect("set_device");
         assert_eq!(
@@ -199,4 +199,40 @@ fn a_present_symbol_resolves_to_the_function() {
     // SAFETY: getpid takes nothing and cannot fail; `library` is still loaded.
     let pid = unsafe { getpid() };
     assert_eq!(u32::try_from(pid).ok(), Some(std::process::id()));
+}
+
+/// Debian 12's `libamdhip64-5` (HIP 5.2), which `.ci/run` installs.
+const DEBIAN_HIP5: &str = "/usr/lib/x86_64-linux-gnu/libamdhip64.so.5";
+
+/// An old ROCm is refused by version, naming the path, and the next candidate is tried.
+#[test]
+fn rocm_older_than_6_is_refused_with_its_version_and_path() {
+    if !std::path::Path::new(DEBIAN_HIP5).exists() {
+        let reason = format!("{DEBIAN_HIP5} is absent (apt-get install libamdhip64-5)");
+        assert!(
+            std::env::var("CI").map_or(true, |ci| ci != "true"),
+            "under CI the library must be installed: {reason}"
+        );
+        println!("skipped: {reason}");
+        return;
+    }
+    let candidates = ["libamdhip64.so.5", "libdevsim-no-such-library.so.9"];
+    let Err(error) = HipApi::load_from(&candidates) else {
+        panic!("HIP 5.2 was accepted");
+    };
+    let LibraryError::NotAvailable { tried, .. } = &error else {
+        panic!("expected NotAvailable, got {error:?}");
+    };
+    assert_eq!(
+        tried.len(),
+        2,
+        "the later candidate is tried too: {tried:?}"
+    );
+    let refusal = &tried[0];
+    assert!(
+        refusal.starts_with("libamdhip64.so.5: ROCm 6.0 or newer is needed; found HIP 5.2 at /"),
+        "{refusal}"
+    );
+    assert!(refusal.contains("libamdhip64.so.5"), "{refusal}");
+    println!("{error}");
 }

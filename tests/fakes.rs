@@ -1,20 +1,24 @@
 //! Live replay through the fake drivers (`fakes/cuda`, `fakes/hip`) on a machine without GPUs.
 //!
-//! The fakes are built once per test process, copied into scratch folders under their real names
-//! (`libcuda.so.1`, `libamdhip64.so`), and put first on `LD_LIBRARY_PATH` of a child `devsim`, which
-//! finds them through the loader's ordinary search, exactly as it finds a real driver. Each child
-//! gets `DEVSIM_FAKE_HOST`, the host profile the fake answers from.
+//! The fakes are built by `scripts/build-fake-drivers` (CI runs it first) into `target/fake-drivers/`
+//! under their real names; no test builds them. Each child `devsim` gets one of those folders first on
+//! `LD_LIBRARY_PATH` and finds the fake through the loader's ordinary search, exactly as it finds a real
+//! driver, plus `DEVSIM_FAKE_HOST`, the host profile the fake answers from. When the fakes were not
+//! built every trial is listed as ignored, with the reason printed, or fails under `CI=true`.
 //!
-//! For every profile, the scenarios that run live are exactly those whose host the faked machine
-//! satisfies (directly, in a narrowed child, or in an `env` child), every one passes, and each step's
-//! trace equals the simulated run's. `devsim probe` proves the fake is the library mapped, and
-//! profile faults (a launch failure, a lost GPU) surface through the C ABI as driver errors.
+//! One trial per shipped GPU profile replays the corpus: the scenarios that run live are exactly those
+//! whose host the faked machine satisfies, every one passes, and each step's trace equals the simulated
+//! run's. Further trials: `devsim probe` maps the fake, the visible-device variables apply, profile
+//! faults surface through the C ABI, and the C ABI itself answers with the drivers' codes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-use std::time::Instant;
+
+use devsim_sys::{cuda, hip};
+use libtest_mimic::{Arguments, Failed, Trial};
+use tempfile::TempDir;
 
 use devsim::TorchBuild;
 use devsim::host::HostSpec;
@@ -23,11 +27,6 @@ use devsim::runtime::live::machine::{RealGpu, RealMachine};
 use devsim::scenario::{ProfileSources, find_scenarios, load_profile, load_scenarios_with};
 use devsim::visible::VISIBLE_DEVICE_VARIABLES;
 use serde_json::Value;
-
-/// The HIP host profiles replayed through the HIP fake.
-const HIP_PROFILES: [&str; 3] = ["r9700x2", "mi300x", "amd_mixed"];
-/// The CUDA host profiles replayed through the CUDA fake.
-const CUDA_PROFILES: [&str; 5] = ["h200", "h200x2", "a100", "rtx4090", "b200"];
 
 /// Which fake a child runs with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,16 +38,31 @@ enum Fake {
 }
 
 impl Fake {
-    /// What `devsim run --live` says it runs through.
-    fn describes(self) -> &'static str {
+    /// What `devsim run --live` says it runs through: the build and the fake's resolved path.
+    fn describes(self) -> String {
         match self {
-            Fake::Cuda => "cuda build through libcuda.so.1",
-            Fake::Hip | Fake::HipOnly => "hip build through libamdhip64.so",
+            Fake::Cuda => format!(
+                "cuda build through {}",
+                fakes().folder(self).join(cuda::LIBRARY).display()
+            ),
+            Fake::Hip | Fake::HipOnly => format!(
+                "hip build through {}",
+                fakes().folder(self).join(hip::LIBRARY).display()
+            ),
+        }
+    }
+
+    /// The fake that drives a build's profiles.
+    fn for_build(build: TorchBuild) -> Option<Self> {
+        match build {
+            TorchBuild::Cuda => Some(Fake::Cuda),
+            TorchBuild::Hip => Some(Fake::Hip),
+            TorchBuild::Cpu => None,
         }
     }
 }
 
-/// The built fakes, each in its own folder.
+/// The built fakes, each in its own folder under `target/fake-drivers/`.
 struct Fakes {
     /// Holds `libcuda.so.1` only.
     cuda: PathBuf,
@@ -68,108 +82,42 @@ impl Fakes {
             Fake::HipOnly => &self.hip_only,
         }
     }
+
+    /// The folders `scripts/build-fake-drivers` lays out, or why they are not there.
+    fn locate() -> Result<Self, String> {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| repo().join("target"));
+        let root = target.join("fake-drivers");
+        let fakes = Self {
+            cuda: root.join("cuda"),
+            hip: root.join("hip"),
+            hip_only: root.join("hip-only"),
+        };
+        let needed = [
+            fakes.cuda.join(cuda::LIBRARY),
+            fakes.hip.join(cuda::LIBRARY),
+            fakes.hip.join(hip::LIBRARY),
+            fakes.hip_only.join(hip::LIBRARY),
+        ];
+        match needed.iter().find(|path| !path.is_file()) {
+            None => Ok(fakes),
+            Some(missing) => Err(format!(
+                "the fake drivers are not built ({} is missing): run scripts/build-fake-drivers",
+                missing.display()
+            )),
+        }
+    }
 }
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// When the first test of this file started.
-fn started() -> Instant {
-    static START: OnceLock<Instant> = OnceLock::new();
-    *START.get_or_init(Instant::now)
-}
-
-/// Starts timing a test (and the file, at its first test).
-fn begin() -> Instant {
-    started();
-    Instant::now()
-}
-
-/// Prints how long a test took and how long the file has run so far.
-fn report_time(test: &str, start: Instant) {
-    println!(
-        "[fakes] {test}: {:.2}s (file so far {:.2}s)",
-        start.elapsed().as_secs_f64(),
-        started().elapsed().as_secs_f64()
-    );
-}
-
-/// A scratch folder of this test process, under cargo's per-target scratch folder. The first call
-/// removes the folders of earlier test processes that have exited.
-fn scratch(name: &str) -> PathBuf {
-    static SWEPT: OnceLock<()> = OnceLock::new();
-    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    SWEPT.get_or_init(|| {
-        for entry in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(pid) = name.strip_prefix("fakes-") else {
-                continue;
-            };
-            if !Path::new("/proc").join(pid).exists() {
-                let _ = std::fs::remove_dir_all(entry.path());
-            }
-        }
-    });
-    let folder = tmp.join(format!("fakes-{}", std::process::id())).join(name);
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(&folder).expect("create a scratch folder");
-    folder
-}
-
-/// Builds both fakes (once per test process) and lays them out under their real names.
+/// The located fakes; only called by trials, which run only when [`Fakes::locate`] succeeded.
 fn fakes() -> &'static Fakes {
     static FAKES: OnceLock<Fakes> = OnceLock::new();
-    FAKES.get_or_init(|| {
-        let start = begin();
-        let output = Command::new(env!("CARGO"))
-            .args(["build", "-p", "devsim-fake-cuda", "-p", "devsim-fake-hip"])
-            .arg("--message-format=json-render-diagnostics")
-            .current_dir(repo())
-            .output()
-            .expect("run cargo build for the fakes");
-        assert!(
-            output.status.success(),
-            "building the fakes failed:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let mut built: BTreeMap<String, PathBuf> = BTreeMap::new();
-        for line in String::from_utf8_lossy(&output.stdout).lines() {
-            let Ok(message) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            if message["reason"] != "compiler-artifact" {
-                continue;
-            }
-            for file in message["filenames"].as_array().into_iter().flatten() {
-                let Some(file) = file.as_str() else { continue };
-                let path = PathBuf::from(file);
-                if let Some(name) = path.file_name().and_then(|n| n.to_str()) {
-                    if name == "libcuda.so" || name == "libamdhip64.so" {
-                        built.insert(name.to_string(), path.clone());
-                    }
-                }
-            }
-        }
-        let library = |name: &str| {
-            built
-                .get(name)
-                .unwrap_or_else(|| panic!("cargo built no {name}: {built:?}"))
-        };
-        let cuda = scratch("cuda");
-        let hip = scratch("hip");
-        std::fs::copy(library("libcuda.so"), cuda.join("libcuda.so.1")).expect("copy");
-        std::fs::copy(library("libamdhip64.so"), hip.join("libamdhip64.so")).expect("copy");
-        std::fs::copy(library("libcuda.so"), hip.join("libcuda.so.1")).expect("copy");
-        let hip_only = scratch("hip-only");
-        std::fs::copy(library("libamdhip64.so"), hip_only.join("libamdhip64.so")).expect("copy");
-        report_time("build the fakes", start);
-        Fakes {
-            cuda,
-            hip,
-            hip_only,
-        }
-    })
+    FAKES.get_or_init(|| Fakes::locate().unwrap_or_else(|reason| panic!("{reason}")))
 }
 
 /// A shipped host profile's path.
@@ -253,9 +201,6 @@ fn faked_machine(profile: &HostSpec, env: &BTreeMap<String, String>) -> RealMach
     let Ok(visible) = host.visible() else {
         return RealMachine::cpu_only();
     };
-    if visible.is_empty() && host.torch == TorchBuild::Cuda {
-        return RealMachine::cpu_only();
-    }
     RealMachine {
         build: host.torch,
         library: Some("fake".into()),
@@ -306,7 +251,6 @@ fn expected_live(profile: &HostSpec) -> BTreeMap<String, bool> {
 /// Replays the whole corpus live through `fake` answering from `profile`, and checks it against the
 /// expected set and the simulated traces.
 fn replay(fake: Fake, profile: &str) {
-    let start = begin();
     let host_path = profile_path(profile);
     let host = load_profile(&host_path).expect("the profile loads");
     let output = devsim(
@@ -318,7 +262,7 @@ fn replay(fake: Fake, profile: &str) {
     let (live, by_name) = reports(&output);
     let machine = live["machine"].as_str().unwrap_or_default();
     assert!(
-        machine.contains(fake.describes()),
+        machine.contains(&fake.describes()),
         "{profile}: not run through the fake: {machine}\n{}",
         text(&output.stderr)
     );
@@ -381,47 +325,6 @@ fn replay(fake: Fake, profile: &str) {
     for name in &gpu {
         println!("[fakes]   {profile} gpu  {name}");
     }
-    report_time(&format!("replay {profile}"), start);
-}
-
-#[test]
-fn hip_r9700x2_replays_through_the_hip_fake() {
-    replay(Fake::Hip, HIP_PROFILES[0]);
-}
-
-#[test]
-fn hip_mi300x_replays_through_the_hip_fake() {
-    replay(Fake::Hip, HIP_PROFILES[1]);
-}
-
-#[test]
-fn hip_amd_mixed_replays_through_the_hip_fake() {
-    replay(Fake::Hip, HIP_PROFILES[2]);
-}
-
-#[test]
-fn cuda_h200_replays_through_the_cuda_fake() {
-    replay(Fake::Cuda, CUDA_PROFILES[0]);
-}
-
-#[test]
-fn cuda_h200x2_replays_through_the_cuda_fake() {
-    replay(Fake::Cuda, CUDA_PROFILES[1]);
-}
-
-#[test]
-fn cuda_a100_replays_through_the_cuda_fake() {
-    replay(Fake::Cuda, CUDA_PROFILES[2]);
-}
-
-#[test]
-fn cuda_rtx4090_replays_through_the_cuda_fake() {
-    replay(Fake::Cuda, CUDA_PROFILES[3]);
-}
-
-#[test]
-fn cuda_b200_replays_through_the_cuda_fake() {
-    replay(Fake::Cuda, CUDA_PROFILES[4]);
 }
 
 /// `devsim probe` through `fake`: the profile it prints, checked to name the fake as the mapped driver.
@@ -430,8 +333,8 @@ fn probe(fake: Fake, host: &Path, env: &[(&str, &str)]) -> String {
     assert!(output.status.success(), "{}", text(&output.stderr));
     let profile = text(&output.stdout);
     let library = match fake {
-        Fake::Cuda => "libcuda.so.1",
-        Fake::Hip | Fake::HipOnly => "libamdhip64.so",
+        Fake::Cuda => cuda::LIBRARY,
+        Fake::Hip | Fake::HipOnly => hip::LIBRARY,
     };
     let mapped = fakes().folder(fake).join(library);
     let driver = profile
@@ -455,9 +358,7 @@ fn archs(profile: &str) -> Vec<&str> {
         .collect()
 }
 
-#[test]
 fn probe_maps_the_fake_and_reads_the_profile() {
-    let start = begin();
     let profile = probe(Fake::Hip, &profile_path("r9700x2"), &[]);
     assert!(profile.contains("torch = \"hip\""), "{profile}");
     assert_eq!(archs(&profile), ["gfx1201", "gfx1201"], "{profile}");
@@ -474,12 +375,9 @@ fn probe_maps_the_fake_and_reads_the_profile() {
     assert!(profile.contains("torch = \"cuda\""), "{profile}");
     assert_eq!(archs(&profile), ["sm_90", "sm_90"], "{profile}");
     assert!(profile.contains("smem_optin = 232448"), "{profile}");
-    report_time("probe", start);
 }
 
-#[test]
 fn the_fakes_apply_the_visible_device_variables() {
-    let start = begin();
     let profile = probe(
         Fake::Hip,
         &profile_path("amd_mixed"),
@@ -502,12 +400,9 @@ fn the_fakes_apply_the_visible_device_variables() {
         &[("CUDA_VISIBLE_DEVICES", "1")],
     );
     assert_eq!(archs(&profile), ["sm_90"], "{profile}");
-    report_time("visible-device variables", start);
 }
 
-#[test]
 fn without_a_usable_profile_the_fakes_have_no_device() {
-    let start = begin();
     let missing = repo().join("no/such/profile.toml");
     let cases = [
         (Fake::Cuda, profile_path("r9700x2"), "a hip host"),
@@ -520,23 +415,39 @@ fn without_a_usable_profile_the_fakes_have_no_device() {
         let output = devsim(fake, &host, &[], &["probe"]);
         let profile = text(&output.stdout);
         let stderr = text(&output.stderr);
-        assert!(profile.contains("torch = \"cpu\""), "{profile}\n{stderr}");
+        // The driver is present and answers "no device": what it is, not "no GPU driver".
+        let build = if fake == Fake::Cuda { "cuda" } else { "hip" };
+        assert!(
+            profile.contains(&format!("torch = \"{build}\"")) && !profile.contains("[[gpu]]"),
+            "{profile}\n{stderr}"
+        );
         assert!(
             stderr.contains("no devices") && stderr.contains(reason),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("shows no GPU") && !stderr.contains("no GPU driver on this machine"),
             "{stderr}"
         );
         assert!(
             stderr.contains("NO_DEVICE") || stderr.contains("NoDevice"),
             "{stderr}"
         );
+        assert!(output.status.success(), "{stderr}");
     }
-    report_time("no usable profile", start);
 }
 
 /// A scratch scenario root: `hosts/` with the shipped `profile`, one scenario, and the fake's own
-/// profile (the shipped one plus `faults`) outside `hosts/`. Returns `(scenario, fake host)`.
-fn fault_case(name: &str, profile: &str, faults: &str, scenario: &str) -> (PathBuf, PathBuf) {
-    let root = scratch(name);
+/// profile (the shipped one plus `faults`) outside `hosts/`. Returns the scratch folder (removed when
+/// dropped), the scenario and the fake's host.
+fn fault_case(
+    name: &str,
+    profile: &str,
+    faults: &str,
+    scenario: &str,
+) -> (TempDir, PathBuf, PathBuf) {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let root = scratch.path().to_path_buf();
     std::fs::create_dir_all(root.join("hosts")).expect("dir");
     let shipped = std::fs::read_to_string(profile_path(profile)).expect("profile");
     std::fs::write(root.join("hosts").join(format!("{profile}.toml")), &shipped).expect("write");
@@ -544,7 +455,7 @@ fn fault_case(name: &str, profile: &str, faults: &str, scenario: &str) -> (PathB
     std::fs::write(&fake_host, format!("{shipped}\n{faults}")).expect("write");
     let file = root.join(format!("{name}.toml"));
     std::fs::write(&file, scenario).expect("write");
-    (file, fake_host)
+    (scratch, file, fake_host)
 }
 
 /// Runs one scenario simulated (no fault: it must pass) and live through `fake` over `fake_host`
@@ -570,7 +481,7 @@ fn fails_only_through_the_faulty_fake(fake: Fake, file: &Path, fake_host: &Path)
     assert!(
         value["machine"]
             .as_str()
-            .is_some_and(|machine| machine.contains(fake.describes())),
+            .is_some_and(|machine| machine.contains(&fake.describes())),
         "{value}"
     );
     assert!(
@@ -584,9 +495,7 @@ fn fails_only_through_the_faulty_fake(fake: Fake, file: &Path, fake_host: &Path)
     value.to_string()
 }
 
-#[test]
 fn a_launch_fault_in_the_profile_fails_a_warmup_on_gpu1() {
-    let start = begin();
     let warmup = |profile: &str| {
         format!(
             r#"format = 1
@@ -611,7 +520,7 @@ current_after = 0
         (Fake::Hip, "r9700x2", "hipErrorLaunchFailure"),
         (Fake::Cuda, "h200x2", "CUDA_ERROR_LAUNCH_FAILED"),
     ] {
-        let (file, host) = fault_case(
+        let (_scratch, file, host) = fault_case(
             &format!("launch-fault-{profile}"),
             profile,
             fault,
@@ -621,12 +530,9 @@ current_after = 0
         assert!(output.contains(name), "{name} not reported:\n{output}");
         assert!(output.contains("719"), "{output}");
     }
-    report_time("launch fault", start);
 }
 
-#[test]
 fn a_lost_gpu_in_the_profile_fails_allspark_validation_on_it() {
-    let start = begin();
     let scenario = r#"format = 1
 description = "AllSpark validates on cuda:1 of an R9700 pair"
 
@@ -645,13 +551,13 @@ ordinal = 1
     // Probing the machine makes three calls on GPU 1 (gcnArchName, name, shared memory); the GPU
     // is lost after them, so the scenario runs live and its gcnArchName query fails.
     let lost = "[[fault]]\ndevice = 1\nafter = 3\n";
-    let (file, host) = fault_case("lost-gpu1", "r9700x2", lost, scenario);
+    let (_scratch, file, host) = fault_case("lost-gpu1", "r9700x2", lost, scenario);
     let output = fails_only_through_the_faulty_fake(Fake::Hip, &file, &host);
     assert!(output.contains("hipErrorUnknown"), "{output}");
     assert!(output.contains("hipGetDevicePropertiesR0600"), "{output}");
 
     // Lost from the start, the probe itself cannot read GPU 1.
-    let (_, host) = fault_case(
+    let (_scratch_at_start, _, host) = fault_case(
         "lost-gpu1-at-start",
         "r9700x2",
         "[[fault]]\ndevice = 1\n",
@@ -661,10 +567,29 @@ ordinal = 1
     let stderr = text(&output.stderr);
     assert!(text(&output.stdout).contains("torch = \"cpu\""), "{stderr}");
     assert!(
-        stderr.contains("read the GPUs of libamdhip64.so") && stderr.contains("hipErrorUnknown"),
+        stderr.contains("present but failing")
+            && stderr.contains("read the GPUs of")
+            && stderr.contains("hipErrorUnknown"),
         "{stderr}"
     );
-    report_time("lost GPU", start);
+    assert_eq!(
+        output.status.code(),
+        Some(3),
+        "a failing driver has its own exit code: {stderr}"
+    );
+    // The same through `run --live`: its own exit code, not a pass with every GPU scenario skipped.
+    let output = devsim(
+        Fake::Hip,
+        &host,
+        &[],
+        &["run", "--live", "scenarios/live/cpu_moves_and_warmups.toml"],
+    );
+    assert_eq!(output.status.code(), Some(3), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stdout).contains("present but failing"),
+        "{}",
+        text(&output.stdout)
+    );
 }
 
 /// Runs this file's ABI test again in a child process with `library` and `profile` named in its
@@ -693,34 +618,122 @@ fn abi_check(library: &str, fake: Fake, profile: &str) {
     );
 }
 
-/// In the parent: runs itself as a child per fake. In the child (`DEVSIM_FAKE_ABI_LIBRARY` set): calls
-/// the fake's C ABI directly (the fake reads its profile from the environment at first use, which a
-/// test must not set in its own process).
-#[test]
+/// In the parent: runs this trial again as a child per fake. In the child (`DEVSIM_FAKE_ABI_LIBRARY`
+/// set): calls the fake's C ABI directly (the fake reads its profile from the environment at first
+/// use, which a test must not set in its own process).
 fn the_fakes_answer_with_the_drivers_error_codes() {
     let Some(path) = std::env::var_os("DEVSIM_FAKE_ABI_LIBRARY") else {
-        let start = begin();
-        abi_check("libcuda.so.1", Fake::Cuda, "h200x2");
-        abi_check("libamdhip64.so", Fake::HipOnly, "amd_mixed");
-        report_time("ABI checks", start);
+        abi_check(cuda::LIBRARY, Fake::Cuda, "h200x2");
+        abi_check(hip::LIBRARY, Fake::HipOnly, "amd_mixed");
         return;
     };
-    // SAFETY: the library is one of this workspace's fakes, built by this test file; its
-    // initializers are Rust's own.
+    // SAFETY: the library is one of this workspace's fakes, built by scripts/build-fake-drivers;
+    // its initializers are Rust's own.
     let library = unsafe { libloading::Library::new(&path) }.expect("open the fake");
     // Never unloaded, as devsim never unloads a driver: the fake's thread-local destructors run
     // from its own code when this thread exits.
     let library = std::mem::ManuallyDrop::new(library);
-    if Path::new(&path).ends_with("libcuda.so.1") {
+    if Path::new(&path).ends_with(cuda::LIBRARY) {
         abi::cuda(&library);
     } else {
         abi::hip(&library);
     }
 }
 
+/// A trial whose body panics on failure; the panic message is the failure.
+fn trial(name: impl Into<String>, body: impl FnOnce() + Send + 'static) -> Trial {
+    Trial::test(name, move || {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).map_err(|panic| {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(ToString::to_string))
+                .unwrap_or_else(|| "the trial panicked".into());
+            Failed::from(message)
+        })
+    })
+}
+
+/// Every GPU host profile shipped in `scenarios/hosts/`, with the fake that drives its build.
+fn gpu_profiles() -> Vec<(String, Fake)> {
+    let folder = repo().join("scenarios/hosts");
+    let mut profiles: Vec<(String, Fake)> = std::fs::read_dir(&folder)
+        .expect("list the host profiles")
+        .flatten()
+        .filter_map(|entry| {
+            let path = entry.path();
+            let name = path.file_stem()?.to_str()?.to_string();
+            let host = load_profile(&path).ok()?;
+            Some((name, Fake::for_build(host.torch)?))
+        })
+        .collect();
+    profiles.sort_by(|a, b| a.0.cmp(&b.0));
+    profiles
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials: Vec<Trial> = gpu_profiles()
+        .into_iter()
+        .map(|(profile, fake)| trial(format!("replay::{profile}"), move || replay(fake, &profile)))
+        .collect();
+    let others: [(&str, fn()); 6] = [
+        (
+            "probe_maps_the_fake_and_reads_the_profile",
+            probe_maps_the_fake_and_reads_the_profile,
+        ),
+        (
+            "the_fakes_apply_the_visible_device_variables",
+            the_fakes_apply_the_visible_device_variables,
+        ),
+        (
+            "without_a_usable_profile_the_fakes_have_no_device",
+            without_a_usable_profile_the_fakes_have_no_device,
+        ),
+        (
+            "a_launch_fault_in_the_profile_fails_a_warmup_on_gpu1",
+            a_launch_fault_in_the_profile_fails_a_warmup_on_gpu1,
+        ),
+        (
+            "a_lost_gpu_in_the_profile_fails_allspark_validation_on_it",
+            a_lost_gpu_in_the_profile_fails_allspark_validation_on_it,
+        ),
+        (
+            "the_fakes_answer_with_the_drivers_error_codes",
+            the_fakes_answer_with_the_drivers_error_codes,
+        ),
+    ];
+    trials.extend(others.into_iter().map(|(name, body)| trial(name, body)));
+    if let Err(reason) = Fakes::locate() {
+        if std::env::var("CI").is_ok_and(|value| value == "true") {
+            // Under CI the fakes must have been built: every trial fails with the reason.
+            trials = trials
+                .into_iter()
+                .map(|t| {
+                    let reason = reason.clone();
+                    Trial::test(t.name().to_string(), move || Err(reason.into()))
+                })
+                .collect();
+        } else {
+            if !args.list {
+                eprintln!("fakes: every trial ignored: {reason}");
+            }
+            trials = trials
+                .into_iter()
+                .map(|t| {
+                    let reason = reason.clone();
+                    Trial::test(t.name().to_string(), move || Err(reason.into()))
+                        .with_ignored_flag(true)
+                })
+                .collect();
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
+
 /// Direct calls into the fakes' exported functions.
 mod abi {
-    use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
+    use std::ffi::{CStr, c_char, c_int, c_void};
 
     use libloading::Library;
 
@@ -753,42 +766,34 @@ mod abi {
             .into_owned()
     }
 
-    type Out<T> = unsafe extern "C" fn(*mut T) -> c_int;
-
     /// The CUDA fake over `h200x2`.
     pub fn cuda(library: &Library) {
         // SAFETY: every type below is the C signature in `cuda.h` (and devsim's `cuda.rs`); every
         // pointer passed is a live local of the right type and size.
         unsafe {
-            let init: unsafe extern "C" fn(c_uint) -> c_int = get(library, "cuInit");
-            let count: Out<c_int> = get(library, "cuDeviceGetCount");
-            let device_get: unsafe extern "C" fn(*mut c_int, c_int) -> c_int =
-                get(library, "cuDeviceGet");
-            let name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int =
-                get(library, "cuDeviceGetName");
-            let attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int =
+            let init: devsim_sys::cuda::cuInit_t = get(library, "cuInit");
+            let count: devsim_sys::cuda::cuDeviceGetCount_t = get(library, "cuDeviceGetCount");
+            let device_get: devsim_sys::cuda::cuDeviceGet_t = get(library, "cuDeviceGet");
+            let name: devsim_sys::cuda::cuDeviceGetName_t = get(library, "cuDeviceGetName");
+            let attribute: devsim_sys::cuda::cuDeviceGetAttribute_t =
                 get(library, "cuDeviceGetAttribute");
-            let retain: unsafe extern "C" fn(*mut *mut c_void, c_int) -> c_int =
+            let retain: devsim_sys::cuda::cuDevicePrimaryCtxRetain_t =
                 get(library, "cuDevicePrimaryCtxRetain");
-            let get_current: Out<*mut c_void> = get(library, "cuCtxGetCurrent");
-            let set_current: unsafe extern "C" fn(*mut c_void) -> c_int =
-                get(library, "cuCtxSetCurrent");
-            let ctx_device: Out<c_int> = get(library, "cuCtxGetDevice");
-            let alloc: unsafe extern "C" fn(*mut u64, usize) -> c_int =
-                get(library, "cuMemAlloc_v2");
-            let free: unsafe extern "C" fn(u64) -> c_int = get(library, "cuMemFree_v2");
-            let htod: unsafe extern "C" fn(u64, *const c_void, usize) -> c_int =
-                get(library, "cuMemcpyHtoD_v2");
-            let dtoh: unsafe extern "C" fn(*mut c_void, u64, usize) -> c_int =
-                get(library, "cuMemcpyDtoH_v2");
-            let memset: unsafe extern "C" fn(u64, u8, usize) -> c_int =
-                get(library, "cuMemsetD8_v2");
-            let synchronize: unsafe extern "C" fn() -> c_int = get(library, "cuCtxSynchronize");
-            let error_name: unsafe extern "C" fn(c_int, *mut *const c_char) -> c_int =
-                get(library, "cuGetErrorName");
-            let error_string: unsafe extern "C" fn(c_int, *mut *const c_char) -> c_int =
+            let get_current: devsim_sys::cuda::cuCtxGetCurrent_t = get(library, "cuCtxGetCurrent");
+            let set_current: devsim_sys::cuda::cuCtxSetCurrent_t = get(library, "cuCtxSetCurrent");
+            let ctx_device: devsim_sys::cuda::cuCtxGetDevice_t = get(library, "cuCtxGetDevice");
+            let alloc: devsim_sys::cuda::cuMemAlloc_v2_t = get(library, "cuMemAlloc_v2");
+            let free: devsim_sys::cuda::cuMemFree_v2_t = get(library, "cuMemFree_v2");
+            let htod: devsim_sys::cuda::cuMemcpyHtoD_v2_t = get(library, "cuMemcpyHtoD_v2");
+            let dtoh: devsim_sys::cuda::cuMemcpyDtoH_v2_t = get(library, "cuMemcpyDtoH_v2");
+            let memset: devsim_sys::cuda::cuMemsetD8_v2_t = get(library, "cuMemsetD8_v2");
+            let synchronize: devsim_sys::cuda::cuCtxSynchronize_t =
+                get(library, "cuCtxSynchronize");
+            let error_name: devsim_sys::cuda::cuGetErrorName_t = get(library, "cuGetErrorName");
+            let error_string: devsim_sys::cuda::cuGetErrorString_t =
                 get(library, "cuGetErrorString");
-            let version: Out<c_int> = get(library, "cuDriverGetVersion");
+            let version: devsim_sys::cuda::cuDriverGetVersion_t =
+                get(library, "cuDriverGetVersion");
 
             let mut n: c_int = -1;
             assert_eq!(version(&mut n), 0);
@@ -888,24 +893,20 @@ mod abi {
         // SAFETY: every type below is the C signature in `hip_runtime_api.h` (and devsim's
         // `hip.rs`); every pointer passed is a live local of the right type and size.
         unsafe {
-            let init: unsafe extern "C" fn(c_uint) -> c_int = get(library, "hipInit");
-            let count: Out<c_int> = get(library, "hipGetDeviceCount");
-            let get_device: Out<c_int> = get(library, "hipGetDevice");
-            let set_device: unsafe extern "C" fn(c_int) -> c_int = get(library, "hipSetDevice");
-            let attribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int =
+            let init: devsim_sys::hip::hipInit_t = get(library, "hipInit");
+            let count: devsim_sys::hip::hipGetDeviceCount_t = get(library, "hipGetDeviceCount");
+            let get_device: devsim_sys::hip::hipGetDevice_t = get(library, "hipGetDevice");
+            let set_device: devsim_sys::hip::hipSetDevice_t = get(library, "hipSetDevice");
+            let attribute: devsim_sys::hip::hipDeviceGetAttribute_t =
                 get(library, "hipDeviceGetAttribute");
-            let properties: unsafe extern "C" fn(*mut c_void, c_int) -> c_int =
+            let properties: devsim_sys::hip::hipGetDevicePropertiesR0600_t =
                 get(library, "hipGetDevicePropertiesR0600");
-            let malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int =
-                get(library, "hipMalloc");
-            let free: unsafe extern "C" fn(*mut c_void) -> c_int = get(library, "hipFree");
-            let memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int =
-                get(library, "hipMemcpy");
-            let memset: unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int =
-                get(library, "hipMemset");
-            let error_name: unsafe extern "C" fn(c_int) -> *const c_char =
-                get(library, "hipGetErrorName");
-            let error_string: unsafe extern "C" fn(c_int) -> *const c_char =
+            let malloc: devsim_sys::hip::hipMalloc_t = get(library, "hipMalloc");
+            let free: devsim_sys::hip::hipFree_t = get(library, "hipFree");
+            let memcpy: devsim_sys::hip::hipMemcpy_t = get(library, "hipMemcpy");
+            let memset: devsim_sys::hip::hipMemset_t = get(library, "hipMemset");
+            let error_name: devsim_sys::hip::hipGetErrorName_t = get(library, "hipGetErrorName");
+            let error_string: devsim_sys::hip::hipGetErrorString_t =
                 get(library, "hipGetErrorString");
 
             let mut n: c_int = -1;

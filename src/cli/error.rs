@@ -33,6 +33,17 @@ pub enum CliError {
     /// A dispatch step outside a scenario failed (benchmarks).
     #[error(transparent)]
     Dispatch(#[from] DispatchError),
+    /// `run --live --require-live N` ran fewer than N scenarios live.
+    #[error("run {required} scenario(s) live: only {ran} ran, the rest were skipped")]
+    TooFewLive {
+        /// How many ran live.
+        ran: usize,
+        /// How many were required.
+        required: usize,
+    },
+    /// A GPU driver is present but failed while devsim read the GPUs (`run --live`, `probe`).
+    #[error("read the GPUs: {0}")]
+    DriverFailing(String),
     /// JSON output could not be written.
     #[error("write json: {0}")]
     Json(#[from] serde_json::Error),

@@ -27,9 +27,18 @@ use crate::scenario::live::LiveContext;
 use crate::scenario::suite::{Summary, load_all_with, run_simulated};
 use crate::scenario::{CorpusError, LoadError, ProfileSources, Scenario};
 
+/// The exit code of `run --live` and `probe` when a GPU driver is present but failing.
+pub const EXIT_DRIVER_FAILING: u8 = 3;
+
 /// A test harness for cross-vendor GPU device dispatch.
 #[derive(Parser)]
-#[command(name = "devsim", version, about)]
+#[command(
+    name = "devsim",
+    version,
+    about,
+    after_help = "Exit codes: 0 success; 1 scenarios failed; 2 bad input or usage; 3 a GPU driver is \
+present but failing (run --live, probe)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -53,16 +62,20 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
         /// Replay on the real machine: scenarios whose host it satisfies run live, the rest are skipped
-        /// with the reason.
+        /// with the reason. Exits 3 when a GPU driver is present but failing.
         #[arg(long)]
         live: bool,
+        /// With --live: fail (exit 1) when fewer than N scenarios ran live (the rest were skipped).
+        #[arg(long, value_name = "N", requires = "live")]
+        require_live: Option<usize>,
         /// Internal: this process is the child that runs one `env` scenario live.
         #[arg(long, hide = true, requires = "live")]
         child: bool,
         #[command(flatten)]
         corpus: CorpusArgs,
     },
-    /// Print the real machine as a host profile (scenarios/hosts/<name>.toml).
+    /// Print the real machine as a host profile (scenarios/hosts/<name>.toml). Exits 3 when a GPU
+    /// driver is present but failing.
     Probe,
     /// Load and validate scenario files without running them.
     Check {
@@ -181,6 +194,7 @@ fn run(
     live: bool,
     child: bool,
     corpus: &CorpusArgs,
+    require_live: Option<usize>,
 ) -> Result<(), CliError> {
     let (scenarios, errors) = corpus.load(paths, catalog)?;
     print_load_errors(&errors);
@@ -221,6 +235,18 @@ fn run(
             say!("{}", serde_json::to_string_pretty(&value)?);
         }
     }
+    if let Some(live) = live.as_ref().filter(|live| live.driver_failing()) {
+        return Err(CliError::DriverFailing(live.unavailable.join("; ")));
+    }
+    if let Some(required) = require_live {
+        let ran = reports
+            .iter()
+            .filter(|report| !matches!(report.status, crate::scenario::Status::Skipped(_)))
+            .count();
+        if ran < required {
+            return Err(CliError::TooFewLive { ran, required });
+        }
+    }
     if summary.failed > 0 {
         return Err(CliError::Failed {
             failed: summary.failed,
@@ -231,10 +257,13 @@ fn run(
 
 fn probe() -> Result<(), CliError> {
     let live = LiveContext::detect(None);
-    if live.machine.library.is_none() {
+    if live.machine.gpus.is_empty() {
         warn!("{}", live.describe());
     }
     say!("{}", live.machine.to_profile().trim_end());
+    if live.driver_failing() {
+        return Err(CliError::DriverFailing(live.unavailable.join("; ")));
+    }
     Ok(())
 }
 
@@ -370,7 +399,8 @@ pub fn main(catalog: Catalog) -> ExitCode {
             live,
             child,
             corpus,
-        } => run(&catalog, paths, format, live, child, &corpus),
+            require_live,
+        } => run(&catalog, paths, format, live, child, &corpus, require_live),
         Command::Probe => probe(),
         Command::Check { paths, corpus } => check(&catalog, paths, &corpus),
         Command::Kernels { format } => kernels(&catalog, format),
@@ -392,6 +422,14 @@ pub fn main(catalog: Catalog) -> ExitCode {
         Err(CliError::Failed { failed }) => {
             warn!("error: failed to pass {failed} scenario(s)");
             ExitCode::from(1)
+        }
+        Err(error @ CliError::TooFewLive { .. }) => {
+            warn!("error: failed to {error}");
+            ExitCode::from(1)
+        }
+        Err(error @ CliError::DriverFailing(_)) => {
+            warn!("error: failed to {error}");
+            ExitCode::from(EXIT_DRIVER_FAILING)
         }
         Err(error) => {
             warn!("error: failed to {error}");

@@ -27,17 +27,26 @@ use devsim::{DriverError, Runtime, SimRuntime, TorchBuild};
 /// fake answers from.
 pub const HOST_VARIABLE: &str = "DEVSIM_FAKE_HOST";
 
+use devsim_sys::{cuda, hip};
+
 /// "invalid value" (`CUDA_ERROR_INVALID_VALUE`, `hipErrorInvalidValue`): a null out-pointer, a
 /// freed or unknown device pointer, a copy past the end of an allocation.
-pub const INVALID_VALUE: c_int = 1;
+pub const INVALID_VALUE: c_int = cuda::CUDA_ERROR_INVALID_VALUE;
 /// "out of memory" (`CUDA_ERROR_OUT_OF_MEMORY`, `hipErrorOutOfMemory`).
-pub const OUT_OF_MEMORY: c_int = 2;
+pub const OUT_OF_MEMORY: c_int = cuda::CUDA_ERROR_OUT_OF_MEMORY;
 /// "no device" (`CUDA_ERROR_NO_DEVICE`, `hipErrorNoDevice`).
-pub const NO_DEVICE: c_int = 100;
+pub const NO_DEVICE: c_int = cuda::CUDA_ERROR_NO_DEVICE;
 /// "invalid device" (`CUDA_ERROR_INVALID_DEVICE`, `hipErrorInvalidDevice`).
-pub const INVALID_DEVICE: c_int = 101;
+pub const INVALID_DEVICE: c_int = cuda::CUDA_ERROR_INVALID_DEVICE;
 /// "unknown error" (`CUDA_ERROR_UNKNOWN`, `hipErrorUnknown`): what a caught panic returns.
-pub const UNKNOWN: c_int = 999;
+pub const UNKNOWN: c_int = cuda::CUDA_ERROR_UNKNOWN;
+
+// The codes above are shared only because the two APIs number them alike; checked, not assumed.
+const _: () = assert!(INVALID_VALUE == hip::hipErrorInvalidValue);
+const _: () = assert!(OUT_OF_MEMORY == hip::hipErrorOutOfMemory);
+const _: () = assert!(NO_DEVICE == hip::hipErrorNoDevice);
+const _: () = assert!(INVALID_DEVICE == hip::hipErrorInvalidDevice);
+const _: () = assert!(UNKNOWN == hip::hipErrorUnknown);
 
 /// The largest single allocation, in bytes. Fake device memory is host memory, and a request the
 /// host cannot satisfy would abort the process, so anything larger is `OUT_OF_MEMORY`.

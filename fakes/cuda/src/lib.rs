@@ -28,31 +28,38 @@ use devsim_fake_common::{
     put_host_bytes, status,
 };
 
-/// `CUresult` (`cuda.h`: `typedef enum cudaError_enum CUresult`).
-pub type CUresult = c_int;
-/// `CUdevice` (`cuda.h`: `typedef int CUdevice_v1`).
-pub type CUdevice = c_int;
-/// `CUcontext` (`cuda.h`: `typedef struct CUctx_st *CUcontext`).
-pub type CUcontext = *mut c_void;
-/// `CUdeviceptr` (`cuda.h`: `typedef unsigned long long CUdeviceptr_v2` on 64-bit).
-pub type CUdeviceptr = u64;
+use devsim_sys::cuda::{
+    self as sys, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR as ATTR_COMPUTE_CAPABILITY_MAJOR,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR as ATTR_COMPUTE_CAPABILITY_MINOR,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN as ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_NOT_INITIALIZED, CUDA_SUCCESS, CUcontext, CUdevice,
+    CUdeviceptr, CUresult,
+};
 
-/// `CUDA_SUCCESS`.
-const CUDA_SUCCESS: CUresult = 0;
-/// `CUDA_ERROR_NOT_INITIALIZED`: a call before a successful `cuInit`.
-const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;
-/// `CUDA_ERROR_INVALID_CONTEXT`: no context is current, or a handle this driver never made.
-const CUDA_ERROR_INVALID_CONTEXT: CUresult = 201;
-/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`.
-const ATTR_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
-/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
-const ATTR_COMPUTE_CAPABILITY_MINOR: c_int = 76;
-/// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`.
-const ATTR_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: c_int = 97;
+// Every export has exactly the type devsim's client resolves it as (`devsim-sys`).
+const _: sys::cuInit_t = cuInit;
+const _: sys::cuDriverGetVersion_t = cuDriverGetVersion;
+const _: sys::cuDeviceGetCount_t = cuDeviceGetCount;
+const _: sys::cuDeviceGet_t = cuDeviceGet;
+const _: sys::cuDeviceGetName_t = cuDeviceGetName;
+const _: sys::cuDeviceGetAttribute_t = cuDeviceGetAttribute;
+const _: sys::cuDevicePrimaryCtxRetain_t = cuDevicePrimaryCtxRetain;
+const _: sys::cuCtxGetCurrent_t = cuCtxGetCurrent;
+const _: sys::cuCtxSetCurrent_t = cuCtxSetCurrent;
+const _: sys::cuCtxGetDevice_t = cuCtxGetDevice;
+const _: sys::cuMemAlloc_v2_t = cuMemAlloc_v2;
+const _: sys::cuMemFree_v2_t = cuMemFree_v2;
+const _: sys::cuMemcpyHtoD_v2_t = cuMemcpyHtoD_v2;
+const _: sys::cuMemcpyDtoH_v2_t = cuMemcpyDtoH_v2;
+const _: sys::cuMemsetD8_v2_t = cuMemsetD8_v2;
+const _: sys::cuCtxSynchronize_t = cuCtxSynchronize;
+const _: sys::cuGetErrorName_t = cuGetErrorName;
+const _: sys::cuGetErrorString_t = cuGetErrorString;
+
 /// What `cuDriverGetVersion` answers: CUDA 12.8.
 const DRIVER_VERSION: c_int = 12080;
 /// This library's name in diagnostics.
-const LIBRARY: &str = "libcuda.so.1";
+const LIBRARY: &str = sys::LIBRARY;
 
 /// Set by the first successful `cuInit`.
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
@@ -345,66 +352,12 @@ pub extern "C" fn cuCtxSynchronize() -> CUresult {
     })
 }
 
-/// The `CUresult` names and descriptions this driver reports, as `cuda.h` and the real driver
-/// spell them.
+/// The name and description of a `CUresult`, from the table `devsim-sys` shares.
 fn describe(error: CUresult) -> Option<(*const c_char, *const c_char)> {
-    Some(match error {
-        0 => (c"CUDA_SUCCESS".as_ptr(), c"no error".as_ptr()),
-        1 => (
-            c"CUDA_ERROR_INVALID_VALUE".as_ptr(),
-            c"invalid argument".as_ptr(),
-        ),
-        2 => (
-            c"CUDA_ERROR_OUT_OF_MEMORY".as_ptr(),
-            c"out of memory".as_ptr(),
-        ),
-        3 => (
-            c"CUDA_ERROR_NOT_INITIALIZED".as_ptr(),
-            c"initialization error".as_ptr(),
-        ),
-        4 => (
-            c"CUDA_ERROR_DEINITIALIZED".as_ptr(),
-            c"driver shutting down".as_ptr(),
-        ),
-        46 => (
-            c"CUDA_ERROR_DEVICE_UNAVAILABLE".as_ptr(),
-            c"CUDA-capable device(s) is/are busy or unavailable".as_ptr(),
-        ),
-        100 => (
-            c"CUDA_ERROR_NO_DEVICE".as_ptr(),
-            c"no CUDA-capable device is detected".as_ptr(),
-        ),
-        101 => (
-            c"CUDA_ERROR_INVALID_DEVICE".as_ptr(),
-            c"invalid device ordinal".as_ptr(),
-        ),
-        200 => (
-            c"CUDA_ERROR_INVALID_IMAGE".as_ptr(),
-            c"device kernel image is invalid".as_ptr(),
-        ),
-        201 => (
-            c"CUDA_ERROR_INVALID_CONTEXT".as_ptr(),
-            c"invalid device context".as_ptr(),
-        ),
-        400 => (
-            c"CUDA_ERROR_INVALID_HANDLE".as_ptr(),
-            c"invalid resource handle".as_ptr(),
-        ),
-        700 => (
-            c"CUDA_ERROR_ILLEGAL_ADDRESS".as_ptr(),
-            c"an illegal memory access was encountered".as_ptr(),
-        ),
-        719 => (
-            c"CUDA_ERROR_LAUNCH_FAILED".as_ptr(),
-            c"unspecified launch failure".as_ptr(),
-        ),
-        801 => (
-            c"CUDA_ERROR_NOT_SUPPORTED".as_ptr(),
-            c"operation not supported".as_ptr(),
-        ),
-        999 => (c"CUDA_ERROR_UNKNOWN".as_ptr(), c"unknown error".as_ptr()),
-        _ => return None,
-    })
+    sys::ERRORS
+        .iter()
+        .find(|(code, _, _)| *code == error)
+        .map(|(_, name, text)| (name.as_ptr(), text.as_ptr()))
 }
 
 /// Points `out` at the name or description of `error`; an unknown code is

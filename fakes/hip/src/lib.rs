@@ -24,44 +24,38 @@ use devsim_fake_common::{
     put_c_string, put_host_bytes, status, write_c_string,
 };
 
-/// `hipError_t` (a C enum, `int`-sized).
-pub type HipError = c_int;
+use devsim_sys::hip::{
+    self as sys, hipDeviceAttributeComputeCapabilityMajor as ATTR_COMPUTE_CAPABILITY_MAJOR,
+    hipDeviceAttributeComputeCapabilityMinor as ATTR_COMPUTE_CAPABILITY_MINOR,
+    hipDeviceAttributeSharedMemPerBlockOptin as ATTR_SHARED_MEM_PER_BLOCK_OPTIN,
+    hipDeviceProp_tR0600, hipError_t as HipError, hipErrorInvalidMemcpyDirection,
+    hipMemcpyDefault as MEMCPY_DEFAULT, hipMemcpyDeviceToDevice as MEMCPY_DEVICE_TO_DEVICE,
+    hipMemcpyDeviceToHost as MEMCPY_DEVICE_TO_HOST, hipMemcpyHostToDevice as MEMCPY_HOST_TO_DEVICE,
+    hipMemcpyHostToHost as MEMCPY_HOST_TO_HOST,
+};
 
-/// `hipSuccess`.
-const HIP_SUCCESS: HipError = 0;
-/// `hipErrorInvalidMemcpyDirection`.
-const HIP_ERROR_INVALID_MEMCPY_DIRECTION: HipError = 21;
-/// `hipDeviceAttributeComputeCapabilityMajor` (ROCm 6 numbering).
-const ATTR_COMPUTE_CAPABILITY_MAJOR: c_int = 23;
-/// `hipDeviceAttributeComputeCapabilityMinor` (ROCm 6 numbering).
-const ATTR_COMPUTE_CAPABILITY_MINOR: c_int = 61;
-/// `hipDeviceAttributeSharedMemPerBlockOptin` (ROCm 6 numbering).
-const ATTR_SHARED_MEM_PER_BLOCK_OPTIN: c_int = 75;
-/// `hipMemcpyKind` values.
-const MEMCPY_HOST_TO_HOST: c_int = 0;
-const MEMCPY_HOST_TO_DEVICE: c_int = 1;
-const MEMCPY_DEVICE_TO_HOST: c_int = 2;
-const MEMCPY_DEVICE_TO_DEVICE: c_int = 3;
-const MEMCPY_DEFAULT: c_int = 4;
-/// What `hipDriverGetVersion` answers (`HIP_VERSION` style: 6.4.0).
-const DRIVER_VERSION: c_int = 60_400_000;
+// Every export has exactly the type devsim's client resolves it as (`devsim-sys`).
+const _: sys::hipInit_t = hipInit;
+const _: sys::hipRuntimeGetVersion_t = hipRuntimeGetVersion;
+const _: sys::hipDriverGetVersion_t = hipDriverGetVersion;
+const _: sys::hipGetDeviceCount_t = hipGetDeviceCount;
+const _: sys::hipGetDevice_t = hipGetDevice;
+const _: sys::hipSetDevice_t = hipSetDevice;
+const _: sys::hipDeviceGetName_t = hipDeviceGetName;
+const _: sys::hipDeviceGetAttribute_t = hipDeviceGetAttribute;
+const _: sys::hipGetDevicePropertiesR0600_t = hipGetDevicePropertiesR0600;
+const _: sys::hipMalloc_t = hipMalloc;
+const _: sys::hipFree_t = hipFree;
+const _: sys::hipMemcpy_t = hipMemcpy;
+const _: sys::hipMemset_t = hipMemset;
+const _: sys::hipDeviceSynchronize_t = hipDeviceSynchronize;
+const _: sys::hipGetErrorName_t = hipGetErrorName;
+const _: sys::hipGetErrorString_t = hipGetErrorString;
+
+/// What `hipRuntimeGetVersion` and `hipDriverGetVersion` answer (`HIP_VERSION` style: 6.4.0).
+const RUNTIME_VERSION: c_int = 60_400_000;
 /// This library's name in diagnostics.
-const LIBRARY: &str = "libamdhip64.so";
-
-/// `sizeof(hipDeviceProp_tR0600)` on x86-64 Linux: the bytes `hipGetDevicePropertiesR0600` writes.
-pub const PROP_BYTES: usize = 1472;
-/// `offsetof(hipDeviceProp_tR0600, name)`, a `char[256]`.
-const PROP_NAME: (usize, usize) = (0, 256);
-/// `offsetof(hipDeviceProp_tR0600, warpSize)`, an `int` (after `name[256]`, `uuid[16]`, `luid[8]`,
-/// `luidDeviceNodeMask`, padding, `totalGlobalMem`, `sharedMemPerBlock`, `regsPerBlock`).
-const PROP_WARP_SIZE: usize = 308;
-/// `offsetof(hipDeviceProp_tR0600, major)`, an `int` (after `memPitch`, `maxThreadsPerBlock`,
-/// `maxThreadsDim[3]`, `maxGridSize[3]`, `clockRate`, `totalConstMem`); `minor` follows it.
-const PROP_MAJOR: usize = 360;
-/// `offsetof(hipDeviceProp_tR0600, minor)`.
-const PROP_MINOR: usize = 364;
-/// `offsetof(hipDeviceProp_tR0600, gcnArchName)`, a `char[256]` (what devsim's `hip.rs` reads).
-const PROP_GCN_ARCH_NAME: (usize, usize) = (1160, 256);
+const LIBRARY: &str = sys::LIBRARY;
 
 /// Runs an exported call's body with the fake loaded (`hipErrorNoDevice` without a usable
 /// profile), catching panics.
@@ -106,7 +100,18 @@ pub extern "C" fn hipInit(flags: c_uint) -> HipError {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn hipDriverGetVersion(version: *mut c_int) -> HipError {
     // SAFETY: the caller passes a null or writable `int` pointer.
-    guard(UNKNOWN, || status(unsafe { put(version, DRIVER_VERSION) }))
+    guard(UNKNOWN, || status(unsafe { put(version, RUNTIME_VERSION) }))
+}
+
+/// `hipError_t hipRuntimeGetVersion(int *runtimeVersion)`: ROCm 6.4, so devsim accepts this runtime.
+///
+/// # Safety
+///
+/// `version` is null or valid for writing one `int`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipRuntimeGetVersion(version: *mut c_int) -> HipError {
+    // SAFETY: the caller passes a null or writable `int` pointer.
+    guard(UNKNOWN, || status(unsafe { put(version, RUNTIME_VERSION) }))
 }
 
 /// `hipError_t hipGetDeviceCount(int *count)`: `hipErrorNoDevice` (count 0) when no GPU is visible.
@@ -207,9 +212,12 @@ pub unsafe extern "C" fn hipDeviceGetAttribute(
 ///
 /// # Safety
 ///
-/// `prop` is null or valid for writing `sizeof(hipDeviceProp_tR0600)` (1472) bytes.
+/// `prop` is null or valid for writing one `hipDeviceProp_tR0600` (1472 bytes).
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn hipGetDevicePropertiesR0600(prop: *mut c_void, device: c_int) -> HipError {
+pub unsafe extern "C" fn hipGetDevicePropertiesR0600(
+    prop: *mut hipDeviceProp_tR0600,
+    device: c_int,
+) -> HipError {
     call(|fake| {
         if prop.is_null() {
             return Err(INVALID_VALUE);
@@ -218,25 +226,28 @@ pub unsafe extern "C" fn hipGetDevicePropertiesR0600(prop: *mut c_void, device: 
         let runtime = fake.runtime();
         let arch = runtime.amd_arch(ordinal).map_err(code)?;
         let gpu = runtime.host().visible_gpu(ordinal).ok_or(INVALID_DEVICE)?;
-        let capability = gpu.arch.gfx().map(|gfx| gfx.hip_capability());
-        let mut bytes = [0u8; PROP_BYTES];
-        let (offset, len) = PROP_NAME;
-        write_c_string(&mut bytes[offset..offset + len], &gpu.name);
-        let (offset, len) = PROP_GCN_ARCH_NAME;
-        write_c_string(&mut bytes[offset..offset + len], &arch);
-        let mut put_int = |offset: usize, value: c_int| {
-            bytes[offset..offset + 4].copy_from_slice(&value.to_ne_bytes());
-        };
-        put_int(PROP_WARP_SIZE, warp_size(&arch));
-        if let Some(cc) = capability {
-            put_int(PROP_MAJOR, c_int::try_from(cc.major).unwrap_or(0));
-            put_int(PROP_MINOR, c_int::try_from(cc.minor).unwrap_or(0));
+        let mut props = hipDeviceProp_tR0600::zeroed();
+        write_c_chars(&mut props.name, &gpu.name);
+        write_c_chars(&mut props.gcnArchName, &arch);
+        props.warpSize = warp_size(&arch);
+        if let Some(cc) = gpu.arch.gfx().map(|gfx| gfx.hip_capability()) {
+            props.major = c_int::try_from(cc.major).unwrap_or(0);
+            props.minor = c_int::try_from(cc.minor).unwrap_or(0);
         }
-        // SAFETY: `prop` is non-null and, by the caller's contract, valid for `PROP_BYTES` writable
-        // bytes; `bytes` is a separate local array.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), prop.cast::<u8>(), PROP_BYTES) };
+        // SAFETY: `prop` is non-null and, by the caller's contract, valid for one write of the
+        // struct.
+        unsafe { prop.write(props) };
         Ok(())
     })
+}
+
+/// Copies `text` into a C `char` array, truncated and NUL-terminated.
+fn write_c_chars(field: &mut [c_char], text: &str) {
+    let mut bytes = vec![0u8; field.len()];
+    write_c_string(&mut bytes, text);
+    for (slot, byte) in field.iter_mut().zip(bytes) {
+        *slot = c_char::from_ne_bytes([byte]);
+    }
 }
 
 /// `hipError_t hipMalloc(void **ptr, size_t size)`: on the current device; zero bytes gives a null
@@ -298,7 +309,7 @@ pub unsafe extern "C" fn hipMemcpy(
                 (true, true) => MEMCPY_DEVICE_TO_DEVICE,
             },
             MEMCPY_HOST_TO_HOST..=MEMCPY_DEVICE_TO_DEVICE => kind,
-            _ => return Err(HIP_ERROR_INVALID_MEMCPY_DIRECTION),
+            _ => return Err(hipErrorInvalidMemcpyDirection),
         };
         if size == 0 {
             return Ok(());
@@ -341,57 +352,16 @@ pub extern "C" fn hipDeviceSynchronize() -> HipError {
     call(|fake| fake.runtime().synchronize().map_err(code))
 }
 
-/// The `hipError_t` names and descriptions this runtime reports, as HIP spells them.
+/// The name and description of a `hipError_t`, from the table `devsim-sys` shares; every other code
+/// is `hipErrorUnknown`, as HIP answers.
 fn describe(error: HipError) -> (*const c_char, *const c_char) {
-    match error {
-        HIP_SUCCESS => (c"hipSuccess".as_ptr(), c"no error".as_ptr()),
-        1 => (
-            c"hipErrorInvalidValue".as_ptr(),
-            c"invalid argument".as_ptr(),
-        ),
-        2 => (c"hipErrorOutOfMemory".as_ptr(), c"out of memory".as_ptr()),
-        3 => (
-            c"hipErrorNotInitialized".as_ptr(),
-            c"initialization error".as_ptr(),
-        ),
-        21 => (
-            c"hipErrorInvalidMemcpyDirection".as_ptr(),
-            c"invalid copy direction for memcpy".as_ptr(),
-        ),
-        100 => (
-            c"hipErrorNoDevice".as_ptr(),
-            c"no ROCm-capable device is detected".as_ptr(),
-        ),
-        101 => (
-            c"hipErrorInvalidDevice".as_ptr(),
-            c"invalid device ordinal".as_ptr(),
-        ),
-        200 => (
-            c"hipErrorInvalidImage".as_ptr(),
-            c"device kernel image is invalid".as_ptr(),
-        ),
-        201 => (
-            c"hipErrorInvalidContext".as_ptr(),
-            c"invalid device context".as_ptr(),
-        ),
-        400 => (
-            c"hipErrorInvalidHandle".as_ptr(),
-            c"invalid resource handle".as_ptr(),
-        ),
-        700 => (
-            c"hipErrorIllegalAddress".as_ptr(),
-            c"an illegal memory access was encountered".as_ptr(),
-        ),
-        719 => (
-            c"hipErrorLaunchFailure".as_ptr(),
-            c"unspecified launch failure".as_ptr(),
-        ),
-        801 => (
-            c"hipErrorNotSupported".as_ptr(),
-            c"operation not supported".as_ptr(),
-        ),
-        _ => (c"hipErrorUnknown".as_ptr(), c"unknown error".as_ptr()),
-    }
+    sys::ERRORS
+        .iter()
+        .find(|(code, _, _)| *code == error)
+        .map_or(
+            (c"hipErrorUnknown".as_ptr(), c"unknown error".as_ptr()),
+            |(_, name, text)| (name.as_ptr(), text.as_ptr()),
+        )
 }
 
 /// `const char *hipGetErrorName(hipError_t hip_error)`: a static string for every code

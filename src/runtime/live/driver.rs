@@ -111,15 +111,114 @@ forward_gpu_driver!(HipDriver, TorchBuild::Hip, capability, |driver, ordinal| {
     driver.gcn_arch_name(ordinal)
 });
 
-/// Loads the first GPU driver present: CUDA, then HIP. `Err` lists why each was not available.
-pub fn load_gpu_driver() -> Result<Box<dyn GpuDriver>, Vec<DriverLoadError>> {
-    let cuda = match CudaDriver::load() {
-        Ok(driver) => return Ok(Box::new(driver)),
-        Err(error) => error,
-    };
-    let hip = match HipDriver::load() {
-        Ok(driver) => return Ok(Box::new(driver)),
-        Err(error) => error,
-    };
-    Err(vec![cuda, hip])
+/// What loading the GPU drivers found.
+pub enum DriverProbe {
+    /// A driver that shows at least one GPU.
+    Ready(Box<dyn GpuDriver>),
+    /// A driver is present but shows no GPU: a visible-device mask hides them all, or the machine
+    /// has none of its vendor.
+    NoVisibleGpu {
+        /// The build whose driver answered.
+        build: TorchBuild,
+        /// The driver's resolved path.
+        library: String,
+        /// What the driver said, e.g. `cuInit: CUDA_ERROR_NO_DEVICE: ...`.
+        detail: String,
+    },
+    /// A driver is present but failed while devsim read the GPUs (count, name, capability, a lost
+    /// device) or failed to initialize for another reason than "no device".
+    Failing {
+        /// The driver's resolved path.
+        library: String,
+        /// The failure.
+        error: String,
+    },
+    /// No driver library could be loaded; why, one per library.
+    Absent(Vec<DriverLoadError>),
+}
+
+/// Loads one driver.
+type Loader = fn() -> Result<Box<dyn GpuDriver>, DriverLoadError>;
+
+/// Whether a driver error means "no device" (`CUDA_ERROR_NO_DEVICE`, `hipErrorNoDevice`).
+fn is_no_device(error: &DriverError) -> bool {
+    error.code == devsim_sys::cuda::CUDA_ERROR_NO_DEVICE
+}
+
+/// Loads the GPU drivers, CUDA then HIP, and keeps the first that shows a GPU. Otherwise a failing
+/// driver is reported before a driver that shows no GPU (one whose init succeeded first), and that
+/// before "no driver at all".
+pub fn probe_gpu_driver() -> DriverProbe {
+    let mut absent = Vec::new();
+    let mut failing = None;
+    let mut empty: Vec<(bool, DriverProbe)> = Vec::new();
+    let loads: [(TorchBuild, Loader); 2] = [
+        (TorchBuild::Cuda, || {
+            CudaDriver::load().map(|d| Box::new(d) as Box<dyn GpuDriver>)
+        }),
+        (TorchBuild::Hip, || {
+            HipDriver::load().map(|d| Box::new(d) as Box<dyn GpuDriver>)
+        }),
+    ];
+    for (build, load) in loads {
+        match load() {
+            Ok(driver) => match driver.device_count() {
+                Ok(0) => empty.push((
+                    true,
+                    DriverProbe::NoVisibleGpu {
+                        build,
+                        library: driver.path().to_string(),
+                        detail: "0 devices".into(),
+                    },
+                )),
+                Ok(_) => return DriverProbe::Ready(driver),
+                Err(error) => {
+                    failing.get_or_insert(DriverProbe::Failing {
+                        library: driver.path().to_string(),
+                        error: error.to_string(),
+                    });
+                }
+            },
+            Err(DriverLoadError::Driver { library, source }) if is_no_device(&source) => {
+                empty.push((
+                    false,
+                    DriverProbe::NoVisibleGpu {
+                        build,
+                        library,
+                        detail: source.to_string(),
+                    },
+                ));
+            }
+            Err(DriverLoadError::Driver { library, source }) => {
+                failing.get_or_insert(DriverProbe::Failing {
+                    library: library.clone(),
+                    error: format!("initialize {library}: {source}"),
+                });
+            }
+            Err(error) => absent.push(error),
+        }
+    }
+    if let Some(failing) = failing {
+        return failing;
+    }
+    // Prefer a driver that initialized and counted zero over one whose init said "no device".
+    empty.sort_by_key(|(initialized, _)| !initialized);
+    match empty.into_iter().next() {
+        Some((_, probe)) => probe,
+        None => DriverProbe::Absent(absent),
+    }
+}
+
+/// The first GPU driver that shows a GPU; `Err` says, one line per driver, why there is none.
+pub fn load_gpu_driver() -> Result<Box<dyn GpuDriver>, Vec<String>> {
+    match probe_gpu_driver() {
+        DriverProbe::Ready(driver) => Ok(driver),
+        DriverProbe::NoVisibleGpu {
+            library, detail, ..
+        } => Err(vec![format!("{library} shows no GPU: {detail}")]),
+        DriverProbe::Failing { library, error } => {
+            Err(vec![format!("{library} is present but failing: {error}")])
+        }
+        DriverProbe::Absent(errors) => Err(errors.iter().map(ToString::to_string).collect()),
+    }
 }

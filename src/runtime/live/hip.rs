@@ -1,125 +1,124 @@
-//! The HIP runtime API (`libamdhip64.so`, ROCm 6 and later), in two of cudarc's three layers.
+//! The HIP runtime API (`libamdhip64.so`, ROCm 6 and later), in two of cudarc's three layers over
+//! `devsim-sys`.
 //!
-//! [`HipApi`] is the raw layer: the C functions as resolved from the library. [`HipDriver`] is the
-//! `Result` layer: each method makes one or two runtime calls and turns a failing `hipError_t` into
-//! a [`DriverError`] carrying the C function's name, the code and HIP's own `NAME: description`
-//! message. The safe layer is the live [`Runtime`](crate::runtime::Runtime) built on top of this one.
+//! [`HipApi`] is the raw layer: the C functions as resolved from the library, each typed by its
+//! `devsim_sys::hip::*_t` declaration. [`HipDriver`] is the `Result` layer: each method makes one or
+//! two runtime calls and turns a failing `hipError_t` into a [`DriverError`] (shared plumbing in
+//! [`super::status`]). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
+//!
+//! Every candidate is tried until one resolves every symbol and reports ROCm 6 or newer
+//! (`hipRuntimeGetVersion`); an older runtime is refused with its path and version, since ROCm 6
+//! renumbered the device attributes and introduced `hipDeviceProp_tR0600`.
 //!
 //! A missing library or symbol is a [`LibraryError`], never a panic.
 
-use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
-use std::mem::ManuallyDrop;
+use std::ffi::{c_int, c_void};
 
+use devsim_sys::hip as sys;
 use libloading::Library;
 
-use super::library::{DriverLoadError, LibraryError, c_string, open_first, resolve};
+use super::library::{DriverLoadError, LibraryError, c_string, open_each, resolve, resolved_path};
+use super::status::{self, Describe};
 use crate::runtime::DriverError;
 
 /// The library's usual name, used in errors.
-pub const HIP_LIBRARY: &str = "libamdhip64.so";
+pub const HIP_LIBRARY: &str = sys::LIBRARY;
 
-/// Where the HIP runtime is looked for, in order: the loader's own search, then ROCm's default
-/// install folder. Fixed: nothing here comes from input.
-pub const HIP_CANDIDATES: [&str; 6] = [
-    "libamdhip64.so",
+/// Where the HIP runtime is looked for, in order: the versioned names through the loader's own
+/// search, the unversioned development name, then ROCm's default install folder, and last ROCm 5's
+/// name (only so that an old ROCm is refused by name and version rather than reported missing).
+/// Fixed: nothing here comes from input.
+pub const HIP_CANDIDATES: [&str; 7] = [
     "libamdhip64.so.7",
     "libamdhip64.so.6",
-    "/opt/rocm/lib/libamdhip64.so",
+    "libamdhip64.so",
     "/opt/rocm/lib/libamdhip64.so.7",
     "/opt/rocm/lib/libamdhip64.so.6",
+    "/opt/rocm/lib/libamdhip64.so",
+    "libamdhip64.so.5",
 ];
 
-/// `hipError_t`, HIP's status code (a C enum, `int`-sized).
-pub type HipError = c_int;
-
-// Every number this module passes to or expects from HIP. Sources: `hip/hip_runtime_api.h` and
-// `hip/driver_types.h` of ROCm 6/7 (ROCm/HIP, ROCm/clr), cross-checked against the `static_assert`
-// tables and generated bindings that other projects keep of the same enums.
-/// `hipSuccess` (`hipError_t`).
-const HIP_SUCCESS: HipError = 0;
-/// `hipErrorNoDevice` (`hipError_t`): what `hipGetDeviceCount` answers when there is no GPU.
-const HIP_ERROR_NO_DEVICE: HipError = 100;
-/// `hipErrorInvalidDevice` (`hipError_t`), reported for an ordinal that does not fit a C int.
-const HIP_ERROR_INVALID_DEVICE: HipError = 101;
-/// `hipErrorInvalidValue` (`hipError_t`), reported for a device address that does not fit a pointer.
-const HIP_ERROR_INVALID_VALUE: HipError = 1;
-/// `hipDeviceAttributeComputeCapabilityMajor` (`hipDeviceAttribute_t`, ROCm 6 renumbering).
-const ATTR_COMPUTE_CAPABILITY_MAJOR: c_int = 23;
-/// `hipDeviceAttributeComputeCapabilityMinor` (`hipDeviceAttribute_t`, ROCm 6 renumbering).
-const ATTR_COMPUTE_CAPABILITY_MINOR: c_int = 61;
-/// `hipDeviceAttributeSharedMemPerBlockOptin` (`hipDeviceAttribute_t`, ROCm 6 renumbering).
-const ATTR_SHARED_MEM_PER_BLOCK_OPTIN: c_int = 75;
-/// `hipMemcpyHostToDevice` (`hipMemcpyKind`).
-const MEMCPY_HOST_TO_DEVICE: c_int = 1;
-/// `hipMemcpyDeviceToHost` (`hipMemcpyKind`).
-const MEMCPY_DEVICE_TO_HOST: c_int = 2;
-/// Buffer for `hipDeviceGetName`; `hipDeviceProp_tR0600::name` is `char[256]`.
-const NAME_BUFFER_BYTES: usize = 256;
-/// Bytes reserved for a `hipDeviceProp_tR0600`. The struct is 1472 bytes on x86-64 Linux; the
-/// buffer is generous so a runtime that writes a slightly larger struct cannot overrun it.
-const PROP_BUFFER_BYTES: usize = 4096;
-/// Offset of `hipDeviceProp_tR0600::gcnArchName` (`char[256]`) on x86-64 Linux. It follows
-/// `int reserved[63]; int hipReserved[32];` at the end of the CUDA-compatible fields. LLVM's
-/// `clang/tools/offload-arch/AMDGPUArchByHIP.cpp` declares the struct as `char padding[1160];
-/// char gcnArchName[256]; ...` (1472 bytes); recomputed here with `offsetof` on the full field list
-/// of `hip_runtime_api.h` (ROCm 6), which also gives 1160 and 1472.
-const PROP_GCN_ARCH_NAME_OFFSET: usize = 1160;
-/// Length of `hipDeviceProp_tR0600::gcnArchName`.
-const PROP_GCN_ARCH_NAME_BYTES: usize = 256;
-
-/// The raw layer: HIP's C functions, resolved once, with their real signatures.
+/// The raw layer: HIP's C functions, resolved once, with their `devsim-sys` types.
 ///
-/// Calling any of them is `unsafe`: the caller upholds the C API's contract.
-#[allow(non_snake_case)]
+/// Calling any of them is `unsafe`: the caller upholds the C API's contract. The library is never
+/// unloaded (see [`super::library::Opened`]).
+#[allow(non_snake_case, missing_docs)]
 pub struct HipApi {
-    /// Never unloaded: after `hipInit` the runtime runs threads inside the library's code, so
-    /// `dlclose` could unmap code that is still running. Each load leaks one `dlopen` reference.
-    _library: ManuallyDrop<Library>,
     /// The candidate that opened.
+    candidate: String,
+    /// The file the loader mapped for it.
     path: String,
-    /// `hipError_t hipInit(unsigned int flags)`.
-    pub hipInit: unsafe extern "C" fn(c_uint) -> HipError,
-    /// `hipError_t hipDriverGetVersion(int *driverVersion)`.
-    pub hipDriverGetVersion: unsafe extern "C" fn(*mut c_int) -> HipError,
-    /// `hipError_t hipGetDeviceCount(int *count)`.
-    pub hipGetDeviceCount: unsafe extern "C" fn(*mut c_int) -> HipError,
-    /// `hipError_t hipGetDevice(int *deviceId)`.
-    pub hipGetDevice: unsafe extern "C" fn(*mut c_int) -> HipError,
-    /// `hipError_t hipSetDevice(int deviceId)`.
-    pub hipSetDevice: unsafe extern "C" fn(c_int) -> HipError,
-    /// `hipError_t hipDeviceGetName(char *name, int len, hipDevice_t device)`.
-    pub hipDeviceGetName: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> HipError,
-    /// `hipError_t hipDeviceGetAttribute(int *pi, hipDeviceAttribute_t attr, int deviceId)`.
-    pub hipDeviceGetAttribute: unsafe extern "C" fn(*mut c_int, c_int, c_int) -> HipError,
-    /// `hipError_t hipGetDevicePropertiesR0600(hipDeviceProp_tR0600 *prop, int deviceId)`.
-    pub hipGetDevicePropertiesR0600: unsafe extern "C" fn(*mut c_void, c_int) -> HipError,
-    /// `hipError_t hipMalloc(void **ptr, size_t size)`.
-    pub hipMalloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> HipError,
-    /// `hipError_t hipFree(void *ptr)`.
-    pub hipFree: unsafe extern "C" fn(*mut c_void) -> HipError,
-    /// `hipError_t hipMemcpy(void *dst, const void *src, size_t sizeBytes, hipMemcpyKind kind)`.
-    pub hipMemcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> HipError,
-    /// `hipError_t hipMemset(void *dst, int value, size_t sizeBytes)`.
-    pub hipMemset: unsafe extern "C" fn(*mut c_void, c_int, usize) -> HipError,
-    /// `hipError_t hipDeviceSynchronize(void)`.
-    pub hipDeviceSynchronize: unsafe extern "C" fn() -> HipError,
-    /// `const char *hipGetErrorName(hipError_t hip_error)`.
-    pub hipGetErrorName: unsafe extern "C" fn(HipError) -> *const c_char,
-    /// `const char *hipGetErrorString(hipError_t hipError)`.
-    pub hipGetErrorString: unsafe extern "C" fn(HipError) -> *const c_char,
+    /// `hipRuntimeGetVersion`'s answer (`HIP_VERSION`: major * 10^7 + minor * 10^5 + patch).
+    version: c_int,
+    pub hipInit: sys::hipInit_t,
+    pub hipRuntimeGetVersion: sys::hipRuntimeGetVersion_t,
+    pub hipDriverGetVersion: sys::hipDriverGetVersion_t,
+    pub hipGetDeviceCount: sys::hipGetDeviceCount_t,
+    pub hipGetDevice: sys::hipGetDevice_t,
+    pub hipSetDevice: sys::hipSetDevice_t,
+    pub hipDeviceGetName: sys::hipDeviceGetName_t,
+    pub hipDeviceGetAttribute: sys::hipDeviceGetAttribute_t,
+    pub hipGetDevicePropertiesR0600: sys::hipGetDevicePropertiesR0600_t,
+    pub hipMalloc: sys::hipMalloc_t,
+    pub hipFree: sys::hipFree_t,
+    pub hipMemcpy: sys::hipMemcpy_t,
+    pub hipMemset: sys::hipMemset_t,
+    pub hipDeviceSynchronize: sys::hipDeviceSynchronize_t,
+    pub hipGetErrorName: sys::hipGetErrorName_t,
+    pub hipGetErrorString: sys::hipGetErrorString_t,
 }
 
 impl HipApi {
-    /// Opens the first of [`HIP_CANDIDATES`] that loads and resolves every symbol. Calls nothing.
+    /// Opens the first of [`HIP_CANDIDATES`] that loads, reports ROCm 6 or newer and resolves every
+    /// symbol. Calls only `hipRuntimeGetVersion`.
     pub fn load() -> Result<Self, LibraryError> {
-        let (library, path) = open_first(HIP_LIBRARY, &HIP_CANDIDATES)?;
-        let lib = &library;
-        let p = path.as_str();
-        // SAFETY: each type below is the symbol's C signature from `hip_runtime_api.h` (documented
-        // on the field; C enums are `int`), and the library is never unloaded.
+        Self::load_from(&HIP_CANDIDATES)
+    }
+
+    /// [`HipApi::load`] over other fixed candidates (tests pin one installed library this way).
+    /// Like [`HIP_CANDIDATES`], they must be fixed names, never input.
+    pub fn load_from(candidates: &[&'static str]) -> Result<Self, LibraryError> {
+        Ok(open_each(HIP_LIBRARY, candidates, Self::accept)?.api)
+    }
+
+    /// Checks the version first (an old runtime lacks ROCm 6 symbols, and its refusal should say
+    /// why), then resolves the rest.
+    fn accept(lib: &Library, p: &str) -> Result<Self, String> {
+        // SAFETY: `hipError_t hipRuntimeGetVersion(int *)`, as `devsim-sys` declares it; the
+        // library is never unloaded.
+        let get_version: sys::hipRuntimeGetVersion_t =
+            unsafe { resolve(lib, p, "hipRuntimeGetVersion") }.map_err(|e| e.to_string())?;
+        let path = resolved_path(get_version as usize).unwrap_or_else(|| p.to_owned());
+        let mut version: c_int = 0;
+        // SAFETY: the out-pointer is a live, writable `int`.
+        let code = unsafe { get_version(&mut version) };
+        if code != sys::hipSuccess {
+            return Err(format!(
+                "read the HIP version of {path}: hipRuntimeGetVersion answered hipError_t {code}"
+            ));
+        }
+        let (major, minor) = sys::version_parts(version);
+        if major < sys::MIN_MAJOR {
+            return Err(format!(
+                "ROCm 6.0 or newer is needed; found HIP {major}.{minor} at {path}"
+            ));
+        }
+        Self::resolve_all(lib, p, path, version)
+            .map_err(|error| format!("{error} (HIP {major}.{minor})"))
+    }
+
+    fn resolve_all(
+        lib: &Library,
+        p: &str,
+        path: String,
+        version: c_int,
+    ) -> Result<Self, LibraryError> {
+        // SAFETY: each type is the symbol's C signature from `hip_runtime_api.h` as `devsim-sys`
+        // declares it, and the library is never unloaded.
         unsafe {
             Ok(Self {
                 hipInit: resolve(lib, p, "hipInit")?,
+                hipRuntimeGetVersion: resolve(lib, p, "hipRuntimeGetVersion")?,
                 hipDriverGetVersion: resolve(lib, p, "hipDriverGetVersion")?,
                 hipGetDeviceCount: resolve(lib, p, "hipGetDeviceCount")?,
                 hipGetDevice: resolve(lib, p, "hipGetDevice")?,
@@ -134,21 +133,28 @@ impl HipApi {
                 hipDeviceSynchronize: resolve(lib, p, "hipDeviceSynchronize")?,
                 hipGetErrorName: resolve(lib, p, "hipGetErrorName")?,
                 hipGetErrorString: resolve(lib, p, "hipGetErrorString")?,
+                candidate: p.to_owned(),
                 path,
-                _library: ManuallyDrop::new(library),
+                version,
             })
         }
     }
 
-    /// The candidate that opened.
+    /// The file the loader mapped (e.g. `/opt/rocm/lib/libamdhip64.so.6`).
     pub fn path(&self) -> &str {
         &self.path
     }
-}
 
-/// A zeroed, 8-byte-aligned buffer that `hipGetDevicePropertiesR0600` fills.
-#[repr(C, align(8))]
-struct PropBuffer([u8; PROP_BUFFER_BYTES]);
+    /// The candidate that opened, as written in [`HIP_CANDIDATES`].
+    pub fn candidate(&self) -> &str {
+        &self.candidate
+    }
+
+    /// The runtime's `(major, minor)` HIP version.
+    pub fn version(&self) -> (i32, i32) {
+        sys::version_parts(self.version)
+    }
+}
 
 /// The `Result` layer over the HIP runtime API.
 ///
@@ -159,6 +165,21 @@ pub struct HipDriver {
     api: HipApi,
 }
 
+impl Describe for HipDriver {
+    const STATUS_TYPE: &'static str = "hipError_t";
+    const SUCCESS: i32 = sys::hipSuccess;
+
+    fn name(&self, code: i32) -> Option<String> {
+        // SAFETY: takes the code by value; HIP returns a static NUL-terminated string (or NULL).
+        unsafe { status::c_text((self.api.hipGetErrorName)(code)) }
+    }
+
+    fn text(&self, code: i32) -> Option<String> {
+        // SAFETY: as for `name`.
+        unsafe { status::c_text((self.api.hipGetErrorString)(code)) }
+    }
+}
+
 impl HipDriver {
     /// Opens the runtime, resolves every symbol and calls `hipInit(0)`.
     pub fn load() -> Result<Self, DriverLoadError> {
@@ -167,12 +188,10 @@ impl HipDriver {
         };
         // SAFETY: `hipInit` takes flags by value; 0 is the only valid value.
         let code = unsafe { (driver.api.hipInit)(0) };
-        driver
-            .check("hipInit", code)
-            .map_err(|source| DriverLoadError::Driver {
-                library: driver.api.path.clone(),
-                source,
-            })?;
+        status::check(&driver, "hipInit", code).map_err(|source| DriverLoadError::Driver {
+            library: driver.api.path.clone(),
+            source,
+        })?;
         Ok(driver)
     }
 
@@ -191,7 +210,7 @@ impl HipDriver {
         let mut version: c_int = 0;
         // SAFETY: the out-pointer is a live, writable `int`.
         let code = unsafe { (self.api.hipDriverGetVersion)(&mut version) };
-        self.check("hipDriverGetVersion", code)?;
+        status::check(self, "hipDriverGetVersion", code)?;
         Ok(version)
     }
 
@@ -201,10 +220,10 @@ impl HipDriver {
         let mut count: c_int = 0;
         // SAFETY: the out-pointer is a live, writable `int`.
         let code = unsafe { (self.api.hipGetDeviceCount)(&mut count) };
-        if code == HIP_ERROR_NO_DEVICE {
+        if code == sys::hipErrorNoDevice {
             return Ok(0);
         }
-        self.check("hipGetDeviceCount", code)?;
+        status::check(self, "hipGetDeviceCount", code)?;
         Ok(u32::try_from(count).unwrap_or(0))
     }
 
@@ -214,12 +233,12 @@ impl HipDriver {
     /// unchanged), so the ordinal is passed directly.
     pub fn name(&self, ordinal: u32) -> Result<String, DriverError> {
         let device = self.index("hipDeviceGetName", ordinal)?;
-        let mut buffer = [0u8; NAME_BUFFER_BYTES];
+        let mut buffer = [0u8; sys::NAME_BYTES];
         let len = c_int::try_from(buffer.len() - 1).unwrap_or(c_int::MAX);
         // SAFETY: the buffer is writable for `len + 1` bytes and zeroed, so it stays NUL-terminated
         // even if the runtime fills all `len` bytes.
         let code = unsafe { (self.api.hipDeviceGetName)(buffer.as_mut_ptr().cast(), len, device) };
-        self.check("hipDeviceGetName", code)?;
+        status::check(self, "hipDeviceGetName", code)?;
         Ok(c_string(&buffer))
     }
 
@@ -227,28 +246,26 @@ impl HipDriver {
     /// (`hipGetDevicePropertiesR0600`).
     pub fn gcn_arch_name(&self, ordinal: u32) -> Result<String, DriverError> {
         let device = self.index("hipGetDevicePropertiesR0600", ordinal)?;
-        let mut props = Box::new(PropBuffer([0u8; PROP_BUFFER_BYTES]));
-        // SAFETY: the buffer is 8-byte aligned, zeroed and larger than `hipDeviceProp_tR0600`
-        // (1472 bytes), so the runtime writes only inside it.
-        let code =
-            unsafe { (self.api.hipGetDevicePropertiesR0600)(props.0.as_mut_ptr().cast(), device) };
-        self.check("hipGetDevicePropertiesR0600", code)?;
-        let field = &props.0
-            [PROP_GCN_ARCH_NAME_OFFSET..PROP_GCN_ARCH_NAME_OFFSET + PROP_GCN_ARCH_NAME_BYTES];
-        Ok(c_string(field))
+        let mut props = Box::new(sys::hipDeviceProp_tR0600::zeroed());
+        // SAFETY: `props` is a zeroed `hipDeviceProp_tR0600` with the ROCm 6 layout (pinned by
+        // `devsim-sys`'s tests), and the runtime was checked to be ROCm 6 or newer at load.
+        let code = unsafe { (self.api.hipGetDevicePropertiesR0600)(&mut *props, device) };
+        status::check(self, "hipGetDevicePropertiesR0600", code)?;
+        let bytes = props.gcnArchName.map(|c| c.to_ne_bytes()[0]);
+        Ok(c_string(&bytes))
     }
 
     /// A device's CUDA-style compute capability as `(major, minor)`; HIP derives it from the gfx
     /// version, e.g. `(9, 4)` for gfx942 (`hipDeviceGetAttribute`).
     pub fn capability(&self, ordinal: u32) -> Result<(u32, u32), DriverError> {
-        let major = self.attribute(ordinal, ATTR_COMPUTE_CAPABILITY_MAJOR)?;
-        let minor = self.attribute(ordinal, ATTR_COMPUTE_CAPABILITY_MINOR)?;
+        let major = self.attribute(ordinal, sys::hipDeviceAttributeComputeCapabilityMajor)?;
+        let minor = self.attribute(ordinal, sys::hipDeviceAttributeComputeCapabilityMinor)?;
         Ok((major, minor))
     }
 
     /// A device's opt-in shared (LDS) memory per block, in bytes (`hipDeviceGetAttribute`).
     pub fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
-        self.attribute(ordinal, ATTR_SHARED_MEM_PER_BLOCK_OPTIN)
+        self.attribute(ordinal, sys::hipDeviceAttributeSharedMemPerBlockOptin)
     }
 
     /// The calling thread's current device (`hipGetDevice`). HIP always has one (device 0 until
@@ -257,7 +274,7 @@ impl HipDriver {
         let mut device: c_int = 0;
         // SAFETY: the out-pointer is a live, writable `int`.
         let code = unsafe { (self.api.hipGetDevice)(&mut device) };
-        self.check("hipGetDevice", code)?;
+        status::check(self, "hipGetDevice", code)?;
         Ok(u32::try_from(device).ok())
     }
 
@@ -266,7 +283,7 @@ impl HipDriver {
         let device = self.index("hipSetDevice", ordinal)?;
         // SAFETY: takes the ordinal by value; the runtime validates it.
         let code = unsafe { (self.api.hipSetDevice)(device) };
-        self.check("hipSetDevice", code)
+        status::check(self, "hipSetDevice", code)
     }
 
     /// Allocates `bytes` of device memory on the calling thread's current device (`hipMalloc`).
@@ -274,7 +291,7 @@ impl HipDriver {
         let mut ptr: *mut c_void = std::ptr::null_mut();
         // SAFETY: the out-pointer is a live, writable `void *`.
         let code = unsafe { (self.api.hipMalloc)(&mut ptr, bytes) };
-        self.check("hipMalloc", code)?;
+        status::check(self, "hipMalloc", code)?;
         Ok(ptr.expose_provenance() as u64)
     }
 
@@ -284,7 +301,7 @@ impl HipDriver {
         // SAFETY: the runtime validates the address and reports an unknown one as an error; no
         // host memory is touched.
         let code = unsafe { (self.api.hipFree)(device_ptr) };
-        self.check("hipFree", code)
+        status::check(self, "hipFree", code)
     }
 
     /// Copies `data` to device address `ptr` (`hipMemcpy`, host to device).
@@ -293,9 +310,14 @@ impl HipDriver {
         // SAFETY: the source is `data.len()` readable host bytes and the kind says the destination
         // is device memory, which the runtime validates.
         let code = unsafe {
-            (self.api.hipMemcpy)(dst, data.as_ptr().cast(), data.len(), MEMCPY_HOST_TO_DEVICE)
+            (self.api.hipMemcpy)(
+                dst,
+                data.as_ptr().cast(),
+                data.len(),
+                sys::hipMemcpyHostToDevice,
+            )
         };
-        self.check("hipMemcpy", code)
+        status::check(self, "hipMemcpy", code)
     }
 
     /// Copies `len` bytes from device address `ptr` to the host (`hipMemcpy`, device to host).
@@ -305,9 +327,14 @@ impl HipDriver {
         // SAFETY: the destination is `len` writable host bytes and the kind says the source is
         // device memory, which the runtime validates.
         let code = unsafe {
-            (self.api.hipMemcpy)(data.as_mut_ptr().cast(), src, len, MEMCPY_DEVICE_TO_HOST)
+            (self.api.hipMemcpy)(
+                data.as_mut_ptr().cast(),
+                src,
+                len,
+                sys::hipMemcpyDeviceToHost,
+            )
         };
-        self.check("hipMemcpy", code)?;
+        status::check(self, "hipMemcpy", code)?;
         Ok(data)
     }
 
@@ -317,34 +344,37 @@ impl HipDriver {
         // SAFETY: `dst` is a device address, which the runtime validates; only device memory is
         // written.
         let code = unsafe { (self.api.hipMemset)(dst, c_int::from(value), len) };
-        self.check("hipMemset", code)
+        status::check(self, "hipMemset", code)
     }
 
     /// Waits for all work on the calling thread's current device (`hipDeviceSynchronize`).
     pub fn synchronize(&self) -> Result<(), DriverError> {
         // SAFETY: takes no arguments.
         let code = unsafe { (self.api.hipDeviceSynchronize)() };
-        self.check("hipDeviceSynchronize", code)
+        status::check(self, "hipDeviceSynchronize", code)
     }
 
     /// An ordinal as HIP's `int` device id, or `hipErrorInvalidDevice` for `call`.
     fn index(&self, call: &str, ordinal: u32) -> Result<c_int, DriverError> {
         c_int::try_from(ordinal).map_err(|_| {
-            let mut error = self.error(call, HIP_ERROR_INVALID_DEVICE);
-            error.message = format!("{} (ordinal {ordinal} does not fit a C int)", error.message);
-            error
+            status::refused(
+                self,
+                call,
+                sys::hipErrorInvalidDevice,
+                format!("ordinal {ordinal} does not fit a C int"),
+            )
         })
     }
 
     /// A device address as a pointer, or `hipErrorInvalidValue` for `call` if it does not fit one.
     fn pointer(&self, call: &str, ptr: u64) -> Result<*mut c_void, DriverError> {
         let address = usize::try_from(ptr).map_err(|_| {
-            let mut error = self.error(call, HIP_ERROR_INVALID_VALUE);
-            error.message = format!(
-                "{} (address {ptr:#x} does not fit a pointer)",
-                error.message
-            );
-            error
+            status::refused(
+                self,
+                call,
+                sys::hipErrorInvalidValue,
+                format!("address {ptr:#x} does not fit a pointer"),
+            )
         })?;
         Ok(std::ptr::with_exposed_provenance_mut(address))
     }
@@ -355,51 +385,7 @@ impl HipDriver {
         let mut value: c_int = 0;
         // SAFETY: the out-pointer is a live, writable `int`.
         let code = unsafe { (self.api.hipDeviceGetAttribute)(&mut value, attribute, device) };
-        self.check("hipDeviceGetAttribute", code)?;
+        status::check(self, "hipDeviceGetAttribute", code)?;
         Ok(u32::try_from(value).unwrap_or(0))
     }
-
-    /// `Ok` for `hipSuccess`, else the call's [`DriverError`].
-    fn check(&self, call: &str, code: HipError) -> Result<(), DriverError> {
-        if code == HIP_SUCCESS {
-            Ok(())
-        } else {
-            Err(self.error(call, code))
-        }
-    }
-
-    /// A [`DriverError`] with HIP's own `NAME: description`, or `hipError_t N` when HIP answers
-    /// nothing.
-    fn error(&self, call: &str, code: HipError) -> DriverError {
-        let name = describe(self.api.hipGetErrorName, code);
-        let text = describe(self.api.hipGetErrorString, code);
-        let message = match (name, text) {
-            (Some(name), Some(text)) => format!("{name}: {text}"),
-            (Some(name), None) => name,
-            _ => format!("hipError_t {code}"),
-        };
-        DriverError {
-            call: call.to_owned(),
-            code,
-            message,
-        }
-    }
-}
-
-/// Calls `hipGetErrorName` or `hipGetErrorString`; `None` if it answers NULL.
-fn describe(
-    getter: unsafe extern "C" fn(HipError) -> *const c_char,
-    code: HipError,
-) -> Option<String> {
-    // SAFETY: takes the code by value; any value is accepted (unknown ones get a generic text).
-    let text = unsafe { getter(code) };
-    if text.is_null() {
-        return None;
-    }
-    // SAFETY: HIP returns a static NUL-terminated string.
-    Some(
-        unsafe { CStr::from_ptr(text) }
-            .to_string_lossy()
-            .into_owned(),
-    )
 }

@@ -2,6 +2,8 @@
 //!
 //! Only fixed library names and well-known system folders are ever tried: each driver module passes a
 //! constant candidate list (see [`super::cuda::CUDA_CANDIDATES`] and [`super::hip::HIP_CANDIDATES`]).
+//! [`open_each`] tries every candidate until one opens *and* is accepted (every symbol resolves, the
+//! version is supported); each refusal is kept, with its path and reason, for the error.
 //! Nothing read from a scenario file, a host profile, an environment variable or any other input is
 //! ever handed to `dlopen`, so a scenario cannot make devsim load arbitrary code. The dynamic loader's
 //! own search (`LD_LIBRARY_PATH`, `ld.so.cache`) still applies to the bare names, as it does for any
@@ -72,6 +74,79 @@ pub fn open_first(
         }
     }
     Err(LibraryError::NotAvailable { library, tried })
+}
+
+/// A library that opened and was accepted: never unloaded (after init, a driver runs threads inside
+/// its own code, so `dlclose` could unmap code that is still running; cudarc keeps it in a static for
+/// the same reason). Each load leaks one `dlopen` reference.
+pub struct Opened<T> {
+    /// What the caller built from the library (its resolved function pointers).
+    pub api: T,
+    /// The candidate that opened, as written in the candidate list.
+    pub candidate: String,
+}
+
+/// Opens each of `candidates` in turn and hands it to `accept`, which resolves what it needs (and
+/// may call version queries); the first one accepted wins. A candidate that does not open, or that
+/// `accept` refuses, is recorded as `candidate: reason` in [`LibraryError::NotAvailable`], and the
+/// next is tried. Refused libraries stay loaded: `accept` may already have run their code.
+///
+/// `library` names the library in errors. `candidates` must be fixed names or paths in well-known
+/// system folders, never anything taken from input (see the module documentation).
+pub fn open_each<T>(
+    library: &'static str,
+    candidates: &[&str],
+    mut accept: impl FnMut(&Library, &str) -> Result<T, String>,
+) -> Result<Opened<T>, LibraryError> {
+    let mut tried = Vec::with_capacity(candidates.len());
+    for &candidate in candidates {
+        let (opened, _) = match open_first(library, &[candidate]) {
+            Ok(opened) => opened,
+            Err(LibraryError::NotAvailable { tried: why, .. }) => {
+                tried.extend(why);
+                continue;
+            }
+            Err(other) => {
+                tried.push(format!("{candidate}: {other}"));
+                continue;
+            }
+        };
+        let result = accept(&opened, candidate);
+        // Kept loaded whether accepted or not (see above).
+        std::mem::forget(opened);
+        match result {
+            Ok(api) => {
+                return Ok(Opened {
+                    api,
+                    candidate: candidate.to_owned(),
+                });
+            }
+            Err(reason) => tried.push(format!("{candidate}: {reason}")),
+        }
+    }
+    Err(LibraryError::NotAvailable { library, tried })
+}
+
+/// The file the dynamic loader mapped for the object containing code `address` (a resolved
+/// function's address), as `dladdr` reports it: the resolved path of a library opened by a bare name.
+pub fn resolved_path(address: usize) -> Option<String> {
+    let address = std::ptr::without_provenance::<std::ffi::c_void>(address);
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: `dladdr` only reads `address` as a number and fills `info`, which is writable.
+    let found = unsafe { libc::dladdr(address, info.as_mut_ptr()) };
+    if found == 0 {
+        return None;
+    }
+    // SAFETY: `dladdr` succeeded, so `info` is initialized.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: on success `dli_fname` points at the loader's NUL-terminated path of the object.
+    let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let path = path.to_string_lossy().into_owned();
+    // A relative name (possible when found through a relative `LD_LIBRARY_PATH`) is made absolute.
+    Some(std::path::absolute(&path).map_or(path, |absolute| absolute.display().to_string()))
 }
 
 /// Resolves `symbol` in an opened library and copies out its value (for a function, its address).

@@ -7,6 +7,7 @@ pub mod hip;
 pub mod library;
 pub mod machine;
 pub mod runtime;
+mod status;
 #[cfg(feature = "torch")]
 pub mod torch;
 

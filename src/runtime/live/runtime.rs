@@ -60,6 +60,18 @@ impl LiveRuntime {
         }
     }
 
+    /// A runtime of a GPU build whose driver shows no GPU (a mask hides them all): it counts zero
+    /// devices, and every device call fails as on such a machine.
+    pub fn without_gpus(build: TorchBuild) -> Self {
+        Self {
+            build,
+            driver: None,
+            tensors: false,
+            memory: Mutex::new(HashMap::new()),
+            next_handle: AtomicU64::new(1),
+        }
+    }
+
     fn memory(&self) -> MutexGuard<'_, HashMap<u64, Stored>> {
         self.memory.lock().unwrap_or_else(|e| e.into_inner())
     }
