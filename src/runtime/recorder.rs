@@ -66,6 +66,11 @@ impl Runtime for Recorder {
         self.record(Call::DeviceCount, None, None, self.inner.device_count())
     }
 
+    fn driver_device_count(&self) -> Result<u32, DriverError> {
+        let count = self.inner.driver_device_count();
+        self.record(Call::DriverDeviceCount, None, None, count)
+    }
+
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
         self.record(
             Call::DeviceName,

@@ -809,6 +809,8 @@ fn expectations(
         covers: fields.covers.clone(),
         vendor: fields.vendor.as_ref().map(|v| v.get_ref().clone()),
         archs: fields.archs.clone(),
+        torch_device_count: fields.torch_device_count,
+        runtime_devices: fields.runtime_devices.clone(),
         trace: match &fields.trace {
             Some(rules) => trace_rules(source, rules)?,
             None => TraceRules::default(),
