@@ -33,6 +33,9 @@ pub enum CliError {
     /// A dispatch step outside a scenario failed (benchmarks).
     #[error(transparent)]
     Dispatch(#[from] DispatchError),
+    /// Standard input or output failed.
+    #[error("read stdin or write stdout: {0}")]
+    Io(#[from] std::io::Error),
     /// JSON output could not be written.
     #[error("write json: {0}")]
     Json(#[from] serde_json::Error),
