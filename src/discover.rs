@@ -50,8 +50,8 @@ pub fn discover(runtime: &dyn Runtime) -> Result<Discovery, DriverError> {
             runtime_devices: Vec::new(),
         });
     }
-    let torch_device_count = runtime.device_count()?;
-    let driver_count = runtime.driver_device_count()?;
+    let torch_device_count = runtime.torch_device_count()?;
+    let driver_count = runtime.device_count()?;
     let query_vendor = if mutants::active(Mutant::HipCudaMeansNvidia) {
         Some(Vendor::Nvidia)
     } else {

@@ -107,6 +107,19 @@ impl HostSpec {
         Ok(self.visibility()?.runtime)
     }
 
+    /// Why live replay cannot reproduce this host, if torch's count and the runtime's differ under its
+    /// visible-device variables: live runtimes read the driver's count for both.
+    pub fn views_differ(&self) -> Option<String> {
+        let seen = self.visibility().ok()?;
+        (seen.torch_count != seen.runtime.len()).then(|| {
+            format!(
+                "views differ: torch counts {} device(s), the runtime exposes {}; live runtimes read only the driver's count",
+                seen.torch_count,
+                seen.runtime.len()
+            )
+        })
+    }
+
     /// The GPU the runtime calls `ordinal`, if it exposes one.
     pub fn visible_gpu(&self, ordinal: u32) -> Option<&Gpu> {
         let visible = self.visible().ok()?;

@@ -36,13 +36,11 @@ pub enum Mutant {
     NvidiaProbeOnAmd,
     /// Discovery reads HIP's "cuda is available" as NVIDIA presence.
     HipCudaMeansNvidia,
-    /// Visible-device masks are applied in sorted order, losing the reordering they ask for.
-    MaskOrderIgnored,
 }
 
 impl Mutant {
     /// Every variant, in declaration order.
-    pub const EVERY: [Mutant; 14] = [
+    pub const EVERY: [Mutant; 13] = [
         Mutant::CudaSpellingIsNvidia,
         Mutant::StringSelectorsSkipNormalization,
         Mutant::RocmStoredAsCuda,
@@ -56,7 +54,6 @@ impl Mutant {
         Mutant::ExtensionLoadedBeforeGates,
         Mutant::NvidiaProbeOnAmd,
         Mutant::HipCudaMeansNvidia,
-        Mutant::MaskOrderIgnored,
     ];
 }
 

@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Call {
-    /// How many devices torch reports.
+    /// How many devices torch reports (`torch.cuda.device_count()`, `Runtime::torch_device_count`).
     DeviceCount,
-    /// How many devices the driver itself enumerates.
+    /// How many devices the driver itself enumerates (`Runtime::device_count`).
     DriverDeviceCount,
     /// A device's name.
     DeviceName,

@@ -55,6 +55,8 @@ fn write(name: &str, body: &str) -> PathBuf {
 #[case::wrong_vendor("wrong_vendor", concat!("format = 1\ndescription = \"x\"\n", "[host]\ntorch = \"hip\"\ngpus = [\"sm_90\"]\n[[step]]\naction = \"discover\"\n"), 5, "put other GPUs under `foreign_gpus`", None)]
 #[case::no_steps("no_steps", concat!("format = 1\ndescription = \"x\"\n", "[host]\nprofile = \"h200\"\n"), 5, "at least one [[step]]", None)]
 #[case::unknown_fault_call("unknown_fault_call", concat!("format = 1\ndescription = \"x\"\n", "[host]\nprofile = \"h200\"\n[[host.fault]]\ncall = \"lanch\"\n[[step]]\naction = \"discover\"\n"), 6, "inject a fault into `lanch`", Some("launch"))]
+#[case::hip_wider_than_rocr("hip_wider_than_rocr", concat!("format = 1\ndescription = \"x\"\n", "[host]\nprofile = \"r9700x2\"\nenv = { ROCR_VISIBLE_DEVICES = \"0\", HIP_VISIBLE_DEVICES = \"0,1\" }\n[[step]]\naction = \"discover\"\n"), 5, "HIP_VISIBLE_DEVICES contains more devices than ROCR_VISIBLE_DEVICES", None)]
+#[case::torch_int_refuses_entry("torch_int_refuses_entry", concat!("format = 1\ndescription = \"x\"\n", "[host]\nprofile = \"h200x2\"\nenv = { CUDA_VISIBLE_DEVICES = \"0,+\" }\n[[step]]\naction = \"discover\"\n"), 5, "parse CUDA_VISIBLE_DEVICES entry `+`", None)]
 fn malformed_scenarios_are_located_and_explained(
     #[case] name: &str,
     #[case] body: &str,

@@ -173,14 +173,14 @@ impl Runtime for SimRuntime {
 
     fn device_count(&self) -> Result<u32, DriverError> {
         let mut state = self.state();
-        self.check_faults(&mut state, Call::DeviceCount, None)?;
-        Ok(self.torch_count)
-    }
-
-    fn driver_device_count(&self) -> Result<u32, DriverError> {
-        let mut state = self.state();
         self.check_faults(&mut state, Call::DriverDeviceCount, None)?;
         Ok(u32::try_from(self.visible.len()).unwrap_or(u32::MAX))
+    }
+
+    fn torch_device_count(&self) -> Result<u32, DriverError> {
+        let mut state = self.state();
+        self.check_faults(&mut state, Call::DeviceCount, None)?;
+        Ok(self.torch_count)
     }
 
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
