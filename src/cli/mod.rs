@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     crate::cli::main(crate::Catalog::reference())
+//!     devsim::cli::main(devsim::Catalog::reference())
 //! }
 //! ```
 //!
