@@ -26,13 +26,18 @@ pub struct DiscoveredGpu {
 pub struct Discovery {
     /// The running build.
     pub build: TorchBuild,
-    /// The vendor of the usable GPUs, if any are visible.
+    /// The vendor of the usable GPUs, if torch counts any.
     pub vendor: Option<Vendor>,
-    /// The visible GPUs, in ordinal order.
+    /// The usable GPUs: ordinals torch counts that the runtime also exposes, in ordinal order.
     pub gpus: Vec<DiscoveredGpu>,
+    /// torch's view: what `torch.cuda.device_count()` returns.
+    pub torch_device_count: u32,
+    /// The runtime's view: every GPU the driver (or ROCm runtime) exposes, in its ordinal order.
+    pub runtime_devices: Vec<DiscoveredGpu>,
 }
 
-/// Lists the visible GPUs with the arch query of the build's own vendor.
+/// Lists both views: torch's count, and each GPU the runtime exposes, asked the arch query of the build's
+/// own vendor.
 pub fn discover(runtime: &dyn Runtime) -> Result<Discovery, DriverError> {
     let build = runtime.build();
     if build == TorchBuild::Cpu {
@@ -40,31 +45,35 @@ pub fn discover(runtime: &dyn Runtime) -> Result<Discovery, DriverError> {
             build,
             vendor: None,
             gpus: Vec::new(),
+            torch_device_count: 0,
+            runtime_devices: Vec::new(),
         });
     }
-    let count = runtime.device_count()?;
-    let vendor = match count {
-        0 => None,
-        _ => build.vendor(),
-    };
-    let mut gpus = Vec::new();
-    for ordinal in 0..count {
+    let torch_device_count = runtime.torch_device_count()?;
+    let driver_count = runtime.device_count()?;
+    let query_vendor = build.vendor();
+    let vendor = (torch_device_count > 0).then_some(query_vendor).flatten();
+    let mut runtime_devices = Vec::new();
+    for ordinal in 0..driver_count {
         let name = runtime.device_name(ordinal)?;
-        let arch = if vendor == Some(Vendor::Amd) {
+        let arch = if query_vendor == Some(Vendor::Amd) {
             runtime.amd_arch(ordinal)?
         } else {
             let cc = runtime.nvidia_capability(ordinal)?;
             format!("sm_{}{}", cc.major, cc.minor)
         };
-        gpus.push(DiscoveredGpu {
+        runtime_devices.push(DiscoveredGpu {
             ordinal,
             name,
             arch,
         });
     }
+    let usable = torch_device_count.min(driver_count) as usize;
     Ok(Discovery {
         build,
         vendor,
-        gpus,
+        gpus: runtime_devices[..usable].to_vec(),
+        torch_device_count,
+        runtime_devices,
     })
 }

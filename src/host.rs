@@ -8,7 +8,8 @@ use serde::Serialize;
 use thiserror::Error;
 
 use crate::trace::Call;
-use crate::visible::{VisibleError, visible_gpus};
+pub use crate::visible::Visibility;
+use crate::visible::{VisibleError, visibility};
 use crate::vocab::{Arch, TorchBuild, Vendor};
 
 /// One GPU in the box.
@@ -20,7 +21,8 @@ pub struct Gpu {
     pub name: String,
     /// Opt-in shared memory per block, in bytes.
     pub smem_optin: u32,
-    /// The driver's UUID (`GPU-…` for NVIDIA), matched by visible-device ids.
+    /// The GPU's UUID, matched by visible-device ids: `GPU-…` on NVIDIA (as NVML reports it), the 16-hex-digit
+    /// ASIC serial on AMD (amdsmi's `asic_serial` without `0x`; ROCr and HIP show it as `GPU-<serial>`).
     pub uuid: String,
 }
 
@@ -94,13 +96,31 @@ impl HostSpec {
         }
     }
 
-    /// The physical indices torch sees, in ordinal order, after the visible-device variables.
-    pub fn visible(&self) -> Result<Vec<usize>, HostError> {
+    /// Both views of the GPUs after the visible-device variables: torch's count and the runtime's ordinals.
+    pub fn visibility(&self) -> Result<Visibility, HostError> {
         let uuids: Vec<String> = self.gpus.iter().map(|gpu| gpu.uuid.clone()).collect();
-        Ok(visible_gpus(self.torch, &self.env, &uuids)?)
+        Ok(visibility(self.torch, &self.env, &uuids)?)
     }
 
-    /// The GPU torch calls `ordinal`, if visible.
+    /// The physical indices the runtime (CUDA driver, or ROCr then HIP) exposes, in ordinal order.
+    pub fn visible(&self) -> Result<Vec<usize>, HostError> {
+        Ok(self.visibility()?.runtime)
+    }
+
+    /// Why live replay cannot reproduce this host, if torch's count and the runtime's differ under its
+    /// visible-device variables: live runtimes read the driver's count for both.
+    pub fn views_differ(&self) -> Option<String> {
+        let seen = self.visibility().ok()?;
+        (seen.torch_count != seen.runtime.len()).then(|| {
+            format!(
+                "views differ: torch counts {} device(s), the runtime exposes {}; live runtimes read only the driver's count",
+                seen.torch_count,
+                seen.runtime.len()
+            )
+        })
+    }
+
+    /// The GPU the runtime calls `ordinal`, if it exposes one.
     pub fn visible_gpu(&self, ordinal: u32) -> Option<&Gpu> {
         let visible = self.visible().ok()?;
         let physical = *visible.get(usize::try_from(ordinal).ok()?)?;

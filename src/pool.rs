@@ -49,10 +49,10 @@ pub struct DevicePool {
 }
 
 impl DevicePool {
-    /// A pool keyed by `cpu` and each visible GPU as `cuda:N`.
+    /// A pool keyed by `cpu` and each GPU torch counts as `cuda:N`.
     pub fn new(runtime: &dyn Runtime) -> Result<Self, DriverError> {
         let gpus = match runtime.build().gpu_family() {
-            Some(_) => runtime.device_count()?,
+            Some(_) => runtime.torch_device_count()?,
             None => 0,
         };
         Ok(Self::with_gpus(gpus))

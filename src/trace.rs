@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Call {
-    /// How many devices the build sees.
+    /// How many devices torch reports (`torch.cuda.device_count()`, `Runtime::torch_device_count`).
     DeviceCount,
+    /// How many devices the driver itself enumerates (`Runtime::device_count`).
+    DriverDeviceCount,
     /// A device's name.
     DeviceName,
     /// An NVIDIA compute-capability query.
@@ -42,8 +44,9 @@ pub enum Call {
 
 impl Call {
     /// Every call, in a fixed order.
-    pub const EVERY: [Call; 14] = [
+    pub const EVERY: [Call; 15] = [
         Call::DeviceCount,
+        Call::DriverDeviceCount,
         Call::DeviceName,
         Call::NvidiaCapability,
         Call::SmemOptin,
@@ -63,6 +66,7 @@ impl Call {
     pub fn as_str(self) -> &'static str {
         match self {
             Call::DeviceCount => "device_count",
+            Call::DriverDeviceCount => "driver_device_count",
             Call::DeviceName => "device_name",
             Call::NvidiaCapability => "nvidia_capability",
             Call::SmemOptin => "smem_optin",
@@ -83,7 +87,11 @@ impl Call {
     pub fn is_device_scoped(self) -> bool {
         !matches!(
             self,
-            Call::DeviceCount | Call::GetDevice | Call::ExtensionLoad | Call::Lock
+            Call::DeviceCount
+                | Call::DriverDeviceCount
+                | Call::GetDevice
+                | Call::ExtensionLoad
+                | Call::Lock
         )
     }
 }

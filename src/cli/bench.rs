@@ -10,7 +10,7 @@ use crate::kernel::Catalog;
 use crate::matrix::{median, run_matrix, shipped_hosts};
 use crate::scenario::load::{ProfileSources, parse_scenario};
 use crate::scenario::suite::{load_all, run_simulated};
-use crate::visible::{VisibleList, parse_visible_devices};
+use crate::visible::torch::{TorchList, parse_list};
 
 /// Steps in the generated scenario that `bench` loads.
 pub const GENERATED_STEPS: usize = 1_000_000;
@@ -60,11 +60,13 @@ pub fn run_load_scale(catalog: &Catalog) -> Result<(), CliError> {
     let mask: Vec<String> = (0..MASK_ENTRIES).map(|i| i.to_string()).collect();
     let mask = mask.join(",");
     let started = Instant::now();
-    let parsed = parse_visible_devices(&mask);
+    let parsed = parse_list(&mask);
     let mask_time = started.elapsed();
     let entries = match parsed {
-        VisibleList::Ordinals(ordinals) => ordinals.len(),
-        VisibleList::Ids(ids) => ids.len(),
+        Ok(TorchList::Ordinals(ordinals)) => ordinals.len(),
+        Ok(TorchList::Ids(ids)) => ids.len(),
+        Ok(TorchList::Range(n)) => n,
+        Err(_) => 0,
     };
     say!(
         "mask: {MASK_ENTRIES} entries ({entries} kept) parsed in {:.2} ms",

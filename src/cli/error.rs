@@ -44,6 +44,9 @@ pub enum CliError {
     /// A GPU driver is present but failed while devsim read the GPUs (`run --live`, `probe`).
     #[error("read the GPUs: {0}")]
     DriverFailing(String),
+    /// Standard input or output failed.
+    #[error("read stdin or write stdout: {0}")]
+    Io(#[from] std::io::Error),
     /// JSON output could not be written.
     #[error("write json: {0}")]
     Json(#[from] serde_json::Error),

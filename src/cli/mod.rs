@@ -12,6 +12,7 @@
 
 pub mod bench;
 mod error;
+mod visible;
 
 pub use error::CliError;
 
@@ -113,6 +114,13 @@ enum Command {
         /// Measure live replay overhead against direct runtime calls on the real GPU instead.
         #[arg(long)]
         live: bool,
+    },
+    /// Internal: both visible-device views for JSON-line cases on stdin (tools/torch_visible/diff.py).
+    #[command(hide = true)]
+    Visible {
+        /// Read one case per line on stdin, answer one per line on stdout.
+        #[arg(long, required = true)]
+        stdin_jsonl: bool,
     },
 }
 
@@ -416,6 +424,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
                 bench::run(&root, &catalog, rounds)
             }
         }
+        Command::Visible { stdin_jsonl: _ } => visible::stdin_jsonl().map_err(CliError::from),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

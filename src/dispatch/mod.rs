@@ -26,7 +26,7 @@ impl<'a> Dispatch<'a> {
     /// Normalizes a selector for the running build, recording the `gate:normalize` outcome.
     pub fn normalize(&self, selector: &Selector) -> Result<Target, DispatchError> {
         let result = selector::normalize(selector, self.runtime.build(), || {
-            Ok(self.runtime.device_count()?)
+            Ok(self.runtime.torch_device_count()?)
         });
         self.record_normalize(selector, result.as_ref().map(ToString::to_string));
         result
@@ -35,7 +35,7 @@ impl<'a> Dispatch<'a> {
     /// Like [`Dispatch::normalize`], accepting `all` (lock scopes).
     pub fn normalize_scope(&self, selector: &Selector) -> Result<Scope, DispatchError> {
         let result = selector::normalize_scope(selector, self.runtime.build(), || {
-            Ok(self.runtime.device_count()?)
+            Ok(self.runtime.torch_device_count()?)
         });
         self.record_normalize(
             selector,

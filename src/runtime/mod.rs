@@ -73,8 +73,15 @@ pub enum LaunchOn {
 pub trait Runtime: Send + Sync {
     /// The torch build the process runs (process state, not a driver call: not traced).
     fn build(&self) -> TorchBuild;
-    /// How many devices the build sees.
+    /// How many devices the driver itself enumerates (`cuDeviceGetCount` / `hipGetDeviceCount`): the
+    /// ordinals execution calls may use.
     fn device_count(&self) -> Result<u32, DriverError>;
+    /// How many devices torch reports (`torch.cuda.device_count()`): the count dispatch code sees, which can
+    /// differ from the driver's under visible-device variables (see `crate::visible`). Runtimes that cannot
+    /// tell the two apart answer [`Runtime::device_count`].
+    fn torch_device_count(&self) -> Result<u32, DriverError> {
+        self.device_count()
+    }
     /// A device's name.
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError>;
     /// A device's NVIDIA compute capability. HIP answers it too, with gfx-derived numbers.

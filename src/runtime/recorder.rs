@@ -63,7 +63,13 @@ impl Runtime for Recorder {
     }
 
     fn device_count(&self) -> Result<u32, DriverError> {
-        self.record(Call::DeviceCount, None, None, self.inner.device_count())
+        let count = self.inner.device_count();
+        self.record(Call::DriverDeviceCount, None, None, count)
+    }
+
+    fn torch_device_count(&self) -> Result<u32, DriverError> {
+        let count = self.inner.torch_device_count();
+        self.record(Call::DeviceCount, None, None, count)
     }
 
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {

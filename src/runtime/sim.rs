@@ -1,4 +1,5 @@
-//! A simulated runtime over a [`HostSpec`]: per-thread current device, real memory bookkeeping, HIP's
+//! A simulated runtime over a [`HostSpec`]: torch's device count beside the runtime's own ordinals
+//! (`crate::visible`), per-thread current device, real memory bookkeeping, HIP's
 //! answers to NVIDIA queries on AMD GPUs, and fault injection.
 
 use std::collections::{BTreeSet, HashMap};
@@ -35,6 +36,9 @@ struct State {
 /// The simulated runtime. Cheap to build; one per scenario run.
 pub struct SimRuntime {
     host: HostSpec,
+    /// torch's count (`torch.cuda.device_count()`), what dispatch code sees.
+    torch_count: u32,
+    /// The runtime's ordinals: the physical GPU at each.
     visible: Vec<usize>,
     state: Mutex<State>,
 }
@@ -43,7 +47,7 @@ impl SimRuntime {
     /// A runtime for `host`, which must validate.
     pub fn new(host: HostSpec) -> Result<Self, HostError> {
         host.validate()?;
-        let visible = host.visible()?;
+        let visibility = host.visibility()?;
         let state = State {
             next_handle: 0x7f00_0000_0000,
             fault_hits: vec![0; host.faults.len()],
@@ -51,7 +55,8 @@ impl SimRuntime {
         };
         Ok(Self {
             host,
-            visible,
+            torch_count: u32::try_from(visibility.torch_count).unwrap_or(u32::MAX),
+            visible: visibility.runtime,
             state: Mutex::new(state),
         })
     }
@@ -168,8 +173,14 @@ impl Runtime for SimRuntime {
 
     fn device_count(&self) -> Result<u32, DriverError> {
         let mut state = self.state();
-        self.check_faults(&mut state, Call::DeviceCount, None)?;
+        self.check_faults(&mut state, Call::DriverDeviceCount, None)?;
         Ok(u32::try_from(self.visible.len()).unwrap_or(u32::MAX))
+    }
+
+    fn torch_device_count(&self) -> Result<u32, DriverError> {
+        let mut state = self.state();
+        self.check_faults(&mut state, Call::DeviceCount, None)?;
+        Ok(self.torch_count)
     }
 
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {

@@ -133,14 +133,29 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
         expect.vendor.as_deref(),
         observed.vendor.clone(),
     );
-    if let Some(archs) = &expect.archs {
-        let actual = observed.archs.clone().unwrap_or_default();
-        if *archs != actual {
-            out.push(Mismatch {
-                key: "archs".into(),
-                expected: format!("{archs:?}"),
-                actual: format!("{actual:?}"),
-            });
+    check(
+        &mut out,
+        "torch_device_count",
+        expect.torch_device_count.map(|n| n.to_string()).as_deref(),
+        observed.torch_device_count.map(|n| n.to_string()),
+    );
+    for (key, expected, actual) in [
+        ("archs", &expect.archs, &observed.archs),
+        (
+            "runtime_devices",
+            &expect.runtime_devices,
+            &observed.runtime_devices,
+        ),
+    ] {
+        if let Some(expected) = expected {
+            let actual = actual.clone().unwrap_or_default();
+            if *expected != actual {
+                out.push(Mismatch {
+                    key: key.into(),
+                    expected: format!("{expected:?}"),
+                    actual: format!("{actual:?}"),
+                });
+            }
         }
     }
     out.extend(check_trace(&expect.trace, entries, "trace"));

@@ -196,6 +196,10 @@ pub struct StepExpectFields {
     pub vendor: Option<Spanned<String>>,
     /// discover: the visible GPUs' archs, in ordinal order.
     pub archs: Option<Spanned<Vec<String>>>,
+    /// discover: torch's view, the count `torch.cuda.device_count()` returns.
+    pub torch_device_count: Option<u32>,
+    /// discover: the runtime's view, the arch at each ordinal the driver or ROCm runtime exposes.
+    pub runtime_devices: Option<Vec<String>>,
     /// Rules over this step's trace.
     pub trace: Option<TraceRuleFields>,
 }

@@ -165,6 +165,9 @@ impl LiveContext {
 
     /// Runs one scenario live, or reports it skipped with the reason.
     pub fn run(&self, scenario: &Scenario, catalog: &Catalog) -> ScenarioReport {
+        if let Some(reason) = scenario.host.views_differ() {
+            return ScenarioReport::skipped(scenario, reason);
+        }
         if let Some(exe) = &self.child_exe {
             if !scenario.host.env.is_empty() {
                 return run_in_child(exe, scenario, &scenario.host.env);

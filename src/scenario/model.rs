@@ -160,6 +160,10 @@ pub struct Expectations {
     pub vendor: Option<String>,
     /// The discovered archs.
     pub archs: Option<Vec<String>>,
+    /// torch's device count (discover).
+    pub torch_device_count: Option<u32>,
+    /// The archs at the runtime's ordinals (discover).
+    pub runtime_devices: Option<Vec<String>>,
     /// Rules over the step's trace.
     pub trace: TraceRules,
     /// Checked only when the step succeeded.

@@ -38,4 +38,10 @@ pub struct Observed {
     /// The discovered archs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archs: Option<Vec<String>>,
+    /// torch's device count, as discovery read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_device_count: Option<u32>,
+    /// The archs at the runtime's ordinals, as discovery read them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_devices: Option<Vec<String>>,
 }

@@ -148,6 +148,14 @@ fn perform(
             Action::Discover => {
                 let found = discover(dispatch.runtime)?;
                 observed.vendor = Some(found.vendor.map_or("none".into(), |v| v.to_string()));
+                observed.torch_device_count = Some(found.torch_device_count);
+                observed.runtime_devices = Some(
+                    found
+                        .runtime_devices
+                        .iter()
+                        .map(|g| g.arch.clone())
+                        .collect(),
+                );
                 observed.archs = Some(found.gpus.into_iter().map(|g| g.arch).collect());
             }
         }

@@ -21,7 +21,7 @@ pub(crate) fn unproducible(
     fields: &StepExpectFields,
     spec: &ActionSpec,
 ) -> Option<(&'static str, Option<Range<usize>>)> {
-    let given: [(&'static str, bool, Option<Range<usize>>); 10] = [
+    let given: [(&'static str, bool, Option<Range<usize>>); 12] = [
         (
             "family",
             fields.family.is_some(),
@@ -72,6 +72,12 @@ pub(crate) fn unproducible(
             fields.current_after.is_some(),
             fields.current_after.as_ref().map(Spanned::span),
         ),
+        (
+            "torch_device_count",
+            fields.torch_device_count.is_some(),
+            None,
+        ),
+        ("runtime_devices", fields.runtime_devices.is_some(), None),
     ];
     given
         .into_iter()
@@ -277,6 +283,8 @@ pub(crate) fn expectations(
         covers: fields.covers.as_ref().map(|c| c.get_ref().clone()),
         vendor: fields.vendor.as_ref().map(|v| v.get_ref().clone()),
         archs: fields.archs.as_ref().map(|a| a.get_ref().clone()),
+        torch_device_count: fields.torch_device_count,
+        runtime_devices: fields.runtime_devices.clone(),
         trace: match &fields.trace {
             Some(rules) => trace_rules(source, rules)?,
             None => TraceRules::default(),

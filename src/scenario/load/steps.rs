@@ -110,7 +110,7 @@ pub(crate) const ACTIONS: [ActionSpec; 9] = [
         name: "discover",
         required: &[],
         optional: &[],
-        produces: &[&["vendor", "archs"]],
+        produces: &[&["vendor", "archs", "torch_device_count", "runtime_devices"]],
         decode: discover,
     },
 ];
