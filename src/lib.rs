@@ -16,6 +16,7 @@ pub mod pool;
 pub mod report;
 pub mod runtime;
 pub mod scenario;
+pub mod subject;
 pub mod trace;
 pub mod visible;
 pub mod vocab;

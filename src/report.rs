@@ -18,6 +18,9 @@ pub fn human(report: &ScenarioReport) -> String {
         Status::Failed => {
             let _ = writeln!(out, "FAILED  {}", report.name);
             let _ = writeln!(out, "  scenario: {}", report.path);
+            if !report.subject.is_empty() {
+                let _ = writeln!(out, "  subject: {}", report.subject);
+            }
             let _ = writeln!(out, "  what it pins: {}", report.description);
             for step in report.steps.iter().filter(|s| !s.mismatches.is_empty()) {
                 let _ = writeln!(
