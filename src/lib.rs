@@ -5,6 +5,7 @@
 //! records every call, and runs kernel contracts and scenario files against it, so dispatch bugs show up
 //! without the hardware.
 
+pub mod baseline;
 pub mod cli;
 pub mod discover;
 pub mod dispatch;

@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     crate::cli::main(crate::Catalog::reference())
+//!     devsim::cli::main(devsim::Catalog::reference())
 //! }
 //! ```
 //!
@@ -20,11 +20,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::baseline::Baseline;
 use crate::kernel::Catalog;
 use crate::report;
 use crate::scenario::live::LiveContext;
 use crate::scenario::load::{HOSTS_DIR, load_profile, profile_names};
-use crate::scenario::suite::{Summary, load_all, run_simulated};
+use crate::scenario::suite::{Summary, load_all};
+use crate::subject::{CatalogSubject, ProcessSubject, Subject, SubjectSpec};
 
 /// A test harness for cross-vendor GPU device dispatch.
 #[derive(Parser)]
@@ -58,6 +60,22 @@ enum Command {
         /// Internal: this process is the child that runs one `env` scenario live.
         #[arg(long, hide = true, requires = "live")]
         child: bool,
+        /// Judge this dispatch code instead of the built-in catalog: a command line ('CMD ARGS') or a
+        /// subject file (x.toml) speaking the subject protocol (docs/subject-protocol.md).
+        #[arg(long, value_name = "CMD|FILE")]
+        subject: Option<String>,
+        /// Compare each scenario's outcome with this baseline file; any change, either way, fails.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// Write each scenario's outcome to this baseline file.
+        #[arg(long, value_name = "FILE")]
+        write_baseline: Option<PathBuf>,
+    },
+    /// Print a JSON Schema.
+    Schema {
+        /// Which schema.
+        #[arg(value_enum)]
+        which: SchemaName,
     },
     /// Print the real machine as a host profile (scenarios/hosts/<name>.toml).
     Probe,
@@ -65,6 +83,9 @@ enum Command {
     Check {
         /// Files or folders.
         paths: Vec<PathBuf>,
+        /// Instead, start this subject and check its handshake only.
+        #[arg(long, value_name = "CMD|FILE")]
+        subject: Option<String>,
     },
     /// List the kernel catalog.
     Kernels {
@@ -92,7 +113,27 @@ enum Command {
         /// Measure live replay overhead against direct runtime calls on the real GPU instead.
         #[arg(long)]
         live: bool,
+        /// Run the corpus through the reference catalog and this subject side by side instead.
+        #[arg(long, value_name = "CMD|FILE", conflicts_with = "live")]
+        subject: Option<String>,
     },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SchemaName {
+    /// The messages of the subject protocol, both directions.
+    SubjectProtocol,
+}
+
+/// What `devsim run` was asked.
+struct RunArgs {
+    paths: Vec<PathBuf>,
+    format: Format,
+    live: bool,
+    child: bool,
+    subject: Option<String>,
+    baseline: Option<PathBuf>,
+    write_baseline: Option<PathBuf>,
 }
 
 /// Prints a line to stdout, ignoring a closed pipe (`devsim kernels | head` must not panic).
@@ -117,57 +158,146 @@ fn print_load_errors(errors: &[crate::scenario::LoadError]) {
     }
 }
 
-fn run(
-    catalog: &Catalog,
-    paths: Vec<PathBuf>,
-    format: Format,
-    live: bool,
-    child: bool,
-) -> Result<(), CliError> {
-    let (scenarios, errors) = load_all(&default_paths(paths), catalog)?;
-    print_load_errors(&errors);
-    let live = live.then(|| {
-        let exe = if child {
+/// The subject `devsim run` judges: the given process, or the binary's own catalog (live or simulated);
+/// with the live machine's description when live.
+fn subject_for(
+    catalog: Catalog,
+    args: &RunArgs,
+) -> Result<(Box<dyn Subject>, Option<String>), CliError> {
+    if let Some(subject) = &args.subject {
+        if args.live {
+            return Err(CliError::LiveSubject {
+                subject: subject.clone(),
+            });
+        }
+        let subject = ProcessSubject::start(SubjectSpec::parse(subject)?)?;
+        return Ok((Box::new(subject), None));
+    }
+    let mut subject = catalog_subject(catalog);
+    let mut description = None;
+    if args.live {
+        let exe = if args.child {
             None
         } else {
             std::env::current_exe().ok()
         };
-        LiveContext::detect(exe)
-    });
-    if let (Some(live), Format::Human) = (&live, format) {
-        say!("{}", live.describe());
+        let context = LiveContext::detect(exe);
+        description = Some(context.describe());
+        subject = subject.live(context);
+    }
+    Ok((Box::new(subject), description))
+}
+
+/// The binary's own catalog as a subject: `reference` when it is devsim's reference catalog.
+fn catalog_subject(catalog: Catalog) -> CatalogSubject {
+    let names = |c: &Catalog| c.iter().map(|k| k.spec().name).collect::<Vec<_>>();
+    let name = if names(&catalog) == names(&Catalog::reference()) {
+        "reference"
+    } else {
+        "catalog"
+    };
+    CatalogSubject::new(name, env!("CARGO_PKG_VERSION"), catalog)
+}
+
+fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
+    let paths = default_paths(args.paths.clone());
+    // A process subject's kernels are named by devsim's reference catalog.
+    let (scenarios, errors) = if args.subject.is_some() {
+        load_all(&paths, &Catalog::reference())?
+    } else {
+        load_all(&paths, &catalog)?
+    };
+    print_load_errors(&errors);
+    let (mut subject, live_description) = subject_for(catalog, &args)?;
+    if args.format == Format::Human {
+        say!("subject: {}", subject.describe());
+        if let Some(line) = &live_description {
+            say!("{line}");
+        }
     }
     let reports: Vec<_> = scenarios
         .iter()
-        .map(|scenario| match &live {
-            Some(live) => live.run(scenario, catalog),
-            None => run_simulated(scenario, catalog),
-        })
+        .map(|scenario| subject.run(scenario))
         .collect();
     let summary = Summary::of(&reports, errors.len());
-    match format {
+    let outcomes = Baseline::of(subject.name(), &reports);
+    let differences = match &args.baseline {
+        Some(path) => Some(Baseline::read(path)?.compare(&outcomes)),
+        None => None,
+    };
+    if let Some(path) = &args.write_baseline {
+        outcomes.write(path)?;
+    }
+    match args.format {
         Format::Human => {
             for report in &reports {
                 say!("{}", report::human(report).trim_end());
             }
-            say!("{summary}");
+            if let Some(differences) = &differences {
+                for difference in differences {
+                    say!("baseline changed: {difference}");
+                }
+            }
+            if let Some(path) = &args.write_baseline {
+                say!("baseline written to {}", path.display());
+            }
+            say!("subject {}: {summary}", subject.name());
         }
         Format::Json => {
             let value = serde_json::json!({
-                "mode": if live.is_some() { "live" } else { "simulated" },
-                "machine": live.as_ref().map(LiveContext::describe),
+                "mode": if args.live { "live" } else { "simulated" },
+                "machine": live_description,
+                "subject": {
+                    "name": subject.name(),
+                    "version": subject.version(),
+                    "kind": subject.kind(),
+                },
                 "scenarios": reports,
                 "load_errors": errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "baseline_differences": differences.as_ref().map(|d| d.iter().map(ToString::to_string).collect::<Vec<_>>()),
                 "summary": summary,
             });
             say!("{}", serde_json::to_string_pretty(&value)?);
         }
     }
-    if summary.failed > 0 {
-        return Err(CliError::Failed {
+    match (&args.baseline, differences) {
+        (Some(path), Some(differences)) if !differences.is_empty() => {
+            Err(CliError::BaselineDiffers {
+                path: path.display().to_string(),
+                count: differences.len(),
+            })
+        }
+        // With a baseline, known failures are expected; only load errors still fail the run.
+        (Some(_), _) if errors.is_empty() => Ok(()),
+        _ if args.write_baseline.is_some() && errors.is_empty() => Ok(()),
+        _ if summary.failed > 0 => Err(CliError::Failed {
             failed: summary.failed,
-        });
+        }),
+        _ => Ok(()),
     }
+}
+
+fn schema(which: SchemaName) -> Result<(), CliError> {
+    match which {
+        SchemaName::SubjectProtocol => say!(
+            "{}",
+            serde_json::to_string_pretty(&crate::subject::protocol::schema())?
+        ),
+    }
+    Ok(())
+}
+
+fn check_subject(subject: &str) -> Result<(), CliError> {
+    let subject = ProcessSubject::start(SubjectSpec::parse(subject)?)?;
+    let capabilities = subject.capabilities();
+    say!(
+        "subject: {} (handshake in {:.1} ms)",
+        subject.describe(),
+        subject.start_time().as_secs_f64() * 1e3
+    );
+    say!("  actions: {}", capabilities.actions.join(", "));
+    say!("  kernels: {}", capabilities.kernels.join(", "));
+    say!("  events: {}", capabilities.events.join(", "));
     Ok(())
 }
 
@@ -307,13 +437,42 @@ pub fn main(catalog: Catalog) -> ExitCode {
             format,
             live,
             child,
-        } => run(&catalog, paths, format, live, child),
+            subject,
+            baseline,
+            write_baseline,
+        } => run(
+            catalog,
+            RunArgs {
+                paths,
+                format,
+                live,
+                child,
+                subject,
+                baseline,
+                write_baseline,
+            },
+        ),
+        Command::Schema { which } => schema(which),
         Command::Probe => probe(),
-        Command::Check { paths } => check(&catalog, paths),
+        Command::Check {
+            subject: Some(subject),
+            ..
+        } => check_subject(&subject),
+        Command::Check {
+            paths,
+            subject: None,
+        } => check(&catalog, paths),
         Command::Kernels { format } => kernels(&catalog, format),
         Command::Hosts { root, format } => hosts(root, format),
-        Command::Bench { root, rounds, live } => {
-            if live {
+        Command::Bench {
+            root,
+            rounds,
+            live,
+            subject,
+        } => {
+            if let Some(subject) = subject {
+                bench::run_subject(&root, &subject, rounds)
+            } else if live {
                 bench::run_live(rounds)
             } else {
                 bench::run(&root, &catalog, rounds)
@@ -324,6 +483,10 @@ pub fn main(catalog: Catalog) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Failed { failed }) => {
             eprintln!("error: failed to pass {failed} scenario(s)");
+            ExitCode::from(1)
+        }
+        Err(error @ CliError::BaselineDiffers { .. }) => {
+            eprintln!("error: failed to {error}");
             ExitCode::from(1)
         }
         Err(error) => {

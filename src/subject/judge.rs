@@ -44,7 +44,9 @@ impl Judge {
             .filter(|(n, _)| keep(n))
             .cloned()
             .collect();
-        let order_ok = rules.order.iter().fold(true, |ok, n| keep(n) && ok);
+        // Every name is visited (not short-circuited) so each unrecorded one is remembered.
+        let order_kept = rules.order.iter().filter(|n| keep(n)).count();
+        let order_ok = order_kept == rules.order.len();
         TraceRules {
             never,
             once,

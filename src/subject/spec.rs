@@ -89,7 +89,8 @@ impl SubjectSpec {
         })?;
         let file: SubjectFile = toml::from_str(&text).map_err(|error| {
             let line = error.span().map_or(1, |span| {
-                text[..span.start.min(text.len())].lines().count().max(1)
+                let before = &text.as_bytes()[..span.start.min(text.len())];
+                before.iter().filter(|b| **b == b'\n').count() + 1
             });
             SubjectError::ParseFile {
                 path: path.to_path_buf(),
