@@ -70,6 +70,7 @@
 //! targets) ← [`trace`] ← [`visible`] ← [`host`] ← [`runtime`] ← [`dispatch`] (selectors, normalization,
 //! errors) ← [`kernel`], [`pool`], [`discover`] ← [`scenario`] ← [`harness`] and [`cli`].
 
+pub mod baseline;
 pub mod cli;
 pub mod discover;
 pub mod dispatch;
@@ -81,6 +82,7 @@ pub mod pool;
 pub mod report;
 pub mod runtime;
 pub mod scenario;
+pub mod subject;
 pub mod trace;
 pub mod visible;
 pub mod vocab;

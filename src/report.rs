@@ -25,6 +25,9 @@ fn human_raw(report: &ScenarioReport) -> String {
         Status::Failed => {
             let _ = writeln!(out, "FAILED  {}", report.name);
             let _ = writeln!(out, "  scenario: {}", report.path);
+            if !report.subject.is_empty() {
+                let _ = writeln!(out, "  subject: {}", report.subject);
+            }
             let _ = writeln!(out, "  what it pins: {}", report.description);
             for step in report.steps.iter().filter(|s| !s.mismatches.is_empty()) {
                 let _ = writeln!(
@@ -72,6 +75,7 @@ mod tests {
             status: Status::Failed,
             steps: Vec::new(),
             trace_mismatches: Vec::new(),
+            subject: String::new(),
         };
         let shown = human(&report);
         assert!(!shown.contains('\u{1b}'), "{shown:?}");

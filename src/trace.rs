@@ -168,6 +168,66 @@ pub enum Entry {
         /// What it judged.
         detail: String,
     },
+    /// A call or gate a subject outside devsim recorded itself (its outcome is not reported).
+    Reported {
+        /// Which call or gate.
+        event: Event,
+        /// The device it concerned, if one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        device: Option<String>,
+        /// A detail the subject gave.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+}
+
+/// A trace event by name: a runtime call or a gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum Event {
+    /// A runtime call.
+    Call(Call),
+    /// A dispatch gate.
+    Gate(Gate),
+}
+
+impl Event {
+    /// The name trace rules match.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::Call(call) => call.as_str(),
+            Event::Gate(gate) => gate.as_str(),
+        }
+    }
+}
+
+impl FromStr for Event {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        if let Ok(call) = name.parse::<Call>() {
+            return Ok(Event::Call(call));
+        }
+        Gate::EVERY
+            .into_iter()
+            .find(|gate| gate.as_str() == name)
+            .map(Event::Gate)
+            .ok_or_else(|| name.to_string())
+    }
+}
+
+impl TryFrom<String> for Event {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        name.parse()
+    }
+}
+
+impl From<Event> for String {
+    fn from(event: Event) -> Self {
+        event.as_str().to_string()
+    }
 }
 
 impl Entry {
@@ -176,6 +236,7 @@ impl Entry {
         match self {
             Entry::Call { call, .. } => call.as_str(),
             Entry::Gate { gate, .. } => gate.as_str(),
+            Entry::Reported { event, .. } => event.as_str(),
         }
     }
 }
@@ -209,6 +270,18 @@ impl fmt::Display for Entry {
                 gate.as_str(),
                 if *passed { "passed" } else { "refused" }
             ),
+            Entry::Reported {
+                event,
+                device,
+                detail,
+            } => {
+                write!(f, "{}", event.as_str())?;
+                let args: Vec<&str> = device.iter().chain(detail).map(String::as_str).collect();
+                if !args.is_empty() {
+                    write!(f, "({})", args.join(", "))?;
+                }
+                Ok(())
+            }
         }
     }
 }

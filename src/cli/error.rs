@@ -2,9 +2,11 @@
 
 use thiserror::Error;
 
+use crate::baseline::BaselineError;
 use crate::dispatch::DispatchError;
 use crate::host::HostError;
 use crate::scenario::{CorpusError, LoadError};
+use crate::subject::SubjectError;
 
 /// Why `devsim` as a whole could not do what it was asked.
 #[derive(Debug, Error)]
@@ -47,6 +49,28 @@ pub enum CliError {
     /// Standard input or output failed.
     #[error("read stdin or write stdout: {0}")]
     Io(#[from] std::io::Error),
+    /// The subject could not be started or refused the handshake.
+    #[error(transparent)]
+    Subject(#[from] SubjectError),
+    /// A baseline file could not be read or written.
+    #[error(transparent)]
+    Baseline(#[from] BaselineError),
+    /// Outcomes differ from the baseline.
+    #[error("match baseline {path}: {count} scenario(s) changed outcome")]
+    BaselineDiffers {
+        /// The baseline file.
+        path: String,
+        /// How many scenarios changed.
+        count: usize,
+    },
+    /// `--live` with a process subject.
+    #[error(
+        "replay subject `{subject}` live: process subjects run on the simulated runtime only (drop --live)"
+    )]
+    LiveSubject {
+        /// The subject as given.
+        subject: String,
+    },
     /// JSON output could not be written.
     #[error("write json: {0}")]
     Json(#[from] serde_json::Error),

@@ -21,12 +21,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::baseline::Baseline;
 use crate::kernel::Catalog;
 use crate::report;
 use crate::scenario::error::render;
 use crate::scenario::live::LiveContext;
-use crate::scenario::suite::{Summary, load_all_with, run_simulated};
+use crate::scenario::suite::{Summary, load_all_with};
 use crate::scenario::{CorpusError, LoadError, ProfileSources, Scenario};
+use crate::subject::{CatalogSubject, ProcessSubject, Subject, SubjectSpec};
 
 /// The exit code of `run --live` and `probe` when a GPU driver is present but failing.
 pub const EXIT_DRIVER_FAILING: u8 = 3;
@@ -74,6 +76,22 @@ enum Command {
         child: bool,
         #[command(flatten)]
         corpus: CorpusArgs,
+        /// Judge this dispatch code instead of the built-in catalog: a command line ('CMD ARGS') or a
+        /// subject file (x.toml) speaking the subject protocol (docs/subject-protocol.md).
+        #[arg(long, value_name = "CMD|FILE")]
+        subject: Option<String>,
+        /// Compare each scenario's outcome with this baseline file; any change, either way, fails.
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
+        /// Write each scenario's outcome to this baseline file.
+        #[arg(long, value_name = "FILE")]
+        write_baseline: Option<PathBuf>,
+    },
+    /// Print a JSON Schema.
+    Schema {
+        /// Which schema.
+        #[arg(value_enum)]
+        which: SchemaName,
     },
     /// Print the real machine as a host profile (scenarios/hosts/<name>.toml). Exits 3 when a GPU
     /// driver is present but failing.
@@ -84,6 +102,9 @@ enum Command {
         paths: Vec<PathBuf>,
         #[command(flatten)]
         corpus: CorpusArgs,
+        /// Instead, start this subject and check its handshake only.
+        #[arg(long, value_name = "CMD|FILE")]
+        subject: Option<String>,
     },
     /// List the kernel catalog.
     Kernels {
@@ -114,6 +135,9 @@ enum Command {
         /// Measure live replay overhead against direct runtime calls on the real GPU instead.
         #[arg(long)]
         live: bool,
+        /// Run the corpus through the reference catalog and this subject side by side instead.
+        #[arg(long, value_name = "CMD|FILE", conflicts_with = "live")]
+        subject: Option<String>,
     },
     /// Internal: both visible-device views for JSON-line cases on stdin (tools/torch_visible/diff.py).
     #[command(hide = true)]
@@ -165,6 +189,25 @@ impl CorpusArgs {
     }
 }
 
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SchemaName {
+    /// The messages of the subject protocol, both directions.
+    SubjectProtocol,
+}
+
+/// What `devsim run` was asked.
+struct RunArgs {
+    paths: Vec<PathBuf>,
+    format: Format,
+    live: bool,
+    child: bool,
+    subject: Option<String>,
+    baseline: Option<PathBuf>,
+    write_baseline: Option<PathBuf>,
+    corpus: CorpusArgs,
+    require_live: Option<usize>,
+}
+
 /// Prints a line to stdout, ignoring a closed pipe (`devsim kernels | head` must not panic).
 macro_rules! say {
     ($($arg:tt)*) => {{
@@ -195,58 +238,133 @@ fn print_load_errors(errors: &[LoadError]) {
     }
 }
 
-fn run(
-    catalog: &Catalog,
-    paths: Vec<PathBuf>,
-    format: Format,
-    live: bool,
-    child: bool,
-    corpus: &CorpusArgs,
-    require_live: Option<usize>,
-) -> Result<(), CliError> {
-    let (scenarios, errors) = corpus.load(paths, catalog)?;
-    print_load_errors(&errors);
-    let live = live.then(|| {
-        let exe = if child {
+/// The subject `devsim run` judges: the given process, or the binary's own catalog (live or simulated);
+/// with the live machine's description when live.
+/// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
+/// failing, why.
+struct Judged {
+    subject: Box<dyn Subject>,
+    live_description: Option<String>,
+    driver_failing: Option<String>,
+}
+
+fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
+    if let Some(subject) = &args.subject {
+        if args.live {
+            return Err(CliError::LiveSubject {
+                subject: subject.clone(),
+            });
+        }
+        let subject = ProcessSubject::start(SubjectSpec::parse(subject)?)?;
+        return Ok(Judged {
+            subject: Box::new(subject),
+            live_description: None,
+            driver_failing: None,
+        });
+    }
+    let mut subject = catalog_subject(catalog);
+    let mut description = None;
+    let mut driver_failing = None;
+    if args.live {
+        let exe = if args.child {
             None
         } else {
             std::env::current_exe().ok()
         };
-        LiveContext::detect(exe)
-    });
-    if let (Some(live), Format::Human) = (&live, format) {
-        say!("{}", live.describe());
+        let context = LiveContext::detect(exe);
+        description = Some(context.describe());
+        driver_failing = context
+            .driver_failing()
+            .then(|| context.unavailable.join("; "));
+        subject = subject.live(context);
+    }
+    Ok(Judged {
+        subject: Box::new(subject),
+        live_description: description,
+        driver_failing,
+    })
+}
+
+/// The binary's own catalog as a subject: `reference` when it is devsim's reference catalog.
+fn catalog_subject(catalog: Catalog) -> CatalogSubject {
+    let names = |c: &Catalog| c.names().join(",");
+    let name = if names(&catalog) == names(&Catalog::reference()) {
+        "reference"
+    } else {
+        "catalog"
+    };
+    CatalogSubject::new(name, env!("CARGO_PKG_VERSION"), catalog)
+}
+
+fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
+    // A process subject's kernels are named by devsim's reference catalog.
+    let (scenarios, errors) = if args.subject.is_some() {
+        args.corpus
+            .load(args.paths.clone(), &Catalog::reference())?
+    } else {
+        args.corpus.load(args.paths.clone(), &catalog)?
+    };
+    print_load_errors(&errors);
+    let Judged {
+        mut subject,
+        live_description,
+        driver_failing,
+    } = subject_for(catalog, &args)?;
+    if args.format == Format::Human {
+        say!("subject: {}", subject.describe());
+        if let Some(line) = &live_description {
+            say!("{line}");
+        }
     }
     let reports: Vec<_> = scenarios
         .iter()
-        .map(|scenario| match &live {
-            Some(live) => live.run(scenario, catalog),
-            None => run_simulated(scenario, catalog),
-        })
+        .map(|scenario| subject.run(scenario))
         .collect();
     let summary = Summary::of(&reports, errors.len());
-    match format {
+    let outcomes = Baseline::of(subject.name(), &reports);
+    let differences = match &args.baseline {
+        Some(path) => Some(Baseline::read(path)?.compare(&outcomes)),
+        None => None,
+    };
+    if let Some(path) = &args.write_baseline {
+        outcomes.write(path)?;
+    }
+    match args.format {
         Format::Human => {
             for report in &reports {
                 say!("{}", report::human(report).trim_end());
             }
-            say!("{summary}");
+            if let Some(differences) = &differences {
+                for difference in differences {
+                    say!("baseline changed: {difference}");
+                }
+            }
+            if let Some(path) = &args.write_baseline {
+                say!("baseline written to {}", path.display());
+            }
+            say!("subject {}: {summary}", subject.name());
         }
         Format::Json => {
             let value = serde_json::json!({
-                "mode": if live.is_some() { "live" } else { "simulated" },
-                "machine": live.as_ref().map(LiveContext::describe),
+                "mode": if args.live { "live" } else { "simulated" },
+                "machine": live_description,
+                "subject": {
+                    "name": subject.name(),
+                    "version": subject.version(),
+                    "kind": subject.kind(),
+                },
                 "scenarios": reports,
                 "load_errors": errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "baseline_differences": differences.as_ref().map(|d| d.iter().map(ToString::to_string).collect::<Vec<_>>()),
                 "summary": summary,
             });
             say!("{}", serde_json::to_string_pretty(&value)?);
         }
     }
-    if let Some(live) = live.as_ref().filter(|live| live.driver_failing()) {
-        return Err(CliError::DriverFailing(live.unavailable.join("; ")));
+    if let Some(failing) = driver_failing {
+        return Err(CliError::DriverFailing(failing));
     }
-    if let Some(required) = require_live {
+    if let Some(required) = args.require_live {
         let ran = reports
             .iter()
             .filter(|report| !matches!(report.status, crate::scenario::Status::Skipped(_)))
@@ -255,11 +373,44 @@ fn run(
             return Err(CliError::TooFewLive { ran, required });
         }
     }
-    if summary.failed > 0 {
-        return Err(CliError::Failed {
+    match (&args.baseline, differences) {
+        (Some(path), Some(differences)) if !differences.is_empty() => {
+            Err(CliError::BaselineDiffers {
+                path: path.display().to_string(),
+                count: differences.len(),
+            })
+        }
+        // With a baseline, known failures are expected; only load errors still fail the run.
+        (Some(_), _) if errors.is_empty() => Ok(()),
+        _ if args.write_baseline.is_some() && errors.is_empty() => Ok(()),
+        _ if summary.failed > 0 => Err(CliError::Failed {
             failed: summary.failed,
-        });
+        }),
+        _ => Ok(()),
     }
+}
+
+fn schema(which: SchemaName) -> Result<(), CliError> {
+    match which {
+        SchemaName::SubjectProtocol => say!(
+            "{}",
+            serde_json::to_string_pretty(&crate::subject::protocol::schema())?
+        ),
+    }
+    Ok(())
+}
+
+fn check_subject(subject: &str) -> Result<(), CliError> {
+    let subject = ProcessSubject::start(SubjectSpec::parse(subject)?)?;
+    let capabilities = subject.capabilities();
+    say!(
+        "subject: {} (handshake in {:.1} ms)",
+        subject.describe(),
+        subject.start_time().as_secs_f64() * 1e3
+    );
+    say!("  actions: {}", capabilities.actions.join(", "));
+    say!("  kernels: {}", capabilities.kernels.join(", "));
+    say!("  events: {}", capabilities.events.join(", "));
     Ok(())
 }
 
@@ -406,19 +557,51 @@ pub fn main(catalog: Catalog) -> ExitCode {
             format,
             live,
             child,
+            subject,
+            baseline,
+            write_baseline,
             corpus,
             require_live,
-        } => run(&catalog, paths, format, live, child, &corpus, require_live),
+        } => run(
+            catalog,
+            RunArgs {
+                paths,
+                format,
+                live,
+                child,
+                subject,
+                baseline,
+                write_baseline,
+                corpus,
+                require_live,
+            },
+        ),
+        Command::Schema { which } => schema(which),
         Command::Probe => probe(),
-        Command::Check { paths, corpus } => check(&catalog, paths, &corpus),
+        Command::Check {
+            subject: Some(subject),
+            ..
+        } => check_subject(&subject),
+        Command::Check {
+            paths,
+            subject: None,
+            corpus,
+        } => check(&catalog, paths, &corpus),
         Command::Kernels { format } => kernels(&catalog, format),
         Command::Hosts {
             root,
             hosts: folders,
             format,
         } => hosts(root, folders, format),
-        Command::Bench { root, rounds, live } => {
-            if live {
+        Command::Bench {
+            root,
+            rounds,
+            live,
+            subject,
+        } => {
+            if let Some(subject) = subject {
+                bench::run_subject(&root, &subject, rounds)
+            } else if live {
                 bench::run_live(rounds)
             } else {
                 bench::run(&root, &catalog, rounds)
@@ -439,6 +622,10 @@ pub fn main(catalog: Catalog) -> ExitCode {
         Err(error @ CliError::DriverFailing(_)) => {
             warn!("error: failed to {error}");
             ExitCode::from(EXIT_DRIVER_FAILING)
+        }
+        Err(error @ CliError::BaselineDiffers { .. }) => {
+            warn!("error: failed to {error}");
+            ExitCode::from(1)
         }
         Err(error) => {
             warn!("error: failed to {error}");

@@ -272,3 +272,87 @@ pub fn to_torch_device(target: &Target) -> TorchDevice {
 pub fn check_spelling(selector: &Selector) -> Result<(), DispatchError> {
     spell(selector).map(|_| ())
 }
+
+/// How a selector was written, in the forms a subject outside devsim rebuilds in its own language.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum WrittenForm {
+    /// A plain string, passed on as written (even when devsim does not know the spelling).
+    Text(String),
+    /// An integer ordinal.
+    Ordinal(i64),
+    /// A family enum value (`DEVICE.ROCM`).
+    FamilyEnum(Family),
+    /// A torch device object: `torch.device(type, index)`.
+    TorchDevice(TorchDevice),
+}
+
+/// The form a selector was written in: `DEVICE.ROCM` is a family enum, `torch.device('cuda:1')`,
+/// `torch.device("cuda", 1)` and `device(type='cuda', index=1)` are torch devices, every other string
+/// (malformed wrappers included) is a plain string.
+pub(crate) fn written_form(selector: &Selector) -> WrittenForm {
+    match selector {
+        Selector::Ordinal(n) => WrittenForm::Ordinal(*n),
+        Selector::Family(family) => WrittenForm::FamilyEnum(*family),
+        Selector::Torch(device) => WrittenForm::TorchDevice(*device),
+        Selector::Text(text) => {
+            let lower = text.trim().to_ascii_lowercase();
+            if lower.starts_with("torch.device(") || lower.starts_with("device(") {
+                let device = unwrap_torch_device(&lower).and_then(|inner| inner.parse().ok());
+                if let Some(device) = device {
+                    return WrittenForm::TorchDevice(device);
+                }
+            } else if let Some(name) = lower.strip_prefix("device.") {
+                if let Some(family) = Family::EVERY.into_iter().find(|f| f.as_str() == name) {
+                    return WrittenForm::FamilyEnum(family);
+                }
+            }
+            WrittenForm::Text(text.clone())
+        }
+    }
+}
+
+#[cfg(test)]
+mod written_form_tests {
+    use super::*;
+
+    #[test]
+    fn each_text_spelling_keeps_the_form_it_was_written_in() {
+        let cases = [
+            ("cuda:1", WrittenForm::Text("cuda:1".into())),
+            ("gpu", WrittenForm::Text("gpu".into())),
+            ("DEVICE.ROCM", WrittenForm::FamilyEnum(Family::Rocm)),
+            ("DEVICE.GPU", WrittenForm::Text("DEVICE.GPU".into())),
+            (
+                "torch.device('cuda:1')",
+                WrittenForm::TorchDevice(TorchDevice::cuda(1)),
+            ),
+            (
+                "torch.device(\"cuda\", 0)",
+                WrittenForm::TorchDevice(TorchDevice::cuda(0)),
+            ),
+            (
+                "device(type='cuda', index=1)",
+                WrittenForm::TorchDevice(TorchDevice::cuda(1)),
+            ),
+            (
+                "torch.device('cuda')",
+                WrittenForm::TorchDevice(TorchDevice {
+                    kind: TorchType::Cuda,
+                    index: None,
+                }),
+            ),
+            (
+                "torch.device(cuda:1",
+                WrittenForm::Text("torch.device(cuda:1".into()),
+            ),
+            (
+                "torch.device('rocm')",
+                WrittenForm::Text("torch.device('rocm')".into()),
+            ),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(written_form(&Selector::from(text)), expected, "{text}");
+        }
+        assert_eq!(written_form(&Selector::Ordinal(1)), WrittenForm::Ordinal(1));
+    }
+}

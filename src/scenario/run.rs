@@ -30,6 +30,9 @@ pub struct StepReport {
     pub mismatches: Vec<Mismatch>,
     /// The step's trace.
     pub trace: Vec<Entry>,
+    /// How long the step took (benchmarks; not part of the report's data).
+    #[serde(skip)]
+    pub elapsed: std::time::Duration,
 }
 
 /// How a scenario ended.
@@ -49,6 +52,9 @@ pub enum Status {
 pub struct ScenarioReport {
     /// The scenario's name (relative path).
     pub name: String,
+    /// The subject judged (the dispatch code under test); empty until a subject names itself.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub subject: String,
     /// Its file.
     pub path: String,
     /// Its description.
@@ -76,6 +82,7 @@ impl ScenarioReport {
     pub fn skipped(scenario: &Scenario, reason: impl Into<String>) -> Self {
         Self {
             name: scenario.name.clone(),
+            subject: String::new(),
             path: scenario.path.display().to_string(),
             description: scenario.description.clone(),
             status: Status::Skipped(reason.into()),
@@ -188,7 +195,9 @@ pub fn run_scenario(
     for step in &scenario.steps {
         let mark = recorder.trace().len();
         let mut observed = Observed::default();
+        let started = std::time::Instant::now();
         perform(&dispatch, catalog, &pool, &step.action, &mut observed);
+        let elapsed = started.elapsed();
         observed.current_after = current.read(recorder.inner());
         let trace = recorder.trace().since(mark);
         let mismatches = compare(&step.expect, &observed, &trace);
@@ -199,6 +208,7 @@ pub fn run_scenario(
             observed,
             mismatches,
             trace,
+            elapsed,
         });
     }
     let trace_mismatches = check_trace(
@@ -209,6 +219,7 @@ pub fn run_scenario(
     let failed = !trace_mismatches.is_empty() || steps.iter().any(|s| !s.mismatches.is_empty());
     ScenarioReport {
         name: scenario.name.clone(),
+        subject: String::new(),
         path: scenario.path.display().to_string(),
         description: scenario.description.clone(),
         status: if failed {

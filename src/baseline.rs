@@ -1,0 +1,206 @@
+//! Baselines: each scenario's outcome for one subject, committed, so a change in EITHER direction (a fix or
+//! a regression) is noticed and the baseline updated on purpose.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::scenario::{ScenarioReport, Status};
+
+/// Every scenario's outcome for one subject.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    /// The subject the outcomes belong to.
+    pub subject: String,
+    /// Scenario name → `passed`, `failed: <first difference>` or `skipped: <reason>`.
+    pub outcomes: BTreeMap<String, String>,
+}
+
+/// One scenario whose outcome is not the baseline's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// The scenario.
+    pub scenario: String,
+    /// The baseline's outcome, or `None` for a scenario the baseline lacks.
+    pub expected: Option<String>,
+    /// This run's outcome, or `None` for a scenario that did not run.
+    pub actual: Option<String>,
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let show = |o: &Option<String>| o.clone().unwrap_or_else(|| "(absent)".into());
+        write!(
+            f,
+            "{}: baseline {}, now {}",
+            self.scenario,
+            show(&self.expected),
+            show(&self.actual)
+        )
+    }
+}
+
+/// A baseline file that cannot be read or written.
+#[derive(Debug, Error)]
+pub enum BaselineError {
+    /// Reading or writing failed.
+    #[error("{action} baseline {path}: {source}")]
+    Io {
+        /// `read` or `write`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file is not a baseline.
+    #[error("parse baseline {path}: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What was expected, with the line.
+        message: String,
+    },
+}
+
+/// A scenario's outcome on one line: `passed`, `failed: <first difference>`, `skipped: <reason>`.
+pub fn outcome(report: &ScenarioReport) -> String {
+    match &report.status {
+        Status::Passed => "passed".into(),
+        Status::Skipped(reason) => format!("skipped: {}", first_line(reason)),
+        Status::Failed => {
+            let first = report
+                .steps
+                .iter()
+                .find_map(|step| {
+                    step.mismatches
+                        .first()
+                        .map(|m| format!("step {} {}", step.number, line(m)))
+                })
+                .or_else(|| report.trace_mismatches.first().map(line))
+                .unwrap_or_else(|| "(no difference recorded)".into());
+            format!("failed: {first}")
+        }
+    }
+}
+
+fn line(m: &crate::scenario::expect::Mismatch) -> String {
+    first_line(&format!(
+        "{}: expected {}, got {}",
+        m.key, m.expected, m.actual
+    ))
+}
+
+fn first_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().to_string()
+}
+
+impl Baseline {
+    /// The outcomes of a run.
+    pub fn of(subject: &str, reports: &[ScenarioReport]) -> Self {
+        Self {
+            subject: subject.to_string(),
+            outcomes: reports
+                .iter()
+                .map(|r| (r.name.clone(), outcome(r)))
+                .collect(),
+        }
+    }
+
+    /// Reads a baseline file (TOML).
+    pub fn read(path: &Path) -> Result<Self, BaselineError> {
+        let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Io {
+            action: "read",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        toml::from_str(&text).map_err(|error| BaselineError::Parse {
+            path: path.to_path_buf(),
+            message: error.to_string().trim().replace('\n', " "),
+        })
+    }
+
+    /// Writes the baseline as TOML.
+    pub fn write(&self, path: &Path) -> Result<(), BaselineError> {
+        let text = toml::to_string(self).map_err(|error| BaselineError::Parse {
+            path: path.to_path_buf(),
+            message: error.to_string(),
+        })?;
+        let header = "# devsim baseline: each scenario's outcome for this subject (devsim run --subject … --write-baseline).\n";
+        std::fs::write(path, format!("{header}{text}")).map_err(|source| BaselineError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+
+    /// Every scenario whose outcome differs, in either direction, plus scenarios only one side has.
+    pub fn compare(&self, now: &Baseline) -> Vec<Difference> {
+        let mut names: Vec<&String> = self.outcomes.keys().chain(now.outcomes.keys()).collect();
+        names.sort();
+        names.dedup();
+        names
+            .into_iter()
+            .filter_map(|name| {
+                let expected = self.outcomes.get(name);
+                let actual = now.outcomes.get(name);
+                (expected != actual).then(|| Difference {
+                    scenario: name.clone(),
+                    expected: expected.cloned(),
+                    actual: actual.cloned(),
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn baseline(pairs: &[(&str, &str)]) -> Baseline {
+        Baseline {
+            subject: "s".into(),
+            outcomes: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_fix_a_regression_and_a_new_or_missing_scenario_are_all_differences() {
+        let old = baseline(&[
+            ("a", "passed"),
+            ("b", "failed: step 1 family: expected rocm, got cuda"),
+            ("c", "passed"),
+            ("gone", "passed"),
+        ]);
+        let new = baseline(&[
+            ("a", "failed: step 1 ok: expected true, got false"),
+            ("b", "passed"),
+            ("c", "passed"),
+            ("new", "skipped: subject s does not record amd_arch"),
+        ]);
+        let names: Vec<String> = old
+            .compare(&new)
+            .iter()
+            .map(|d| d.scenario.clone())
+            .collect();
+        assert_eq!(names, ["a", "b", "gone", "new"]);
+        assert!(old.compare(&old).is_empty());
+    }
+
+    #[test]
+    fn a_baseline_survives_a_round_trip_through_its_file() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let path = dir.path().join("baseline.toml");
+        let written = baseline(&[("normalization/x.toml", "skipped: why")]);
+        written.write(&path).expect("write");
+        assert_eq!(Baseline::read(&path).expect("read"), written);
+    }
+}

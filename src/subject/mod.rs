@@ -1,0 +1,59 @@
+//! Subjects: the dispatch code being judged.
+//!
+//! A [`Subject`] runs one scenario and reports how it went. [`CatalogSubject`] is a [`crate::Catalog`] in
+//! this process on the simulated runtime (or live); [`ProcessSubject`] is dispatch code in another process,
+//! in any language, speaking the subject protocol (`docs/subject-protocol.md`, [`protocol`]).
+
+mod catalog;
+mod connection;
+mod encode;
+mod error;
+mod judge;
+pub mod process;
+pub mod protocol;
+mod spec;
+
+use std::fmt;
+
+pub use catalog::CatalogSubject;
+pub use error::SubjectError;
+pub use process::ProcessSubject;
+pub use spec::SubjectSpec;
+
+use crate::scenario::{Scenario, ScenarioReport};
+
+/// Where the code under test runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubjectKind {
+    /// A catalog inside the devsim process.
+    Catalog,
+    /// Another process speaking the subject protocol.
+    Process,
+}
+
+impl fmt::Display for SubjectKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SubjectKind::Catalog => "in-process catalog",
+            SubjectKind::Process => "process",
+        })
+    }
+}
+
+/// The dispatch code being judged.
+pub trait Subject {
+    /// How reports name it.
+    fn name(&self) -> &str;
+    /// The version of the code under test.
+    fn version(&self) -> &str;
+    /// Where it runs.
+    fn kind(&self) -> SubjectKind;
+    /// Runs one scenario: every scenario gets a report naming this subject, whatever the subject does.
+    fn run(&mut self, scenario: &Scenario) -> ScenarioReport;
+
+    /// One line naming the subject: `gptqmodel 7.7.0 (process)`.
+    fn describe(&self) -> String {
+        format!("{} {} ({})", self.name(), self.version(), self.kind())
+    }
+}

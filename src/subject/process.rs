@@ -1,0 +1,515 @@
+//! The protocol client: dispatch code in another process, judged scenario by scenario.
+//!
+//! A subject that crashes, hangs, prints garbage or answers out of order fails the scenario it was running,
+//! with the offending line and the tail of its stderr; it is killed and a fresh process starts for the
+//! next scenario. A scenario that needs what the subject cannot do or record is skipped, never passed.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::kernel::Catalog;
+use crate::scenario::expect::Mismatch;
+use crate::scenario::model::Action;
+use crate::scenario::run::StepReport;
+use crate::scenario::{Scenario, ScenarioReport, Status};
+use crate::subject::connection::{Connection, Incoming, Silence};
+use crate::subject::judge::{self, Judge};
+use crate::subject::protocol::{FromSubject, PROTOCOL, ToSubject};
+use crate::subject::{Subject, SubjectError, SubjectKind, SubjectSpec, encode};
+use crate::trace::is_event_name;
+
+/// What a subject said it can do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The actions it performs.
+    pub actions: Vec<String>,
+    /// The devsim kernels it maps.
+    pub kernels: Vec<String>,
+    /// The events it records.
+    pub events: Vec<String>,
+}
+
+/// Dispatch code in another process, speaking the subject protocol.
+pub struct ProcessSubject {
+    spec: SubjectSpec,
+    capabilities: Capabilities,
+    connection: Option<Connection>,
+    start_time: Duration,
+}
+
+/// Why one scenario's exchange broke down.
+struct Fault {
+    expected: String,
+    problem: String,
+}
+
+impl ProcessSubject {
+    /// Starts the subject and completes the handshake; every error here means nothing can be judged.
+    pub fn start(spec: SubjectSpec) -> Result<Self, SubjectError> {
+        let started = Instant::now();
+        let (connection, capabilities) = connect(&spec)?;
+        Ok(Self {
+            spec,
+            capabilities,
+            connection: Some(connection),
+            start_time: started.elapsed(),
+        })
+    }
+
+    /// What the subject said it can do.
+    pub fn capabilities(&self) -> &Capabilities {
+        &self.capabilities
+    }
+
+    /// How long the first start took (spawn, imports, handshake).
+    pub fn start_time(&self) -> Duration {
+        self.start_time
+    }
+
+    fn unsupported(&self, scenario: &Scenario) -> Option<String> {
+        let name = &self.capabilities.name;
+        for step in &scenario.steps {
+            let action = step.action.name();
+            if !self.capabilities.actions.iter().any(|a| a == action) {
+                return Some(format!("subject {name} does not support action {action}"));
+            }
+            if let Some(kernel) = encode::kernel_of(step) {
+                if !self.capabilities.kernels.iter().any(|k| k == kernel) {
+                    return Some(format!("subject {name} does not support kernel {kernel}"));
+                }
+            }
+        }
+        None
+    }
+
+    fn failed(
+        &self,
+        scenario: &Scenario,
+        steps: Vec<StepReport>,
+        expected: String,
+        actual: String,
+    ) -> ScenarioReport {
+        ScenarioReport {
+            steps,
+            ..ScenarioReport::failed(
+                scenario,
+                Mismatch {
+                    key: format!("subject {}", self.capabilities.name),
+                    expected,
+                    actual,
+                },
+            )
+        }
+    }
+
+    /// Runs the exchange for one scenario on the live connection.
+    fn exchange(
+        &mut self,
+        scenario: &Scenario,
+        steps: &mut Vec<StepReport>,
+    ) -> Result<ScenarioReport, Fault> {
+        let name = scenario.name.clone();
+        let subject = self.capabilities.name.clone();
+        let events = self.capabilities.events.clone();
+        let timeout = self.spec.step_timeout;
+        let host = encode::host(&scenario.host).map_err(|error| Fault {
+            expected: "a host devsim can describe".into(),
+            problem: error.to_string(),
+        })?;
+        let Some(connection) = self.connection.as_mut() else {
+            return Err(Fault {
+                expected: "a running subject".into(),
+                problem: "no process".into(),
+            });
+        };
+        let mut session = Session {
+            connection,
+            timeout,
+        };
+        let mut skipped = None;
+        let expected = format!("`ready` or `unsupported` for scenario {name}");
+        let (answer, line) = session.ask(
+            &ToSubject::Scenario {
+                name: name.clone(),
+                host,
+            },
+            &expected,
+        )?;
+        match answer {
+            FromSubject::Ready { scenario: s } if s == name => {}
+            FromSubject::Unsupported {
+                scenario: s,
+                number: None,
+                reason,
+            } if s == name => skipped = Some(reason),
+            _ => return Err(out_of_order(expected, &line)),
+        }
+        let mut judge = Judge::new(&events);
+        let mut entries = Vec::new();
+        if skipped.is_none() {
+            for step in &scenario.steps {
+                let expected = format!("`observed` or `unsupported` for step {}", step.number);
+                let started = Instant::now();
+                let (answer, line) =
+                    session.ask(&ToSubject::Step(encode::step(&name, step)), &expected)?;
+                let elapsed = started.elapsed();
+                match answer {
+                    FromSubject::Observed(message)
+                        if message.scenario == name && message.number == step.number =>
+                    {
+                        let (observed, trace) =
+                            judge::observed(&message, &events).map_err(|why| Fault {
+                                expected: expected.clone(),
+                                problem: format!("{why} in `{}`", clip(&line)),
+                            })?;
+                        let mismatches = judge.step(&step.expect, &observed, &trace);
+                        entries.extend(trace.iter().cloned());
+                        steps.push(StepReport {
+                            number: step.number,
+                            line: step.line,
+                            action: step.action.name().to_string(),
+                            observed,
+                            mismatches,
+                            trace,
+                            elapsed,
+                        });
+                    }
+                    FromSubject::Unsupported {
+                        scenario: s,
+                        number: Some(n),
+                        reason,
+                    } if s == name && n == step.number => {
+                        skipped = Some(reason);
+                        break;
+                    }
+                    _ => return Err(out_of_order(expected, &line)),
+                }
+            }
+        }
+        let expected = format!("`done` for scenario {name}");
+        let (answer, line) = session.ask(
+            &ToSubject::End {
+                scenario: name.clone(),
+            },
+            &expected,
+        )?;
+        if !matches!(&answer, FromSubject::Done { scenario } if *scenario == name) {
+            return Err(out_of_order(expected, &line));
+        }
+        let trace_mismatches = if skipped.is_none() {
+            judge.scenario(&scenario.trace_rules, &entries)
+        } else {
+            Vec::new()
+        };
+        let failed = !trace_mismatches.is_empty() || steps.iter().any(|s| !s.mismatches.is_empty());
+        let status = if failed {
+            Status::Failed
+        } else if let Some(reason) = skipped {
+            Status::Skipped(reason)
+        } else if !judge.unrecorded.is_empty() {
+            let names: Vec<&str> = judge.unrecorded.iter().map(String::as_str).collect();
+            Status::Skipped(format!(
+                "subject {subject} does not record {}",
+                names.join(", ")
+            ))
+        } else {
+            Status::Passed
+        };
+        Ok(ScenarioReport {
+            status,
+            steps: std::mem::take(steps),
+            trace_mismatches,
+            ..ScenarioReport::skipped(scenario, "")
+        })
+    }
+}
+
+impl Subject for ProcessSubject {
+    fn name(&self) -> &str {
+        &self.capabilities.name
+    }
+
+    fn version(&self) -> &str {
+        &self.capabilities.version
+    }
+
+    fn kind(&self) -> SubjectKind {
+        SubjectKind::Process
+    }
+
+    fn run(&mut self, scenario: &Scenario) -> ScenarioReport {
+        let mut report = self.run_one(scenario);
+        report.subject = self.capabilities.name.clone();
+        report
+    }
+}
+
+impl ProcessSubject {
+    fn run_one(&mut self, scenario: &Scenario) -> ScenarioReport {
+        if scenario.steps.is_empty() {
+            return ScenarioReport::skipped(scenario, "no step to judge");
+        }
+        if let Some(reason) = self.unsupported(scenario) {
+            return ScenarioReport::skipped(scenario, reason);
+        }
+        if self.connection.is_none() {
+            match connect(&self.spec) {
+                Ok((connection, _)) => self.connection = Some(connection),
+                Err(error) => {
+                    return self.failed(
+                        scenario,
+                        Vec::new(),
+                        "a fresh subject process".into(),
+                        error.to_string(),
+                    );
+                }
+            }
+        }
+        let mut steps = Vec::new();
+        match self.exchange(scenario, &mut steps) {
+            Ok(report) => report,
+            Err(fault) => {
+                let tail = self
+                    .connection
+                    .take()
+                    .map(|mut connection| connection.kill())
+                    .unwrap_or_default();
+                self.failed(
+                    scenario,
+                    steps,
+                    fault.expected,
+                    format!("{}{}", fault.problem, stderr_block(&tail)),
+                )
+            }
+        }
+    }
+}
+
+impl Drop for ProcessSubject {
+    fn drop(&mut self) {
+        // Closing stdin asks the subject to exit; the connection kills it if it does not.
+        if let Some(connection) = self.connection.take() {
+            connection.close(Duration::from_secs(2));
+        }
+    }
+}
+
+/// One scenario's conversation with a running subject.
+struct Session<'a> {
+    connection: &'a mut Connection,
+    timeout: Duration,
+}
+
+impl Session<'_> {
+    /// Sends `message` and reads one answer; every way that fails is a [`Fault`].
+    fn ask(&mut self, message: &ToSubject, expected: &str) -> Result<(FromSubject, String), Fault> {
+        let fault = |problem: String| Fault {
+            expected: expected.to_string(),
+            problem,
+        };
+        let line = serde_json::to_string(message).map_err(|e| fault(e.to_string()))?;
+        if self.connection.send(&line).is_err() {
+            return Err(fault(self.exited("stopped reading its input")));
+        }
+        receive(self.connection, self.timeout).map_err(fault)
+    }
+
+    fn exited(&mut self, what: &str) -> String {
+        exited(self.connection, what)
+    }
+}
+
+fn exited(connection: &mut Connection, what: &str) -> String {
+    match connection.exit_status() {
+        Some(status) => format!("the subject {what}: it exited ({status})"),
+        None => format!("the subject {what}"),
+    }
+}
+
+/// Reads and parses one answer.
+fn receive(
+    connection: &mut Connection,
+    timeout: Duration,
+) -> Result<(FromSubject, String), String> {
+    match connection.receive(timeout) {
+        Ok(Incoming::Line(line)) => match serde_json::from_str::<FromSubject>(&line) {
+            Ok(message) => Ok((message, line)),
+            Err(error) => Err(format!(
+                "`{}` is not a protocol message: {error}",
+                clip(&line)
+            )),
+        },
+        Ok(Incoming::TooLong(start)) => Err(format!(
+            "a line longer than 1 MiB, starting `{}`",
+            clip(&start)
+        )),
+        Ok(Incoming::Closed) | Err(Silence::Closed) => {
+            Err(exited(connection, "closed its output mid-scenario"))
+        }
+        Err(Silence::Timeout(waited)) => {
+            Err(format!("no answer within {:.1} s", waited.as_secs_f64()))
+        }
+    }
+}
+
+fn out_of_order(expected: String, line: &str) -> Fault {
+    Fault {
+        expected,
+        problem: format!("an answer out of order: `{}`", clip(line)),
+    }
+}
+
+/// The first 300 characters of a line, for messages.
+fn clip(line: &str) -> String {
+    let mut clipped: String = line.chars().take(300).collect();
+    if clipped.len() < line.len() {
+        clipped.push('…');
+    }
+    clipped
+}
+
+/// The stderr tail as an indented block after a newline, or nothing.
+fn stderr_block(tail: &str) -> String {
+    let tail = tail.trim_end();
+    if tail.is_empty() {
+        return "; its stderr was empty".into();
+    }
+    let mut block = String::from("\n      stderr (last 4 KiB):");
+    for line in tail.lines() {
+        block.push_str("\n        ");
+        block.push_str(line);
+    }
+    block
+}
+
+/// Starts the process, says hello and checks the handshake.
+fn connect(spec: &SubjectSpec) -> Result<(Connection, Capabilities), SubjectError> {
+    let Some((program, args)) = spec.command.split_first() else {
+        return Err(SubjectError::EmptyCommand {
+            subject: spec.name.clone(),
+        });
+    };
+    let mut command = Command::new(program);
+    command.args(args).envs(&spec.env);
+    if let Some(cwd) = &spec.cwd {
+        command.current_dir(cwd);
+    }
+    let mut connection = Connection::spawn(command).map_err(|source| SubjectError::Start {
+        subject: spec.name.clone(),
+        command: spec.command_line(),
+        source,
+    })?;
+    let handshake_error = |connection: &mut Connection, problem: String| SubjectError::Handshake {
+        subject: spec.name.clone(),
+        problem,
+        stderr: stderr_block(&connection.kill()),
+    };
+    let hello = ToSubject::Hello {
+        protocol: PROTOCOL,
+        devsim: env!("CARGO_PKG_VERSION").into(),
+    };
+    let hello = serde_json::to_string(&hello).unwrap_or_default();
+    if connection.send(&hello).is_err() {
+        let problem = exited(&mut connection, "stopped reading its input");
+        return Err(handshake_error(&mut connection, problem));
+    }
+    let line = match connection.receive(spec.start_timeout) {
+        Ok(Incoming::Line(line)) => line,
+        Ok(Incoming::TooLong(start)) => {
+            let problem = format!("a line longer than 1 MiB, starting `{}`", clip(&start));
+            return Err(handshake_error(&mut connection, problem));
+        }
+        Ok(Incoming::Closed) | Err(Silence::Closed) => {
+            let problem = exited(&mut connection, "closed its output before its handshake");
+            return Err(handshake_error(&mut connection, problem));
+        }
+        Err(Silence::Timeout(waited)) => {
+            let problem = format!("no handshake within {:.1} s", waited.as_secs_f64());
+            return Err(handshake_error(&mut connection, problem));
+        }
+    };
+    // The version is checked before the rest: another version may well have other fields.
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) {
+        if value.get("type").and_then(|t| t.as_str()) == Some("handshake") {
+            let protocol = value.get("protocol");
+            if protocol.and_then(|p| p.as_u64()) != Some(u64::from(PROTOCOL)) {
+                connection.kill();
+                return Err(SubjectError::ProtocolVersion {
+                    subject: spec.name.clone(),
+                    got: protocol.map_or("(none)".into(), ToString::to_string),
+                    expected: PROTOCOL,
+                });
+            }
+        }
+    }
+    let capabilities = match serde_json::from_str::<FromSubject>(&line) {
+        Ok(FromSubject::Handshake {
+            protocol: _,
+            subject,
+            actions,
+            kernels,
+            events,
+        }) => Capabilities {
+            name: subject.name,
+            version: subject.version,
+            actions,
+            kernels,
+            events,
+        },
+        Ok(_) => {
+            let problem = format!("expected a handshake, got `{}`", clip(&line));
+            return Err(handshake_error(&mut connection, problem));
+        }
+        Err(error) => {
+            let problem = format!("`{}` is not a protocol message: {error}", clip(&line));
+            return Err(handshake_error(&mut connection, problem));
+        }
+    };
+    if let Err(error) = check_names(&capabilities) {
+        connection.kill();
+        return Err(error);
+    }
+    Ok((connection, capabilities))
+}
+
+/// Every kernel must be in devsim's reference catalog, every action and event one of devsim's.
+fn check_names(capabilities: &Capabilities) -> Result<(), SubjectError> {
+    let unknown = |what: &'static str, name: &str, expected: String| SubjectError::UnknownName {
+        subject: capabilities.name.clone(),
+        what,
+        name: name.to_string(),
+        expected,
+    };
+    let catalog = Catalog::reference();
+    for kernel in &capabilities.kernels {
+        if let Err(error) = catalog.get(kernel) {
+            let expected = match crate::kernel::catalog::closest(
+                kernel,
+                catalog.iter().map(|k| k.spec().name.as_ref()),
+            ) {
+                Some(close) => format!("did you mean `{close}`?"),
+                None => format!("see `devsim kernels`; {error}"),
+            };
+            return Err(unknown("kernel", kernel, expected));
+        }
+    }
+    for action in &capabilities.actions {
+        if !Action::NAMES.contains(&action.as_str()) {
+            return Err(unknown("action", action, Action::NAMES.join(", ")));
+        }
+    }
+    for event in &capabilities.events {
+        if !is_event_name(event) {
+            return Err(unknown(
+                "event",
+                event,
+                crate::trace::event_names().join(", "),
+            ));
+        }
+    }
+    Ok(())
+}

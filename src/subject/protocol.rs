@@ -1,0 +1,310 @@
+//! The messages of the subject protocol (`docs/subject-protocol.md`): JSON lines tagged by `type`.
+//!
+//! Every message refuses unknown fields, so a subject that misspells a key is told at once instead of
+//! being judged on a field devsim never read. [`schema`] is the machine-readable form of this module.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The protocol version this devsim speaks.
+pub const PROTOCOL: u32 = 1;
+
+/// A message from devsim to the subject.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ToSubject {
+    /// The first line devsim sends.
+    Hello {
+        /// The protocol version devsim speaks.
+        protocol: u32,
+        /// devsim's version.
+        devsim: String,
+    },
+    /// A scenario begins on this host.
+    Scenario {
+        /// The scenario's name (its path under the scenario root).
+        name: String,
+        /// The host the subject must pretend to run on.
+        host: HostMessage,
+    },
+    /// One step to perform.
+    Step(StepMessage),
+    /// The scenario is over: reset what it changed.
+    End {
+        /// The scenario ending.
+        scenario: String,
+    },
+}
+
+/// A message from the subject to devsim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FromSubject {
+    /// The answer to `hello`: who the subject is and what it can do.
+    Handshake {
+        /// The protocol version the subject speaks.
+        protocol: u32,
+        /// Its name and version.
+        subject: SubjectInfo,
+        /// The scenario actions it performs.
+        actions: Vec<String>,
+        /// The devsim catalog names it maps to its own kernels.
+        kernels: Vec<String>,
+        /// The trace events it records.
+        events: Vec<String>,
+    },
+    /// The subject is ready for the scenario's steps.
+    Ready {
+        /// The scenario it answers.
+        scenario: String,
+    },
+    /// The subject cannot simulate this host (no `number`) or perform this step.
+    Unsupported {
+        /// The scenario it answers.
+        scenario: String,
+        /// The step it answers, for a step.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        number: Option<usize>,
+        /// Why, in words.
+        reason: String,
+    },
+    /// What a step produced.
+    Observed(ObservedMessage),
+    /// The answer to `end`.
+    Done {
+        /// The scenario it answers.
+        scenario: String,
+    },
+}
+
+/// A subject's name and version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubjectInfo {
+    /// How reports name the subject.
+    pub name: String,
+    /// The version of the code under test.
+    pub version: String,
+}
+
+/// The resolved host of a scenario.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HostMessage {
+    /// The torch build: `cuda`, `hip` or `cpu`.
+    pub torch: String,
+    /// The build's own GPUs, in physical order.
+    pub gpus: Vec<GpuMessage>,
+    /// GPUs of another vendor in the box, invisible to this build.
+    pub foreign_gpus: Vec<GpuMessage>,
+    /// The visible-device variables as the scenario wrote them.
+    pub env: BTreeMap<String, String>,
+    /// Ordinal `i` seen by torch is `gpus[visible[i]]`.
+    pub visible: Vec<usize>,
+    /// The thread's current device (an ordinal into `visible`) when the scenario starts.
+    pub current: u32,
+}
+
+/// One GPU of a host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GpuMessage {
+    /// `sm_XY` for NVIDIA, a gfx target for AMD.
+    pub arch: String,
+    /// The name the driver reports.
+    pub name: String,
+    /// Opt-in shared memory per block, in bytes.
+    pub smem_optin: u32,
+    /// The driver's UUID.
+    pub uuid: String,
+}
+
+/// One step; which optional fields are present depends on `action`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepMessage {
+    /// The scenario it belongs to.
+    pub scenario: String,
+    /// Its 1-based position.
+    pub number: usize,
+    /// `normalize`, `resolve`, `validate`, `warmup`, `move`, `select`, `lock`, `set_device` or `discover`.
+    pub action: String,
+    /// The devsim kernel name (validate, warmup, move).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The selector (normalize, resolve, validate, warmup, move, select).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<SelectorMessage>,
+    /// The quantization method (select).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The bit width (select).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bits: Option<u32>,
+    /// The lock scope (lock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<SelectorMessage>,
+    /// `read` or `write` (lock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    /// The ordinal to make current (set_device).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordinal: Option<u32>,
+}
+
+/// A selector as written, plus the form the subject builds in its own language.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "form", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SelectorMessage {
+    /// Pass the string itself, even when it is not a known spelling.
+    String {
+        /// The string.
+        written: String,
+    },
+    /// Pass the integer.
+    Ordinal {
+        /// The integer.
+        written: i64,
+    },
+    /// Pass the family enum value (GPTQModel: `DEVICE.ROCM`).
+    FamilyEnum {
+        /// `cpu`, `cuda`, `rocm`, `xpu`, `mps` or `all`.
+        family: String,
+    },
+    /// Pass `torch.device(device_type, index)`.
+    TorchDevice {
+        /// `cuda`, `cpu`, `xpu` or `mps`.
+        device_type: String,
+        /// The index, or null for the current device.
+        index: Option<u32>,
+    },
+}
+
+/// What a step produced; absent fields were not produced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObservedMessage {
+    /// The scenario it answers.
+    pub scenario: String,
+    /// The step it answers.
+    pub number: usize,
+    /// Whether the step succeeded.
+    pub ok: bool,
+    /// Why it failed, when `ok` is false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorMessage>,
+    /// The normalized family.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The normalized ordinal; null for a family target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordinal: Option<u32>,
+    /// The torch device at the boundary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_device: Option<String>,
+    /// Warmup: where the work ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_on: Option<Place>,
+    /// Move: where the data ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lands_on: Option<Place>,
+    /// The thread's current device after the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_after: Option<u32>,
+    /// Select: the devsim name of the kernel picked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected: Option<String>,
+    /// Lock: the pool keys held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covers: Option<Vec<String>>,
+    /// Discover: `nvidia`, `amd` or `none`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    /// Discover: each usable GPU's arch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archs: Option<Vec<String>>,
+    /// Discover: what `torch.cuda.device_count()` returned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_device_count: Option<u32>,
+    /// Discover: the arch at each ordinal the driver or ROCm runtime exposes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_devices: Option<Vec<String>>,
+    /// The recorded events, in order.
+    pub trace: Vec<TraceEvent>,
+}
+
+/// A failed step's error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorMessage {
+    /// One of devsim's error kinds, or null when the subject cannot classify its error.
+    pub kind: Option<String>,
+    /// The code's own message.
+    pub message: String,
+}
+
+/// Where work ran or data ended: a visible ordinal or the CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Place {
+    /// A visible ordinal.
+    Ordinal(u32),
+    /// The CPU.
+    Cpu(CpuWord),
+}
+
+/// The word `cpu`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum CpuWord {
+    /// `"cpu"`.
+    #[serde(rename = "cpu")]
+    Cpu,
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Ordinal(n) => write!(f, "{n}"),
+            Place::Cpu(_) => f.write_str("cpu"),
+        }
+    }
+}
+
+/// One recorded event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TraceEvent {
+    /// The event name, as in scenario trace rules (`amd_arch`, `gate:family` ...).
+    pub event: String,
+    /// The visible ordinal it concerned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<u32>,
+    /// A detail: the extension or kernel name, the lock key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// Any line of the protocol, in either direction: the root of the JSON Schema.
+#[derive(JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ProtocolLine {
+    /// devsim to the subject.
+    ToSubject(ToSubject),
+    /// The subject to devsim.
+    FromSubject(FromSubject),
+}
+
+/// The JSON Schema of every protocol line, generated from these types.
+pub fn schema() -> serde_json::Value {
+    let mut schema = schemars::schema_for!(ProtocolLine).to_value();
+    if let Some(object) = schema.as_object_mut() {
+        object.insert(
+            "title".into(),
+            serde_json::Value::String(format!("devsim subject protocol, version {PROTOCOL}")),
+        );
+    }
+    schema
+}

@@ -1,0 +1,176 @@
+//! How to start an out-of-process subject: from a command line (`--subject 'CMD ARGS'`) or a subject file
+//! (`--subject path/to/x.toml`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::subject::SubjectError;
+
+/// The per-message timeout when none is given.
+pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(30);
+/// The handshake timeout when none is given (imports can be slow).
+pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Everything needed to start a subject process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubjectSpec {
+    /// How reports name the subject until its handshake names it.
+    pub name: String,
+    /// The program and its arguments.
+    pub command: Vec<String>,
+    /// The working folder, if not devsim's.
+    pub cwd: Option<PathBuf>,
+    /// Variables added to the subject's environment.
+    pub env: BTreeMap<String, String>,
+    /// How long devsim waits for each answer.
+    pub step_timeout: Duration,
+    /// How long devsim waits for the handshake.
+    pub start_timeout: Duration,
+}
+
+/// A subject file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SubjectFile {
+    name: String,
+    command: Vec<String>,
+    cwd: Option<PathBuf>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    step_timeout_s: Option<u64>,
+    start_timeout_s: Option<u64>,
+}
+
+impl SubjectSpec {
+    /// A subject started by `command` (program first), named after the program, with default timeouts.
+    pub fn from_command(command: Vec<String>) -> Result<Self, SubjectError> {
+        let name = command
+            .first()
+            .map(|program| {
+                Path::new(program)
+                    .file_name()
+                    .map_or(program.clone(), |n| n.to_string_lossy().into_owned())
+            })
+            .ok_or_else(|| SubjectError::EmptyCommand {
+                subject: "(unnamed)".into(),
+            })?;
+        Ok(Self {
+            name,
+            command,
+            cwd: None,
+            env: BTreeMap::new(),
+            step_timeout: DEFAULT_STEP_TIMEOUT,
+            start_timeout: DEFAULT_START_TIMEOUT,
+        })
+    }
+
+    /// Reads `--subject`: an existing `.toml` file is a subject file, anything else a command line split
+    /// like a POSIX shell would.
+    pub fn parse(argument: &str) -> Result<Self, SubjectError> {
+        let path = Path::new(argument);
+        if path.extension().is_some_and(|e| e == "toml") && path.is_file() {
+            return Self::load(path);
+        }
+        let words = shell_words::split(argument).map_err(|error| SubjectError::CommandLine {
+            command: argument.to_string(),
+            message: error.to_string(),
+        })?;
+        Self::from_command(words)
+    }
+
+    /// Loads a subject file; `cwd` is relative to the file's folder, which is also the default.
+    pub fn load(path: &Path) -> Result<Self, SubjectError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SubjectError::ReadFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let file: SubjectFile = toml::from_str(&text).map_err(|error| {
+            let line = error.span().map_or(1, |span| {
+                let before = &text.as_bytes()[..span.start.min(text.len())];
+                before.iter().filter(|b| **b == b'\n').count() + 1
+            });
+            SubjectError::ParseFile {
+                path: path.to_path_buf(),
+                line,
+                message: error.message().to_string(),
+            }
+        })?;
+        if file.command.is_empty() {
+            return Err(SubjectError::EmptyCommand { subject: file.name });
+        }
+        let folder = path.parent().unwrap_or(Path::new("."));
+        let folder = if folder.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            folder
+        };
+        Ok(Self {
+            name: file.name,
+            command: file.command,
+            cwd: Some(match file.cwd {
+                Some(cwd) => folder.join(cwd),
+                None => folder.to_path_buf(),
+            }),
+            env: file.env,
+            step_timeout: file
+                .step_timeout_s
+                .map_or(DEFAULT_STEP_TIMEOUT, Duration::from_secs),
+            start_timeout: file
+                .start_timeout_s
+                .map_or(DEFAULT_START_TIMEOUT, Duration::from_secs),
+        })
+    }
+
+    /// The command line, for messages.
+    pub fn command_line(&self) -> String {
+        shell_words::join(&self.command)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_line_is_split_like_a_shell_and_named_after_its_program() {
+        let spec = SubjectSpec::parse("/usr/bin/python3 -m 'my subject'").expect("parses");
+        assert_eq!(spec.command, ["/usr/bin/python3", "-m", "my subject"]);
+        assert_eq!(spec.name, "python3");
+        assert_eq!(spec.step_timeout, DEFAULT_STEP_TIMEOUT);
+    }
+
+    #[test]
+    fn an_unclosed_quote_is_a_command_line_error() {
+        let error = SubjectSpec::parse("python3 -c 'print(1)").expect_err("refused");
+        assert!(
+            error.to_string().starts_with("split subject command"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_subject_file_resolves_cwd_beside_itself_and_reports_a_bad_key_with_its_line() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let good = dir.path().join("good.toml");
+        std::fs::write(
+            &good,
+            "name = \"x\"\ncommand = [\"python3\", \"-m\", \"x\"]\ncwd = \"sub\"\nenv = { A = \"1\" }\nstep_timeout_s = 2\n",
+        )
+        .expect("write");
+        let spec = SubjectSpec::load(&good).expect("loads");
+        assert_eq!(spec.cwd, Some(dir.path().join("sub")));
+        assert_eq!(spec.step_timeout, Duration::from_secs(2));
+        assert_eq!(spec.start_timeout, DEFAULT_START_TIMEOUT);
+        assert_eq!(spec.env.get("A").map(String::as_str), Some("1"));
+
+        let bad = dir.path().join("bad.toml");
+        std::fs::write(&bad, "name = \"x\"\ncommand = [\"x\"]\ntimeout = 3\n").expect("write");
+        let error = SubjectSpec::load(&bad).expect_err("refused");
+        let text = error.to_string();
+        assert!(text.contains("bad.toml:3:"), "{text}");
+        assert!(text.contains("timeout"), "{text}");
+    }
+}

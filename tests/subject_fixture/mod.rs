@@ -1,0 +1,189 @@
+//! A scripted subject for the protocol tests: the test binary runs itself as this subject when
+//! `DEVSIM_FIXTURE_SUBJECT` names a mode. `good` implements `normalize` and `resolve` (through devsim's
+//! own normalization, so its answers are right by construction); every other mode breaks the protocol or
+//! the answers in one deliberate way.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use devsim::vocab::TorchDevice;
+use devsim::{Family, Selector, TorchBuild, normalize, to_torch_device};
+use serde_json::{Value, json};
+
+/// The variable naming the mode.
+pub const MODE: &str = "DEVSIM_FIXTURE_SUBJECT";
+/// A scratch folder shared by the processes of one test (for `crash-once`).
+pub const STATE: &str = "DEVSIM_FIXTURE_STATE";
+
+fn say(message: Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{message}");
+    let _ = out.flush();
+}
+
+fn hang() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(60));
+    }
+}
+
+/// Serves the protocol in `mode` until stdin closes; returns the exit code.
+pub fn serve(mode: &str) -> i32 {
+    let stdin = std::io::stdin();
+    let mut lines = stdin.lock().lines();
+    let Some(Ok(_hello)) = lines.next() else {
+        return 1;
+    };
+    eprintln!("fixture subject: mode {mode}");
+    let kernels: Vec<&str> = if mode == "unknown-kernel" {
+        vec!["gptq_torch", "gptq_tourch"]
+    } else {
+        vec![]
+    };
+    match mode {
+        "silent" => hang(),
+        "garbage-handshake" => {
+            println!("Loading GPTQModel... done");
+            return 0;
+        }
+        _ => {}
+    }
+    say(json!({
+        "type": "handshake",
+        "protocol": if mode == "wrong-version" { 2 } else { 1 },
+        "subject": {"name": "fixture", "version": "0.0.1"},
+        "actions": ["normalize", "resolve"],
+        "kernels": kernels,
+        "events": ["device_count", "gate:normalize"],
+    }));
+    let crash_once = std::env::var_os(STATE).map(|dir| PathBuf::from(dir).join("crashed"));
+    let mut host = Value::Null;
+    for line in lines {
+        let Ok(line) = line else { return 1 };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            return 1;
+        };
+        let scenario = message["scenario"].clone();
+        match message["type"].as_str() {
+            Some("scenario") => {
+                host = message["host"].clone();
+                if mode == "unsupported-host" {
+                    say(json!({"type": "unsupported", "scenario": message["name"],
+                               "reason": "fixture cannot simulate this host"}));
+                } else {
+                    say(json!({"type": "ready", "scenario": message["name"]}));
+                }
+            }
+            Some("end") => say(json!({"type": "done", "scenario": scenario})),
+            Some("step") => {
+                let number = message["number"].as_u64().unwrap_or(0);
+                let mut answer = good(&host, &message);
+                match mode {
+                    "crash" => {
+                        eprintln!("fixture subject: crashing on purpose at step {number}");
+                        std::process::exit(3);
+                    }
+                    "crash-once" => {
+                        if let Some(marker) = &crash_once {
+                            if !marker.exists() {
+                                let _ = std::fs::write(marker, "crashed");
+                                eprintln!("fixture subject: crashing once");
+                                std::process::exit(3);
+                            }
+                        }
+                    }
+                    "hang" => hang(),
+                    "garbage" => {
+                        println!("Traceback (most recent call last): oops");
+                        continue;
+                    }
+                    "out-of-order" => answer["number"] = json!(number + 1),
+                    "unknown-field" => answer["confidence"] = json!(0.9),
+                    "wrong-type" => answer["ok"] = json!("yes"),
+                    "exit-mid" if number >= 2 => {
+                        eprintln!("fixture subject: leaving mid-scenario");
+                        std::process::exit(0);
+                    }
+                    "wrong" => answer["family"] = json!("cuda"),
+                    "undeclared-event" => answer["trace"] = json!([{"event": "launch"}]),
+                    "unsupported-step" => {
+                        answer = json!({"type": "unsupported", "scenario": scenario,
+                                        "number": number, "reason": "fixture needs a real GPU here"});
+                    }
+                    _ => {}
+                }
+                say(answer);
+            }
+            _ => return 1,
+        }
+    }
+    0
+}
+
+/// A selector message as the value devsim's normalization takes.
+fn selector(device: &Value) -> Selector {
+    match device["form"].as_str() {
+        Some("ordinal") => Selector::Ordinal(device["written"].as_i64().unwrap_or(-1)),
+        Some("family_enum") => {
+            let family = Family::EVERY
+                .into_iter()
+                .find(|f| Some(f.as_str()) == device["family"].as_str());
+            family.map_or(Selector::Text("?".into()), Selector::Family)
+        }
+        Some("torch_device") => {
+            let text = match device["index"].as_u64() {
+                Some(index) => format!("{}:{index}", device["device_type"].as_str().unwrap_or("")),
+                None => device["device_type"].as_str().unwrap_or("").to_string(),
+            };
+            text.parse::<TorchDevice>()
+                .map_or(Selector::Text(text), Selector::Torch)
+        }
+        _ => Selector::Text(device["written"].as_str().unwrap_or("").to_string()),
+    }
+}
+
+/// The right answer to a normalize or resolve step.
+fn good(host: &Value, step: &Value) -> Value {
+    let build = match host["torch"].as_str() {
+        Some("cuda") => TorchBuild::Cuda,
+        Some("hip") => TorchBuild::Hip,
+        _ => TorchBuild::Cpu,
+    };
+    let visible = host["visible"].as_array().map_or(0, Vec::len) as u32;
+    let mut trace = Vec::new();
+    let asked = std::cell::Cell::new(false);
+    let result = normalize(&selector(&step["device"]), build, || {
+        asked.set(true);
+        Ok(visible)
+    });
+    if asked.get() {
+        trace.push(json!({"event": "device_count"}));
+    }
+    trace.push(json!({"event": "gate:normalize"}));
+    let resolve = step["action"] == "resolve";
+    let mut answer = json!({"type": "observed", "scenario": step["scenario"],
+                            "number": step["number"], "trace": trace});
+    let target = match &result {
+        Ok(target) => Some(*target),
+        Err(error) => error.target(),
+    };
+    if let Some(target) = target {
+        answer["family"] = json!(target.family.as_str());
+        answer["ordinal"] = json!(target.ordinal);
+        if resolve || result.is_err() {
+            answer["torch_device"] = json!(to_torch_device(&target).to_string());
+        }
+    }
+    match result {
+        Ok(_) => answer["ok"] = json!(true),
+        Err(error) => {
+            answer["ok"] = json!(false);
+            answer["error"] = json!({"kind": error.kind(), "message": error.to_string()});
+        }
+    }
+    if build != TorchBuild::Cpu && visible > 0 {
+        answer["current_after"] = host["current"].clone();
+    }
+    answer
+}

@@ -1,0 +1,335 @@
+//! Out-of-process subjects, judged through the protocol: one test per case of
+//! `tests/fixtures/subjects/cases.toml`, each starting this test binary as a scripted subject
+//! (`tests/subject_fixture`) in one mode, good or deliberately broken.
+
+mod subject_fixture;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use devsim::Catalog;
+use devsim::scenario::{Status, load_scenario};
+use devsim::subject::{ProcessSubject, Subject, SubjectSpec};
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Cases {
+    case: Vec<Case>,
+}
+
+#[derive(Deserialize, Clone)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    name: String,
+    mode: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    runs: Vec<Vec<String>>,
+    #[serde(default)]
+    start_error: Vec<String>,
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/subjects")
+}
+
+/// The fixture subject in `mode`, with test-sized timeouts; `state` is shared by its processes.
+fn fixture_spec(mode: &str, state: &Path) -> Result<SubjectSpec, Failed> {
+    let exe = std::env::current_exe().map_err(|e| Failed::from(e.to_string()))?;
+    let mut spec = SubjectSpec::from_command(vec![exe.display().to_string()])
+        .map_err(|e| Failed::from(e.to_string()))?;
+    spec.name = "fixture".into();
+    spec.env.insert(subject_fixture::MODE.into(), mode.into());
+    spec.env
+        .insert(subject_fixture::STATE.into(), state.display().to_string());
+    spec.step_timeout = Duration::from_secs(1);
+    spec.start_timeout = Duration::from_secs(2);
+    Ok(spec)
+}
+
+fn contains_all(text: &str, fragments: &[String]) -> Result<(), String> {
+    for fragment in fragments {
+        if !text.contains(fragment.as_str()) {
+            return Err(format!("expected {fragment:?} in:\n{text}"));
+        }
+    }
+    Ok(())
+}
+
+fn run_case(case: Case) -> Result<(), Failed> {
+    let state = tempfile::tempdir().map_err(|e| Failed::from(e.to_string()))?;
+    let spec = match (&case.mode, &case.command) {
+        (Some(mode), None) => fixture_spec(mode, state.path())?,
+        (None, Some(command)) => {
+            SubjectSpec::parse(command).map_err(|e| Failed::from(e.to_string()))?
+        }
+        _ => return Err("a case names either a mode or a command".into()),
+    };
+    let started = ProcessSubject::start(spec);
+    if !case.start_error.is_empty() {
+        return match started {
+            Ok(subject) => {
+                Err(format!("expected a start error, but {} started", subject.describe()).into())
+            }
+            Err(error) => contains_all(&error.to_string(), &case.start_error).map_err(Failed::from),
+        };
+    }
+    let mut subject = started.map_err(|e| Failed::from(format!("start: {e}")))?;
+    let catalog = Catalog::reference();
+    for run in &case.runs {
+        let [file, status, fragments @ ..] = run.as_slice() else {
+            return Err(format!("a run needs a file and a status: {run:?}").into());
+        };
+        let scenario = load_scenario(&fixtures().join("scenarios").join(file), &catalog)
+            .map_err(|e| Failed::from(e.to_string()))?;
+        let report = subject.run(&scenario);
+        if report.subject != "fixture" {
+            return Err(format!("{file}: the report names subject {:?}", report.subject).into());
+        }
+        let (actual, reason) = match &report.status {
+            Status::Passed => ("passed", String::new()),
+            Status::Skipped(reason) => ("skipped", reason.clone()),
+            Status::Failed => ("failed", devsim::report::human(&report)),
+        };
+        if actual != status {
+            return Err(format!(
+                "{file}: expected {status}, got {actual}:\n{}",
+                devsim::report::human(&report)
+            )
+            .into());
+        }
+        contains_all(&reason, fragments).map_err(|e| Failed::from(format!("{file}: {e}")))?;
+    }
+    Ok(())
+}
+
+/// The committed JSON Schema is the one generated from devsim's protocol types.
+fn committed_schema_is_current() -> Result<(), Failed> {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schema/subject-protocol.schema.json");
+    let committed = std::fs::read_to_string(&path).map_err(|e| Failed::from(e.to_string()))?;
+    let generated = serde_json::to_string_pretty(&devsim::subject::protocol::schema())
+        .map_err(|e| Failed::from(e.to_string()))?;
+    if committed.trim_end() != generated.trim_end() {
+        return Err("docs/schema/subject-protocol.schema.json is stale: run \
+             `cargo run -- schema subject-protocol > docs/schema/subject-protocol.schema.json`"
+            .into());
+    }
+    Ok(())
+}
+
+/// Runs the `devsim` binary in the repository root.
+fn devsim(args: &[&str]) -> Result<(bool, String, String), Failed> {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_devsim"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .map_err(|e| Failed::from(e.to_string()))?;
+    Ok((
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}
+
+/// A subject file in `dir` that starts this binary as the fixture subject in `mode`.
+fn subject_file(dir: &Path, mode: &str) -> Result<String, Failed> {
+    let exe = std::env::current_exe().map_err(|e| Failed::from(e.to_string()))?;
+    let path = dir.join(format!("{mode}.toml"));
+    let text = format!(
+        "name = \"fixture\"\ncommand = [{exe:?}]\nstep_timeout_s = 5\nstart_timeout_s = 5\n\
+         env = {{ {} = \"{mode}\", {} = {:?} }}\n",
+        subject_fixture::MODE,
+        subject_fixture::STATE,
+        dir.display().to_string()
+    );
+    std::fs::write(&path, text).map_err(|e| Failed::from(e.to_string()))?;
+    Ok(path.display().to_string())
+}
+
+fn expect(condition: bool, what: &str, out: &str, err: &str) -> Result<(), Failed> {
+    if condition {
+        Ok(())
+    } else {
+        Err(format!("{what}\nstdout:\n{out}\nstderr:\n{err}").into())
+    }
+}
+
+/// `devsim run --subject FILE`, then a baseline written, matched, and broken in both directions.
+fn cli_run_and_baseline() -> Result<(), Failed> {
+    let dir = tempfile::tempdir().map_err(|e| Failed::from(e.to_string()))?;
+    let scenarios = fixtures().join("scenarios").display().to_string();
+    let good = subject_file(dir.path(), "good")?;
+    let (ok, out, err) = devsim(&["run", &scenarios, "--subject", &good])?;
+    expect(
+        !ok,
+        "the fixture corpus has one wrong expectation, so the run fails",
+        &out,
+        &err,
+    )?;
+    expect(
+        out.starts_with("subject: fixture 0.0.1 (process)"),
+        "the first line names the subject",
+        &out,
+        &err,
+    )?;
+    expect(
+        out.trim_end()
+            .ends_with("subject fixture: 2 passed, 1 failed, 2 skipped"),
+        "the closing line",
+        &out,
+        &err,
+    )?;
+
+    let baseline = dir.path().join("baseline.toml").display().to_string();
+    let (ok, out, err) = devsim(&[
+        "run",
+        &scenarios,
+        "--subject",
+        &good,
+        "--write-baseline",
+        &baseline,
+    ])?;
+    expect(
+        ok,
+        "writing a baseline records failures without failing",
+        &out,
+        &err,
+    )?;
+    let (ok, out, err) = devsim(&[
+        "run",
+        &scenarios,
+        "--subject",
+        &good,
+        "--baseline",
+        &baseline,
+    ])?;
+    expect(ok, "the same outcomes match the baseline", &out, &err)?;
+
+    // The wrong subject regresses one scenario and fixes none: a difference.
+    let wrong = subject_file(dir.path(), "wrong")?;
+    let (ok, out, err) = devsim(&[
+        "run",
+        &scenarios,
+        "--subject",
+        &wrong,
+        "--baseline",
+        &baseline,
+    ])?;
+    expect(!ok && out.contains("baseline changed: spellings_on_hip.toml: baseline passed, now failed: step 1 family: expected rocm, got cuda"),
+        "a regression is a difference", &out, &err)?;
+    // Edit the baseline to claim a failure that now passes: a fix is a difference too.
+    let text = std::fs::read_to_string(&baseline).map_err(|e| Failed::from(e.to_string()))?;
+    let edited = text.replacen(
+        "\"refusals.toml\" = \"passed\"",
+        "\"refusals.toml\" = \"failed: step 1 ok\"",
+        1,
+    );
+    expect(
+        edited != text,
+        "the baseline lists refusals.toml as passed",
+        &text,
+        "",
+    )?;
+    std::fs::write(&baseline, edited).map_err(|e| Failed::from(e.to_string()))?;
+    let (ok, out, err) = devsim(&[
+        "run",
+        &scenarios,
+        "--subject",
+        &good,
+        "--baseline",
+        &baseline,
+    ])?;
+    expect(
+        !ok && out
+            .contains("baseline changed: refusals.toml: baseline failed: step 1 ok, now passed")
+            && err.contains("1 scenario(s) changed outcome"),
+        "a fix is a difference",
+        &out,
+        &err,
+    )?;
+    Ok(())
+}
+
+/// `devsim check --subject`, `--live --subject`, a bad command, and `devsim bench --subject`.
+fn cli_check_live_and_bench() -> Result<(), Failed> {
+    let dir = tempfile::tempdir().map_err(|e| Failed::from(e.to_string()))?;
+    let good = subject_file(dir.path(), "good")?;
+    let (ok, out, err) = devsim(&["check", "--subject", &good])?;
+    expect(
+        ok && out.contains("subject: fixture 0.0.1 (process)")
+            && out.contains("actions: normalize, resolve"),
+        "check prints the handshake",
+        &out,
+        &err,
+    )?;
+    let version = subject_file(dir.path(), "wrong-version")?;
+    let (ok, out, err) = devsim(&["check", "--subject", &version])?;
+    expect(
+        !ok && err.contains("error: failed to speak protocol 2 with subject `fixture`"),
+        "a wrong version aborts naming the subject",
+        &out,
+        &err,
+    )?;
+    let (ok, out, err) = devsim(&["run", "--live", "--subject", &good])?;
+    expect(
+        !ok && err.contains("process subjects run on the simulated runtime only"),
+        "--live --subject is refused",
+        &out,
+        &err,
+    )?;
+    let (ok, out, err) = devsim(&["run", "--subject", "/nonexistent/subject"])?;
+    expect(
+        !ok && err.contains("error: failed to start subject `subject` (`/nonexistent/subject`)"),
+        "a missing command aborts",
+        &out,
+        &err,
+    )?;
+    let root = fixtures().join("scenarios").display().to_string();
+    let (ok, out, err) = devsim(&["bench", &root, "--subject", &good, "--rounds", "1"])?;
+    expect(
+        ok && out.contains("step median (us)")
+            && out.contains("corpus, start included (ms)")
+            && out
+                .contains("fixture 0.0.1 (process): 9 steps timed; 2 passed, 1 failed, 2 skipped"),
+        "bench compares the reference and the subject",
+        &out,
+        &err,
+    )?;
+    Ok(())
+}
+
+fn main() {
+    if let Ok(mode) = std::env::var(subject_fixture::MODE) {
+        std::process::exit(subject_fixture::serve(&mode));
+    }
+    let args = Arguments::from_args();
+    let text = std::fs::read_to_string(fixtures().join("cases.toml")).unwrap_or_else(|error| {
+        eprintln!("error: failed to read cases.toml: {error}");
+        std::process::exit(2);
+    });
+    let cases: Cases = toml::from_str(&text).unwrap_or_else(|error| {
+        eprintln!("error: failed to parse cases.toml: {error}");
+        std::process::exit(2);
+    });
+    let mut trials: Vec<Trial> = cases
+        .case
+        .into_iter()
+        .map(|case| Trial::test(case.name.clone(), move || run_case(case)))
+        .collect();
+    trials.push(Trial::test(
+        "the committed protocol schema is the generated one",
+        committed_schema_is_current,
+    ));
+    trials.push(Trial::test(
+        "devsim run --subject with a baseline",
+        cli_run_and_baseline,
+    ));
+    trials.push(Trial::test(
+        "devsim check, run --live and bench with --subject",
+        cli_check_live_and_bench,
+    ));
+    libtest_mimic::run(&args, trials).exit();
+}
