@@ -24,6 +24,7 @@ use crate::kernel::Catalog;
 use crate::report;
 use crate::scenario::live::LiveContext;
 use crate::scenario::load::{HOSTS_DIR, load_profile, profile_names};
+use crate::scenario::schema::SchemaKind;
 use crate::scenario::suite::{Summary, load_all, run_simulated};
 
 /// A test harness for cross-vendor GPU device dispatch.
@@ -40,6 +41,15 @@ enum Format {
     Human,
     /// JSON for tools.
     Json,
+}
+
+/// The schemas `devsim schema` prints.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SchemaName {
+    /// A scenario file.
+    Scenario,
+    /// A host profile (scenarios/hosts/<name>.toml).
+    Host,
 }
 
 #[derive(Subcommand)]
@@ -80,6 +90,12 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
+    },
+    /// Print a JSON Schema (committed under docs/schema/; `.taplo.toml` points editors at them).
+    Schema {
+        /// Which schema.
+        #[arg(value_enum)]
+        which: SchemaName,
     },
     /// Benchmark the kernel matrix and the scenario corpus.
     Bench {
@@ -312,6 +328,14 @@ pub fn main(catalog: Catalog) -> ExitCode {
         Command::Check { paths } => check(&catalog, paths),
         Command::Kernels { format } => kernels(&catalog, format),
         Command::Hosts { root, format } => hosts(root, format),
+        Command::Schema { which } => {
+            let kind = match which {
+                SchemaName::Scenario => SchemaKind::Scenario,
+                SchemaName::Host => SchemaKind::Host,
+            };
+            say!("{}", kind.render().trim_end());
+            Ok(())
+        }
         Command::Bench { root, rounds, live } => {
             if live {
                 bench::run_live(rounds)

@@ -8,6 +8,7 @@ pub mod load;
 pub mod model;
 pub mod observed;
 pub mod run;
+pub mod schema;
 pub mod suite;
 
 pub use error::{CorpusError, LoadError, Snippet};
