@@ -12,6 +12,7 @@ pub mod host;
 pub mod kernel;
 pub mod matrix;
 pub mod mutants;
+pub mod output;
 pub mod pool;
 pub mod report;
 pub mod runtime;

@@ -12,24 +12,41 @@
 
 pub mod bench;
 mod error;
+pub mod filter;
+pub mod junit;
+pub mod output;
+pub mod probe;
+pub mod progress;
 
 pub use error::CliError;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::kernel::Catalog;
+use crate::output::{CheckOutput, HostsOutput, KernelsOutput, Mode, RunOutput};
 use crate::report;
 use crate::scenario::live::LiveContext;
+use crate::scenario::load::scenario_name;
 use crate::scenario::load::{HOSTS_DIR, load_profile, profile_names};
 use crate::scenario::schema::SchemaKind;
 use crate::scenario::suite::{Summary, load_all, run_simulated};
+use crate::scenario::{LoadError, Scenario, ScenarioReport, Status};
+use filter::Filter;
+use progress::Progress;
+
+/// Exit codes, for `--help` and the README.
+const EXIT_CODES: &str = "Exit codes:
+  0  every selected scenario passed (skips allowed)
+  1  at least one scenario failed
+  2  a file failed to load, or the command line or another input was wrong";
 
 /// A test harness for cross-vendor GPU device dispatch.
 #[derive(Parser)]
-#[command(name = "devsim", version, about)]
+#[command(name = "devsim", version, about, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,15 +69,45 @@ enum SchemaName {
     Host,
 }
 
+/// `run`'s output formats.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RunFormat {
+    /// Text for people.
+    Human,
+    /// JSON for tools (`devsim::output::RunOutput`).
+    Json,
+    /// JUnit XML: one test case per scenario.
+    Junit,
+}
+
+/// Which scenarios to take.
+#[derive(clap::Args)]
+struct Selection {
+    /// Only scenarios carrying this tag (repeatable: any of them).
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Only scenarios whose name (path under the scenario root, e.g. `seed/gptq.toml`) contains PATTERN,
+    /// or matches it as a glob when it has `*`, `?` or `[` (repeatable: any of them).
+    #[arg(long = "filter", value_name = "PATTERN")]
+    filters: Vec<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run scenario files on the simulated runtime (default: scenarios/).
+    #[command(after_help = EXIT_CODES)]
     Run {
         /// Files or folders.
         paths: Vec<PathBuf>,
+        /// Which scenarios.
+        #[command(flatten)]
+        selection: Selection,
+        /// Print only failures and the summary.
+        #[arg(long, short)]
+        quiet: bool,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = RunFormat::Human)]
+        format: RunFormat,
         /// Replay on the real machine: scenarios whose host it satisfies run live, the rest are skipped
         /// with the reason.
         #[arg(long)]
@@ -69,12 +116,29 @@ enum Command {
         #[arg(long, hide = true, requires = "live")]
         child: bool,
     },
-    /// Print the real machine as a host profile (scenarios/hosts/<name>.toml).
-    Probe,
+    /// Print the real machine as a host profile, or write it as <root>/hosts/<NAME>.toml.
+    Probe {
+        /// Write the profile as hosts/NAME.toml under the scenario root instead of printing it.
+        #[arg(long, value_name = "NAME")]
+        write: Option<String>,
+        /// Replace an existing profile of that name.
+        #[arg(long, requires = "write")]
+        force: bool,
+        /// The scenario root holding hosts/.
+        #[arg(long, default_value = "scenarios")]
+        root: PathBuf,
+    },
     /// Load and validate scenario files without running them.
+    #[command(after_help = EXIT_CODES)]
     Check {
         /// Files or folders.
         paths: Vec<PathBuf>,
+        /// Which scenarios.
+        #[command(flatten)]
+        selection: Selection,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
     },
     /// List the kernel catalog.
     Kernels {
@@ -133,109 +197,167 @@ fn print_load_errors(errors: &[crate::scenario::LoadError]) {
     }
 }
 
+/// Loads the scenarios under `paths` that `selection` takes; files that fail to load are kept when their
+/// name is selected (their tags cannot be read, so a tag selection keeps them too).
+fn load_selected(
+    catalog: &Catalog,
+    paths: Vec<PathBuf>,
+    selection: &Selection,
+) -> Result<(Vec<Scenario>, Vec<LoadError>), CliError> {
+    let filter = Filter::new(selection.tags.clone(), &selection.filters)?;
+    let (scenarios, errors) = load_all(&default_paths(paths), catalog)?;
+    let scenarios = scenarios
+        .into_iter()
+        .filter(|s| filter.takes(&s.name, &s.tags))
+        .collect();
+    let errors = errors
+        .into_iter()
+        .filter(|e| filter.takes_name(&scenario_name(&e.path)))
+        .collect();
+    Ok((scenarios, errors))
+}
+
+/// `run`'s switches.
+struct RunOptions {
+    quiet: bool,
+    format: RunFormat,
+    live: bool,
+    child: bool,
+}
+
+/// The exit status of a finished run or check: load errors first (2), then failures (1).
+fn verdict(load_errors: usize, failed: usize) -> Result<(), CliError> {
+    if load_errors > 0 {
+        Err(CliError::Load { count: load_errors })
+    } else if failed > 0 {
+        Err(CliError::Failed { failed })
+    } else {
+        Ok(())
+    }
+}
+
 fn run(
     catalog: &Catalog,
     paths: Vec<PathBuf>,
-    format: Format,
-    live: bool,
-    child: bool,
+    selection: &Selection,
+    options: RunOptions,
 ) -> Result<(), CliError> {
-    let (scenarios, errors) = load_all(&default_paths(paths), catalog)?;
-    print_load_errors(&errors);
-    let live = live.then(|| {
-        let exe = if child {
+    let (scenarios, errors) = load_selected(catalog, paths, selection)?;
+    let human = options.format == RunFormat::Human;
+    if human {
+        print_load_errors(&errors);
+    }
+    let live = options.live.then(|| {
+        let exe = if options.child {
             None
         } else {
             std::env::current_exe().ok()
         };
         LiveContext::detect(exe)
     });
-    if let (Some(live), Format::Human) = (&live, format) {
+    if let (Some(live), true) = (&live, human) {
         say!("{}", live.describe());
     }
-    let reports: Vec<_> = scenarios
-        .iter()
-        .map(|scenario| match &live {
+    let progress = Progress::new(scenarios.len(), human && progress::wanted_here());
+    let mut reports: Vec<(ScenarioReport, Duration)> = Vec::new();
+    for scenario in &scenarios {
+        progress.start(&scenario.name);
+        let started = Instant::now();
+        let report = match &live {
             Some(live) => live.run(scenario, catalog),
             None => run_simulated(scenario, catalog),
-        })
-        .collect();
-    let summary = Summary::of(&reports, errors.len());
-    match format {
-        Format::Human => {
-            for report in &reports {
-                say!("{}", report::human(report).trim_end());
-            }
-            say!("{summary}");
+        };
+        let took = started.elapsed();
+        let failed = report.status == Status::Failed;
+        if human && (failed || !options.quiet) {
+            progress.suspend(|| say!("{}", report::human(&report).trim_end()));
         }
-        Format::Json => {
-            let value = serde_json::json!({
-                "mode": if live.is_some() { "live" } else { "simulated" },
-                "machine": live.as_ref().map(LiveContext::describe),
-                "scenarios": reports,
-                "load_errors": errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "summary": summary,
-            });
-            say!("{}", serde_json::to_string_pretty(&value)?);
+        progress.done();
+        reports.push((report, took));
+    }
+    progress.finish();
+    let plain: Vec<ScenarioReport> = reports.iter().map(|(r, _)| r.clone()).collect();
+    let summary = Summary::of(&plain, errors.len());
+    match options.format {
+        RunFormat::Human => say!("{summary}"),
+        RunFormat::Json => {
+            let document = RunOutput {
+                version: crate::output::VERSION,
+                mode: if live.is_some() {
+                    Mode::Live
+                } else {
+                    Mode::Simulated
+                },
+                machine: live.as_ref().map(LiveContext::describe),
+                scenarios: reports
+                    .iter()
+                    .zip(&scenarios)
+                    .map(|((report, took), scenario)| {
+                        output::scenario(report, &scenario.tags, *took)
+                    })
+                    .collect(),
+                load_errors: errors.iter().map(output::load_error).collect(),
+                summary: output::summary(&summary, errors.len()),
+            };
+            say!("{}", serde_json::to_string_pretty(&document)?);
         }
+        RunFormat::Junit => say!("{}", junit::render(&reports, &errors)?.trim_end()),
     }
-    if summary.failed > 0 {
-        return Err(CliError::Failed {
-            failed: summary.failed,
-        });
-    }
-    Ok(())
+    verdict(errors.len(), summary.failed - errors.len())
 }
 
-fn probe() -> Result<(), CliError> {
+fn probe(write: Option<String>, force: bool, root: PathBuf) -> Result<(), CliError> {
     let live = LiveContext::detect(None);
     if live.machine.library.is_none() {
         eprintln!("{}", live.describe());
     }
-    say!("{}", live.machine.to_profile().trim_end());
+    let text = probe::profile_text(&live.machine, SystemTime::now());
+    match write {
+        None => say!("{}", text.trim_end()),
+        Some(name) => {
+            let path = probe::write_profile(&root, &name, &text, force)?;
+            say!("wrote {}", path.display());
+        }
+    }
     Ok(())
 }
 
-fn check(catalog: &Catalog, paths: Vec<PathBuf>) -> Result<(), CliError> {
-    let (scenarios, errors) = load_all(&default_paths(paths), catalog)?;
-    print_load_errors(&errors);
-    say!(
-        "{} scenario(s) loaded, {} failed to load",
-        scenarios.len(),
-        errors.len()
-    );
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::Load {
-            count: errors.len(),
-        })
+fn check(
+    catalog: &Catalog,
+    paths: Vec<PathBuf>,
+    selection: &Selection,
+    format: Format,
+) -> Result<(), CliError> {
+    let (scenarios, errors) = load_selected(catalog, paths, selection)?;
+    match format {
+        Format::Human => {
+            print_load_errors(&errors);
+            say!(
+                "{} scenario(s) loaded, {} failed to load",
+                scenarios.len(),
+                errors.len()
+            );
+        }
+        Format::Json => {
+            let document = CheckOutput {
+                version: crate::output::VERSION,
+                scenarios: scenarios.iter().map(output::checked).collect(),
+                load_errors: errors.iter().map(output::load_error).collect(),
+            };
+            say!("{}", serde_json::to_string_pretty(&document)?);
+        }
     }
+    verdict(errors.len(), 0)
 }
 
 fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError> {
     match format {
         Format::Json => {
-            let rows: Vec<_> = catalog
-                .iter()
-                .map(|kernel| {
-                    let spec = kernel.spec();
-                    serde_json::json!({
-                        "name": spec.name,
-                        "method": spec.method,
-                        "bits": spec.bits,
-                        "families": spec.families,
-                        "arch": spec.arch_text(),
-                        "extension": spec.extension,
-                        "requires": spec.requires,
-                        "priority": spec.priority,
-                        "selectable": spec.selectable,
-                        "alternative": spec.alternative,
-                        "rocm_audit": crate::kernel::audit::decision(spec.name).map(|d| format!("{d:?}")),
-                    })
-                })
-                .collect();
-            say!("{}", serde_json::to_string_pretty(&rows)?);
+            let document = KernelsOutput {
+                version: crate::output::VERSION,
+                kernels: catalog.iter().map(|k| output::kernel(k.spec())).collect(),
+            };
+            say!("{}", serde_json::to_string_pretty(&document)?);
         }
         Format::Human => {
             say!(
@@ -275,10 +397,17 @@ fn hosts(root: PathBuf, format: Format) -> Result<(), CliError> {
             Err(error) => errors.push(error),
         }
     }
-    print_load_errors(&errors);
     match format {
-        Format::Json => say!("{}", serde_json::to_string_pretty(&profiles)?),
+        Format::Json => {
+            let document = HostsOutput {
+                version: crate::output::VERSION,
+                hosts: profiles.iter().map(output::host).collect(),
+                load_errors: errors.iter().map(output::load_error).collect(),
+            };
+            say!("{}", serde_json::to_string_pretty(&document)?);
+        }
         Format::Human => {
+            print_load_errors(&errors);
             for host in &profiles {
                 let gpus: Vec<String> = host.gpus.iter().map(|g| g.arch.to_string()).collect();
                 let foreign: Vec<String> = host
@@ -305,13 +434,7 @@ fn hosts(root: PathBuf, format: Format) -> Result<(), CliError> {
             );
         }
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::Load {
-            count: errors.len(),
-        })
-    }
+    verdict(errors.len(), 0)
 }
 
 /// Runs the `devsim` command line (arguments from the process) against `catalog`.
@@ -320,12 +443,28 @@ pub fn main(catalog: Catalog) -> ExitCode {
     let result = match cli.command {
         Command::Run {
             paths,
+            selection,
+            quiet,
             format,
             live,
             child,
-        } => run(&catalog, paths, format, live, child),
-        Command::Probe => probe(),
-        Command::Check { paths } => check(&catalog, paths),
+        } => run(
+            &catalog,
+            paths,
+            &selection,
+            RunOptions {
+                quiet,
+                format,
+                live,
+                child,
+            },
+        ),
+        Command::Probe { write, force, root } => probe(write, force, root),
+        Command::Check {
+            paths,
+            selection,
+            format,
+        } => check(&catalog, paths, &selection, format),
         Command::Kernels { format } => kernels(&catalog, format),
         Command::Hosts { root, format } => hosts(root, format),
         Command::Schema { which } => {
