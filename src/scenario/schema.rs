@@ -13,7 +13,7 @@ use crate::kernel::Method;
 use crate::scenario::format::{HostFields, ScenarioFile};
 use crate::scenario::model::Action;
 use crate::trace::{Call, event_names};
-use crate::vocab::Family;
+use crate::vocab::{Family, Vendor};
 
 /// Which schema to generate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,7 +72,12 @@ pub fn scenario() -> Value {
     expect["error"]["enum"] = json!(DispatchError::KINDS.to_vec());
     let families: Vec<&str> = Family::EVERY.iter().map(|f| f.as_str()).collect();
     expect["family"]["enum"] = json!(families);
-    expect["vendor"]["enum"] = json!(["nvidia", "amd", "none"]);
+    let vendors: Vec<String> = [Vendor::Nvidia, Vendor::Amd, Vendor::Intel, Vendor::Apple]
+        .iter()
+        .map(ToString::to_string)
+        .chain(["none".to_string()])
+        .collect();
+    expect["vendor"]["enum"] = json!(vendors);
     trace_names(&mut defs["TraceRuleFields"]);
     fault_calls(&mut defs["FaultFields"]);
     schema
