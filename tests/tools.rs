@@ -327,3 +327,48 @@ fn every_scenario_in_a_topic_folder_carries_the_topic_as_a_tag() {
         "add the topic folder as a tag: {untagged:?}"
     );
 }
+
+#[test]
+fn a_probed_profile_of_a_simulated_machine_round_trips_through_the_loader() {
+    use devsim::runtime::live::RealMachine;
+    use devsim::runtime::live::machine::RealGpu;
+    let root = tempfile::tempdir().expect("scratch dir");
+    for name in ["h200x2", "r9700x2", "cpu"] {
+        let host = devsim::scenario::load_profile(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("scenarios/hosts/{name}.toml")),
+        )
+        .expect("shipped profile");
+        let machine = RealMachine {
+            build: host.torch,
+            library: (!host.gpus.is_empty()).then(|| "libsimulated.so.1".to_string()),
+            gpus: host
+                .gpus
+                .iter()
+                .map(|gpu| RealGpu {
+                    arch: gpu.arch.clone(),
+                    name: gpu.name.clone(),
+                    smem_optin: gpu.smem_optin,
+                })
+                .collect(),
+        };
+        let text = devsim::cli::probe::profile_text(&machine, std::time::SystemTime::UNIX_EPOCH);
+        assert!(text.starts_with("# probed by devsim "), "{text}");
+        assert!(text.contains(" on 1970-01-01T00:00:00Z\n"), "{text}");
+        let path =
+            devsim::cli::probe::write_profile(root.path(), name, &text, false).expect("written");
+        let loaded = devsim::scenario::load_profile(&path).expect("the probed profile loads");
+        assert_eq!(loaded.torch, host.torch, "{name}");
+        assert_eq!(loaded.gpus.len(), host.gpus.len(), "{name}");
+        for (probed, shipped) in loaded.gpus.iter().zip(&host.gpus) {
+            assert_eq!(
+                (&probed.arch, &probed.name, probed.smem_optin),
+                (&shipped.arch, &shipped.name, shipped.smem_optin),
+                "{name}"
+            );
+        }
+        assert!(
+            devsim::cli::probe::write_profile(root.path(), name, &text, false).is_err(),
+            "no overwrite without force"
+        );
+    }
+}
