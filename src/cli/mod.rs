@@ -3,7 +3,7 @@
 //!
 //! ```no_run
 //! fn main() -> std::process::ExitCode {
-//!     crate::cli::main(crate::Catalog::reference())
+//!     devsim::cli::main(devsim::Catalog::reference())
 //! }
 //! ```
 //!
@@ -112,7 +112,8 @@ enum Command {
         /// with the reason.
         #[arg(long)]
         live: bool,
-        /// Internal: this process is the child that runs one `env` scenario live.
+        /// Internal: this process is the child that runs one `env` scenario live; it answers with the
+        /// internal reports as JSON, whatever `--format` says.
         #[arg(long, hide = true, requires = "live")]
         child: bool,
     },
@@ -217,6 +218,12 @@ fn load_selected(
     Ok((scenarios, errors))
 }
 
+/// What a live child process (`run --live --child`) prints for its parent to read.
+#[derive(serde::Serialize)]
+struct ChildAnswer {
+    scenarios: Vec<ScenarioReport>,
+}
+
 /// `run`'s switches.
 struct RunOptions {
     quiet: bool,
@@ -243,7 +250,7 @@ fn run(
     options: RunOptions,
 ) -> Result<(), CliError> {
     let (scenarios, errors) = load_selected(catalog, paths, selection)?;
-    let human = options.format == RunFormat::Human;
+    let human = options.format == RunFormat::Human && !options.child;
     if human {
         print_load_errors(&errors);
     }
@@ -278,6 +285,12 @@ fn run(
     progress.finish();
     let plain: Vec<ScenarioReport> = reports.iter().map(|(r, _)| r.clone()).collect();
     let summary = Summary::of(&plain, errors.len());
+    if options.child {
+        // The child's answer to its parent (`scenario::live`): the internal reports, not the tool output.
+        let answer = ChildAnswer { scenarios: plain };
+        say!("{}", serde_json::to_string(&answer)?);
+        return verdict(errors.len(), summary.failed - errors.len());
+    }
     match options.format {
         RunFormat::Human => say!("{summary}"),
         RunFormat::Json => {
