@@ -78,6 +78,7 @@ pub mod harness;
 pub mod host;
 pub mod kernel;
 pub mod matrix;
+pub mod output;
 pub mod pool;
 pub mod report;
 pub mod runtime;

@@ -4,6 +4,8 @@ use std::process::{Command, Output, Stdio};
 
 use tempfile::TempDir;
 
+use devsim::output::{KernelsOutput, Outcome, Place, RunOutput};
+
 fn devsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_devsim"))
         .args(args)
@@ -101,37 +103,29 @@ fn run_writes_json_reports_on_request() {
     let root = scratch("json", WARMUP);
     let output = devsim(&["run", "--format", "json", arg(&root)]);
     assert!(output.status.success());
-    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
-    assert_eq!(value["summary"]["passed"], 1);
-    assert_eq!(value["scenarios"][0]["status"], "passed");
-    assert_eq!(value["scenarios"][0]["steps"][0]["observed"]["ran_on"], "1");
+    let run: RunOutput = serde_json::from_slice(&output.stdout).expect("a run document");
+    assert_eq!(run.summary.passed, 1);
+    assert_eq!(run.scenarios[0].status, Outcome::Passed);
+    assert_eq!(
+        run.scenarios[0].steps[0].observed.ran_on,
+        Some(Place::Ordinal(1))
+    );
 }
 
 #[test]
 fn kernels_lists_the_catalog_as_json_objects() {
     let output = devsim(&["kernels", "--format", "json"]);
     assert!(output.status.success());
-    let rows: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).expect("json");
-    assert_eq!(rows.len(), 46);
-    for row in &rows {
-        for key in [
-            "name",
-            "method",
-            "families",
-            "arch",
-            "extension",
-            "priority",
-            "selectable",
-        ] {
-            assert!(row.get(key).is_some(), "{key} missing in {row}");
-        }
-    }
-    let allspark = rows
+    let kernels: KernelsOutput =
+        serde_json::from_slice(&output.stdout).expect("a kernels document");
+    assert_eq!(kernels.kernels.len(), 46);
+    let allspark = kernels
+        .kernels
         .iter()
-        .find(|r| r["name"] == "gptq_allspark")
+        .find(|k| k.name == "gptq_allspark")
         .expect("allspark");
-    assert_eq!(allspark["families"], serde_json::json!(["cuda", "rocm"]));
-    assert_eq!(allspark["extension"], "allspark");
+    assert_eq!(allspark.families, ["cuda", "rocm"]);
+    assert_eq!(allspark.extension.as_deref(), Some("allspark"));
 }
 
 #[test]

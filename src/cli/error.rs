@@ -3,6 +3,8 @@
 use thiserror::Error;
 
 use crate::baseline::BaselineError;
+use crate::cli::filter::PatternError;
+use crate::cli::probe::ProbeError;
 use crate::dispatch::DispatchError;
 use crate::host::HostError;
 use crate::scenario::{CorpusError, LoadError};
@@ -74,4 +76,13 @@ pub enum CliError {
     /// JSON output could not be written.
     #[error("write json: {0}")]
     Json(#[from] serde_json::Error),
+    /// A `--filter` pattern was not a valid glob.
+    #[error(transparent)]
+    Pattern(#[from] PatternError),
+    /// A probed profile could not be written.
+    #[error(transparent)]
+    Probe(#[from] ProbeError),
+    /// JUnit output could not be written.
+    #[error("write junit: {0}")]
+    Junit(#[from] quick_junit::SerializeError),
 }

@@ -12,36 +12,48 @@
 
 pub mod bench;
 mod error;
+pub mod filter;
+pub mod junit;
+pub mod output;
+pub mod probe;
+pub mod progress;
 mod visible;
 
 pub use error::CliError;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::baseline::Baseline;
 use crate::kernel::Catalog;
+use crate::output::{CheckOutput, HostsOutput, KernelsOutput, Mode, RunOutput, SubjectOutput};
 use crate::report;
 use crate::scenario::error::render;
 use crate::scenario::live::LiveContext;
+use crate::scenario::load::scenario_name;
+use crate::scenario::schema::SchemaKind;
 use crate::scenario::suite::{Summary, load_all_with};
-use crate::scenario::{CorpusError, LoadError, ProfileSources, Scenario};
+use crate::scenario::{CorpusError, LoadError, ProfileSources, Scenario, ScenarioReport, Status};
 use crate::subject::{CatalogSubject, ProcessSubject, Subject, SubjectSpec};
+use filter::Filter;
+use progress::Progress;
 
 /// The exit code of `run --live` and `probe` when a GPU driver is present but failing.
 pub const EXIT_DRIVER_FAILING: u8 = 3;
 
+/// Exit codes, for `--help` and the README.
+const EXIT_CODES: &str = "Exit codes:
+  0  every selected scenario passed (skips allowed), or matched its baseline
+  1  at least one scenario failed, changed from its baseline, or too few ran live (--require-live)
+  2  a file failed to load, or the command line or another input was wrong
+  3  a GPU driver is present but failing (run --live, probe)";
+
 /// A test harness for cross-vendor GPU device dispatch.
 #[derive(Parser)]
-#[command(
-    name = "devsim",
-    version,
-    about,
-    after_help = "Exit codes: 0 success; 1 scenarios failed; 2 bad input or usage; 3 a GPU driver is \
-present but failing (run --live, probe)."
-)]
+#[command(name = "devsim", version, about, after_help = EXIT_CODES)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -55,15 +67,72 @@ enum Format {
     Json,
 }
 
+/// The schemas `devsim schema` prints.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SchemaName {
+    /// A scenario file.
+    Scenario,
+    /// A host profile (scenarios/hosts/<name>.toml).
+    Host,
+    /// The messages of the subject protocol, both directions.
+    SubjectProtocol,
+}
+
+/// `run`'s output formats.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum RunFormat {
+    /// Text for people.
+    Human,
+    /// JSON for tools (`devsim::output::RunOutput`).
+    Json,
+    /// JUnit XML: one test case per scenario.
+    Junit,
+}
+
+/// Which scenarios to take.
+#[derive(clap::Args)]
+struct Selection {
+    /// Only scenarios carrying this tag (repeatable: any of them).
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Only scenarios whose name (path under the scenario root, e.g. `seed/gptq.toml`) contains PATTERN,
+    /// or matches it as a glob when it has `*`, `?` or `[` (repeatable: any of them).
+    #[arg(long = "filter", value_name = "PATTERN")]
+    filters: Vec<String>,
+}
+
+/// Where scenarios' host profiles come from, and whether an empty run is acceptable.
+#[derive(clap::Args)]
+struct CorpusArgs {
+    /// A host profile folder, searched in the order given, before the built-in profiles (repeatable;
+    /// default: `<folder>/hosts` of each folder argument).
+    #[arg(long = "hosts", value_name = "DIR")]
+    hosts: Vec<PathBuf>,
+    /// Accept paths that hold no scenario file.
+    #[arg(long)]
+    allow_empty: bool,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Run scenario files on the simulated runtime (default: scenarios/).
+    /// Run scenario files against a subject (default: the built-in catalog on the simulated runtime,
+    /// scenarios/).
+    #[command(after_help = EXIT_CODES)]
     Run {
         /// Files or folders.
         paths: Vec<PathBuf>,
+        /// Which scenarios.
+        #[command(flatten)]
+        selection: Selection,
+        /// Where profiles come from.
+        #[command(flatten)]
+        corpus: CorpusArgs,
+        /// Print only failures and the summary.
+        #[arg(long, short)]
+        quiet: bool,
         /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Human)]
-        format: Format,
+        #[arg(long, value_enum, default_value_t = RunFormat::Human)]
+        format: RunFormat,
         /// Replay on the real machine: scenarios whose host it satisfies run live, the rest are skipped
         /// with the reason. Exits 3 when a GPU driver is present but failing.
         #[arg(long)]
@@ -71,11 +140,10 @@ enum Command {
         /// With --live: fail (exit 1) when fewer than N scenarios ran live (the rest were skipped).
         #[arg(long, value_name = "N", requires = "live")]
         require_live: Option<usize>,
-        /// Internal: this process is the child that runs one `env` scenario live.
+        /// Internal: this process is the child that runs one `env` scenario live; it answers with the
+        /// internal reports as JSON, whatever `--format` says.
         #[arg(long, hide = true, requires = "live")]
         child: bool,
-        #[command(flatten)]
-        corpus: CorpusArgs,
         /// Judge this dispatch code instead of the built-in catalog: a command line ('CMD ARGS') or a
         /// subject file (x.toml) speaking the subject protocol (docs/subject-protocol.md).
         #[arg(long, value_name = "CMD|FILE")]
@@ -87,21 +155,33 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         write_baseline: Option<PathBuf>,
     },
-    /// Print a JSON Schema.
-    Schema {
-        /// Which schema.
-        #[arg(value_enum)]
-        which: SchemaName,
+    /// Print the real machine as a host profile, or write it as <root>/hosts/<NAME>.toml. Exits 3 when a
+    /// GPU driver is present but failing.
+    Probe {
+        /// Write the profile as hosts/NAME.toml under the scenario root instead of printing it.
+        #[arg(long, value_name = "NAME")]
+        write: Option<String>,
+        /// Replace an existing profile of that name.
+        #[arg(long, requires = "write")]
+        force: bool,
+        /// The scenario root holding hosts/.
+        #[arg(long, default_value = "scenarios")]
+        root: PathBuf,
     },
-    /// Print the real machine as a host profile (scenarios/hosts/<name>.toml). Exits 3 when a GPU
-    /// driver is present but failing.
-    Probe,
     /// Load and validate scenario files without running them.
+    #[command(after_help = EXIT_CODES)]
     Check {
         /// Files or folders.
         paths: Vec<PathBuf>,
+        /// Which scenarios.
+        #[command(flatten)]
+        selection: Selection,
+        /// Where profiles come from.
         #[command(flatten)]
         corpus: CorpusArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
         /// Instead, start this subject and check its handshake only.
         #[arg(long, value_name = "CMD|FILE")]
         subject: Option<String>,
@@ -123,6 +203,12 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
+    },
+    /// Print a JSON Schema (committed under docs/schema/; `.taplo.toml` points editors at them).
+    Schema {
+        /// Which schema.
+        #[arg(value_enum)]
+        which: SchemaName,
     },
     /// Benchmark the kernel matrix and the scenario corpus.
     Bench {
@@ -148,66 +234,6 @@ enum Command {
     },
 }
 
-/// Where scenarios' host profiles come from, and whether an empty run is acceptable.
-#[derive(clap::Args)]
-struct CorpusArgs {
-    /// A host profile folder, searched in the order given, before the built-in profiles (repeatable;
-    /// default: `<folder>/hosts` of each folder argument).
-    #[arg(long = "hosts", value_name = "DIR")]
-    hosts: Vec<PathBuf>,
-    /// Accept paths that hold no scenario file.
-    #[arg(long)]
-    allow_empty: bool,
-}
-
-impl CorpusArgs {
-    /// The profile sources: the `--hosts` folders, else the default for these paths.
-    fn profiles(&self, paths: &[PathBuf]) -> Result<ProfileSources, CliError> {
-        if self.hosts.is_empty() {
-            Ok(ProfileSources::for_paths(paths))
-        } else {
-            Ok(ProfileSources::folders(self.hosts.clone()).map_err(CorpusError::from)?)
-        }
-    }
-
-    /// Loads every scenario under `paths`; nothing to load is an error unless `--allow-empty`.
-    fn load(
-        &self,
-        paths: Vec<PathBuf>,
-        catalog: &Catalog,
-    ) -> Result<(Vec<Scenario>, Vec<LoadError>), CliError> {
-        let paths = default_paths(paths);
-        let (scenarios, errors) = load_all_with(&paths, catalog, &self.profiles(&paths)?)?;
-        if scenarios.is_empty() && errors.is_empty() && !self.allow_empty {
-            let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            return Err(CorpusError::Empty {
-                paths: shown.join(", "),
-            }
-            .into());
-        }
-        Ok((scenarios, errors))
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum SchemaName {
-    /// The messages of the subject protocol, both directions.
-    SubjectProtocol,
-}
-
-/// What `devsim run` was asked.
-struct RunArgs {
-    paths: Vec<PathBuf>,
-    format: Format,
-    live: bool,
-    child: bool,
-    subject: Option<String>,
-    baseline: Option<PathBuf>,
-    write_baseline: Option<PathBuf>,
-    corpus: CorpusArgs,
-    require_live: Option<usize>,
-}
-
 /// Prints a line to stdout, ignoring a closed pipe (`devsim kernels | head` must not panic).
 macro_rules! say {
     ($($arg:tt)*) => {{
@@ -224,11 +250,11 @@ macro_rules! warn {
     }};
 }
 
-fn default_paths(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+fn default_paths(paths: &[PathBuf]) -> Vec<PathBuf> {
     if paths.is_empty() {
         vec![PathBuf::from("scenarios")]
     } else {
-        paths
+        paths.to_vec()
     }
 }
 
@@ -238,8 +264,67 @@ fn print_load_errors(errors: &[LoadError]) {
     }
 }
 
-/// The subject `devsim run` judges: the given process, or the binary's own catalog (live or simulated);
-/// with the live machine's description when live.
+/// Loads the scenarios under `paths` that `selection` takes, with profiles from `corpus`; files that
+/// fail to load are kept when their name is selected (their tags cannot be read, so a tag selection keeps
+/// them too). Nothing to load is an error unless `--allow-empty`.
+fn load_selected(
+    catalog: &Catalog,
+    paths: &[PathBuf],
+    selection: &Selection,
+    corpus: &CorpusArgs,
+) -> Result<(Vec<Scenario>, Vec<LoadError>), CliError> {
+    let filter = Filter::new(selection.tags.clone(), &selection.filters)?;
+    let paths = default_paths(paths);
+    let profiles = if corpus.hosts.is_empty() {
+        ProfileSources::for_paths(&paths)
+    } else {
+        ProfileSources::folders(corpus.hosts.clone()).map_err(CorpusError::from)?
+    };
+    let (scenarios, errors) = load_all_with(&paths, catalog, &profiles)?;
+    if scenarios.is_empty() && errors.is_empty() && !corpus.allow_empty {
+        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(CorpusError::Empty {
+            paths: shown.join(", "),
+        }
+        .into());
+    }
+    let scenarios = scenarios
+        .into_iter()
+        .filter(|s| filter.takes(&s.name, &s.tags))
+        .collect();
+    let errors = errors
+        .into_iter()
+        .filter(|e| filter.takes_name(&scenario_name(&e.path)))
+        .collect();
+    Ok((scenarios, errors))
+}
+
+/// The exit status of a finished run or check: load errors first (2), then failures (1).
+fn verdict(load_errors: usize, failed: usize) -> Result<(), CliError> {
+    if load_errors > 0 {
+        Err(CliError::Load { count: load_errors })
+    } else if failed > 0 {
+        Err(CliError::Failed { failed })
+    } else {
+        Ok(())
+    }
+}
+
+/// What `devsim run` was asked.
+struct RunArgs {
+    paths: Vec<PathBuf>,
+    selection: Selection,
+    corpus: CorpusArgs,
+    quiet: bool,
+    format: RunFormat,
+    live: bool,
+    require_live: Option<usize>,
+    child: bool,
+    subject: Option<String>,
+    baseline: Option<PathBuf>,
+    write_baseline: Option<PathBuf>,
+}
+
 /// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
 /// failing, why.
 struct Judged {
@@ -248,6 +333,7 @@ struct Judged {
     driver_failing: Option<String>,
 }
 
+/// The subject `devsim run` judges: the given process, or the binary's own catalog (live or simulated).
 fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
     if let Some(subject) = &args.subject {
         if args.live {
@@ -263,7 +349,7 @@ fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
         });
     }
     let mut subject = catalog_subject(catalog);
-    let mut description = None;
+    let mut live_description = None;
     let mut driver_failing = None;
     if args.live {
         let exe = if args.child {
@@ -272,7 +358,7 @@ fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
             std::env::current_exe().ok()
         };
         let context = LiveContext::detect(exe);
-        description = Some(context.describe());
+        live_description = Some(context.describe());
         driver_failing = context
             .driver_failing()
             .then(|| context.unavailable.join("; "));
@@ -280,7 +366,7 @@ fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
     }
     Ok(Judged {
         subject: Box::new(subject),
-        live_description: description,
+        live_description,
         driver_failing,
     })
 }
@@ -296,32 +382,64 @@ fn catalog_subject(catalog: Catalog) -> CatalogSubject {
     CatalogSubject::new(name, env!("CARGO_PKG_VERSION"), catalog)
 }
 
+/// What a live child process (`run --live --child`) prints for its parent to read.
+#[derive(serde::Serialize)]
+struct ChildAnswer {
+    scenarios: Vec<ScenarioReport>,
+}
+
 fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     // A process subject's kernels are named by devsim's reference catalog.
     let (scenarios, errors) = if args.subject.is_some() {
-        args.corpus
-            .load(args.paths.clone(), &Catalog::reference())?
+        load_selected(
+            &Catalog::reference(),
+            &args.paths,
+            &args.selection,
+            &args.corpus,
+        )?
     } else {
-        args.corpus.load(args.paths.clone(), &catalog)?
+        load_selected(&catalog, &args.paths, &args.selection, &args.corpus)?
     };
-    print_load_errors(&errors);
+    let human = args.format == RunFormat::Human && !args.child;
+    if human {
+        print_load_errors(&errors);
+    }
     let Judged {
         mut subject,
         live_description,
         driver_failing,
     } = subject_for(catalog, &args)?;
-    if args.format == Format::Human {
+    if human {
         say!("subject: {}", subject.describe());
         if let Some(line) = &live_description {
             say!("{line}");
         }
     }
-    let reports: Vec<_> = scenarios
-        .iter()
-        .map(|scenario| subject.run(scenario))
-        .collect();
-    let summary = Summary::of(&reports, errors.len());
-    let outcomes = Baseline::of(subject.name(), &reports);
+    let progress = Progress::new(scenarios.len(), human && progress::wanted_here());
+    let mut reports: Vec<(ScenarioReport, Duration)> = Vec::new();
+    for scenario in &scenarios {
+        progress.start(&scenario.name);
+        let started = Instant::now();
+        let report = subject.run(scenario);
+        let took = started.elapsed();
+        let failed = report.status == Status::Failed;
+        if human && (failed || !args.quiet) {
+            progress.suspend(|| say!("{}", report::human(&report).trim_end()));
+        }
+        progress.done();
+        reports.push((report, took));
+    }
+    progress.finish();
+    let plain: Vec<ScenarioReport> = reports.iter().map(|(r, _)| r.clone()).collect();
+    let summary = Summary::of(&plain, errors.len());
+    let failed = summary.failed - errors.len();
+    if args.child {
+        // The child's answer to its parent (`scenario::live`): the internal reports, not the tool output.
+        let answer = ChildAnswer { scenarios: plain };
+        say!("{}", serde_json::to_string(&answer)?);
+        return verdict(errors.len(), failed);
+    }
+    let outcomes = Baseline::of(subject.name(), &plain);
     let differences = match &args.baseline {
         Some(path) => Some(Baseline::read(path)?.compare(&outcomes)),
         None => None,
@@ -330,44 +448,53 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         outcomes.write(path)?;
     }
     match args.format {
-        Format::Human => {
-            for report in &reports {
-                say!("{}", report::human(report).trim_end());
-            }
-            if let Some(differences) = &differences {
-                for difference in differences {
-                    say!("baseline changed: {difference}");
-                }
+        RunFormat::Human => {
+            for difference in differences.iter().flatten() {
+                say!("baseline changed: {difference}");
             }
             if let Some(path) = &args.write_baseline {
                 say!("baseline written to {}", path.display());
             }
             say!("subject {}: {summary}", subject.name());
         }
-        Format::Json => {
-            let value = serde_json::json!({
-                "mode": if args.live { "live" } else { "simulated" },
-                "machine": live_description,
-                "subject": {
-                    "name": subject.name(),
-                    "version": subject.version(),
-                    "kind": subject.kind(),
+        RunFormat::Json => {
+            let document = RunOutput {
+                version: crate::output::VERSION,
+                mode: if args.live {
+                    Mode::Live
+                } else {
+                    Mode::Simulated
                 },
-                "scenarios": reports,
-                "load_errors": errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "baseline_differences": differences.as_ref().map(|d| d.iter().map(ToString::to_string).collect::<Vec<_>>()),
-                "summary": summary,
-            });
-            say!("{}", serde_json::to_string_pretty(&value)?);
+                machine: live_description,
+                subject: SubjectOutput {
+                    name: subject.name().to_string(),
+                    version: subject.version().to_string(),
+                    kind: subject.kind().to_string(),
+                },
+                baseline_differences: differences
+                    .as_ref()
+                    .map(|d| d.iter().map(ToString::to_string).collect()),
+                scenarios: reports
+                    .iter()
+                    .zip(&scenarios)
+                    .map(|((report, took), scenario)| {
+                        output::scenario(report, &scenario.tags, *took)
+                    })
+                    .collect(),
+                load_errors: errors.iter().map(output::load_error).collect(),
+                summary: output::summary(&summary, errors.len()),
+            };
+            say!("{}", serde_json::to_string_pretty(&document)?);
         }
+        RunFormat::Junit => say!("{}", junit::render(&reports, &errors)?.trim_end()),
     }
     if let Some(failing) = driver_failing {
         return Err(CliError::DriverFailing(failing));
     }
     if let Some(required) = args.require_live {
-        let ran = reports
+        let ran = plain
             .iter()
-            .filter(|report| !matches!(report.status, crate::scenario::Status::Skipped(_)))
+            .filter(|report| !matches!(report.status, Status::Skipped(_)))
             .count();
         if ran < required {
             return Err(CliError::TooFewLive { ran, required });
@@ -381,17 +508,16 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
             })
         }
         // With a baseline, known failures are expected; only load errors still fail the run.
-        (Some(_), _) if errors.is_empty() => Ok(()),
-        _ if args.write_baseline.is_some() && errors.is_empty() => Ok(()),
-        _ if summary.failed > 0 => Err(CliError::Failed {
-            failed: summary.failed,
-        }),
-        _ => Ok(()),
+        (Some(_), _) => verdict(errors.len(), 0),
+        _ if args.write_baseline.is_some() => verdict(errors.len(), 0),
+        _ => verdict(errors.len(), failed),
     }
 }
 
 fn schema(which: SchemaName) -> Result<(), CliError> {
     match which {
+        SchemaName::Scenario => say!("{}", SchemaKind::Scenario.render().trim_end()),
+        SchemaName::Host => say!("{}", SchemaKind::Host.render().trim_end()),
         SchemaName::SubjectProtocol => say!(
             "{}",
             serde_json::to_string_pretty(&crate::subject::protocol::schema())?
@@ -414,58 +540,62 @@ fn check_subject(subject: &str) -> Result<(), CliError> {
     Ok(())
 }
 
-fn probe() -> Result<(), CliError> {
+fn probe(write: Option<String>, force: bool, root: PathBuf) -> Result<(), CliError> {
     let live = LiveContext::detect(None);
     if live.machine.gpus.is_empty() {
         warn!("{}", live.describe());
     }
-    say!("{}", live.machine.to_profile().trim_end());
+    let text = probe::profile_text(&live.machine, SystemTime::now());
+    match write {
+        None => say!("{}", text.trim_end()),
+        Some(name) => {
+            let path = probe::write_profile(&root, &name, &text, force)?;
+            say!("wrote {}", path.display());
+        }
+    }
     if live.driver_failing() {
         return Err(CliError::DriverFailing(live.unavailable.join("; ")));
     }
     Ok(())
 }
 
-fn check(catalog: &Catalog, paths: Vec<PathBuf>, corpus: &CorpusArgs) -> Result<(), CliError> {
-    let (scenarios, errors) = corpus.load(paths, catalog)?;
-    print_load_errors(&errors);
-    say!(
-        "{} scenario(s) loaded, {} failed to load",
-        scenarios.len(),
-        errors.len()
-    );
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::Load {
-            count: errors.len(),
-        })
+fn check(
+    catalog: &Catalog,
+    paths: &[PathBuf],
+    selection: &Selection,
+    corpus: &CorpusArgs,
+    format: Format,
+) -> Result<(), CliError> {
+    let (scenarios, errors) = load_selected(catalog, paths, selection, corpus)?;
+    match format {
+        Format::Human => {
+            print_load_errors(&errors);
+            say!(
+                "{} scenario(s) loaded, {} failed to load",
+                scenarios.len(),
+                errors.len()
+            );
+        }
+        Format::Json => {
+            let document = CheckOutput {
+                version: crate::output::VERSION,
+                scenarios: scenarios.iter().map(output::checked).collect(),
+                load_errors: errors.iter().map(output::load_error).collect(),
+            };
+            say!("{}", serde_json::to_string_pretty(&document)?);
+        }
     }
+    verdict(errors.len(), 0)
 }
 
 fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError> {
     match format {
         Format::Json => {
-            let rows: Vec<_> = catalog
-                .iter()
-                .map(|kernel| {
-                    let spec = kernel.spec();
-                    serde_json::json!({
-                        "name": spec.name,
-                        "method": spec.method,
-                        "bits": spec.bits,
-                        "families": spec.families,
-                        "arch": spec.arch_text(),
-                        "extension": spec.extension,
-                        "requires": spec.requires,
-                        "priority": spec.priority,
-                        "selectable": spec.selectable,
-                        "alternative": spec.alternative,
-                        "rocm_audit": crate::kernel::audit::Inventory::reference().row(&spec.name).map(|row| serde_json::json!({"decision": row.rocm, "reason": row.reason})),
-                    })
-                })
-                .collect();
-            say!("{}", serde_json::to_string_pretty(&rows)?);
+            let document = KernelsOutput {
+                version: crate::output::VERSION,
+                kernels: catalog.iter().map(|k| output::kernel(k.spec())).collect(),
+            };
+            say!("{}", serde_json::to_string_pretty(&document)?);
         }
         Format::Human => {
             say!(
@@ -503,10 +633,17 @@ fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Result<(), Cli
         ProfileSources::folders(folders).map_err(CorpusError::from)?
     };
     let (profiles, errors) = sources.load_all().map_err(CorpusError::from)?;
-    print_load_errors(&errors);
     match format {
-        Format::Json => say!("{}", serde_json::to_string_pretty(&profiles)?),
+        Format::Json => {
+            let document = HostsOutput {
+                version: crate::output::VERSION,
+                hosts: profiles.iter().map(output::host).collect(),
+                load_errors: errors.iter().map(output::load_error).collect(),
+            };
+            say!("{}", serde_json::to_string_pretty(&document)?);
+        }
         Format::Human => {
+            print_load_errors(&errors);
             for host in &profiles {
                 let gpus: Vec<String> = host.gpus.iter().map(|g| g.arch.to_string()).collect();
                 let foreign: Vec<String> = host
@@ -539,13 +676,7 @@ fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Result<(), Cli
             );
         }
     }
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError::Load {
-            count: errors.len(),
-        })
-    }
+    verdict(errors.len(), 0)
 }
 
 /// Runs the `devsim` command line (arguments from the process) against `catalog`.
@@ -554,45 +685,51 @@ pub fn main(catalog: Catalog) -> ExitCode {
     let result = match cli.command {
         Command::Run {
             paths,
+            selection,
+            corpus,
+            quiet,
             format,
             live,
+            require_live,
             child,
             subject,
             baseline,
             write_baseline,
-            corpus,
-            require_live,
         } => run(
             catalog,
             RunArgs {
                 paths,
+                selection,
+                corpus,
+                quiet,
                 format,
                 live,
+                require_live,
                 child,
                 subject,
                 baseline,
                 write_baseline,
-                corpus,
-                require_live,
             },
         ),
-        Command::Schema { which } => schema(which),
-        Command::Probe => probe(),
+        Command::Probe { write, force, root } => probe(write, force, root),
         Command::Check {
             subject: Some(subject),
             ..
         } => check_subject(&subject),
         Command::Check {
             paths,
-            subject: None,
+            selection,
             corpus,
-        } => check(&catalog, paths, &corpus),
+            format,
+            subject: None,
+        } => check(&catalog, &paths, &selection, &corpus, format),
         Command::Kernels { format } => kernels(&catalog, format),
         Command::Hosts {
             root,
             hosts: folders,
             format,
         } => hosts(root, folders, format),
+        Command::Schema { which } => schema(which),
         Command::Bench {
             root,
             rounds,
@@ -615,17 +752,13 @@ pub fn main(catalog: Catalog) -> ExitCode {
             warn!("error: failed to pass {failed} scenario(s)");
             ExitCode::from(1)
         }
-        Err(error @ CliError::TooFewLive { .. }) => {
+        Err(error @ (CliError::TooFewLive { .. } | CliError::BaselineDiffers { .. })) => {
             warn!("error: failed to {error}");
             ExitCode::from(1)
         }
         Err(error @ CliError::DriverFailing(_)) => {
             warn!("error: failed to {error}");
             ExitCode::from(EXIT_DRIVER_FAILING)
-        }
-        Err(error @ CliError::BaselineDiffers { .. }) => {
-            warn!("error: failed to {error}");
-            ExitCode::from(1)
         }
         Err(error) => {
             warn!("error: failed to {error}");

@@ -1,10 +1,12 @@
-//! The scenario file format, version 1, as serde types (../shared/SCENARIOS.md).
+//! The scenario file format, version 1, as serde types; the reference for authors is
+//! `docs/scenario-format.md` and the JSON Schema generated from these types is under `docs/schema/`.
 //!
 //! Unknown keys are refused everywhere. Values that later checks may refuse (names, archs, selectors)
 //! keep their source span, so every error can point at `path:line:column`.
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -14,10 +16,11 @@ use crate::vocab::TorchBuild;
 pub const FORMAT_VERSION: i64 = 1;
 
 /// A whole scenario file.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioFile {
     /// Must be 1.
+    #[schemars(with = "i64")]
     pub format: Spanned<i64>,
     /// One sentence: the behaviour pinned.
     pub description: String,
@@ -25,44 +28,53 @@ pub struct ScenarioFile {
     #[serde(default)]
     pub tags: Vec<String>,
     /// The host: a profile, inline fields, or both (inline wins).
+    #[schemars(with = "HostFields")]
     pub host: Spanned<HostFields>,
     /// Scenario-level expectations.
     #[serde(default)]
     pub expect: Option<ScenarioExpect>,
     /// The steps, in order.
     #[serde(default, rename = "step")]
+    #[schemars(with = "Vec<StepFields>")]
     pub steps: Vec<Spanned<StepFields>>,
 }
 
 /// Host fields, shared by scenario `[host]` tables and profile files under `scenarios/hosts/`.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HostFields {
     /// A profile name (`scenarios/hosts/<name>.toml`); scenario files only.
+    #[schemars(with = "Option<String>")]
     pub profile: Option<Spanned<String>>,
     /// What the profile is; profile files only.
     pub description: Option<String>,
     /// The torch build.
+    #[schemars(with = "Option<TorchBuild>")]
     pub torch: Option<Spanned<TorchBuild>>,
     /// GPUs of the build's vendor, by arch, in physical order.
+    #[schemars(with = "Option<Vec<String>>")]
     pub gpus: Option<Vec<Spanned<String>>>,
     /// GPUs with detail, instead of `gpus`.
     pub gpu: Option<Vec<GpuFields>>,
     /// GPUs of another vendor in the box.
+    #[schemars(with = "Option<Vec<String>>")]
     pub foreign_gpus: Option<Vec<Spanned<String>>>,
     /// The thread's current device at start.
+    #[schemars(with = "Option<u32>")]
     pub current: Option<Spanned<u32>>,
     /// Visible-device variables.
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
     pub env: Option<Spanned<BTreeMap<String, String>>>,
     /// Faults to inject (an addition to format 1).
     pub fault: Option<Vec<FaultFields>>,
 }
 
 /// One GPU with detail.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GpuFields {
     /// `sm_90`, `gfx1201` ...
+    #[schemars(with = "String")]
     pub arch: Spanned<String>,
     /// The driver's name.
     pub name: Option<String>,
@@ -73,10 +85,11 @@ pub struct GpuFields {
 }
 
 /// One injected fault.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FaultFields {
     /// The call to fail; omitted: every call on `device` (a lost device).
+    #[schemars(with = "Option<String>")]
     pub call: Option<Spanned<String>>,
     /// Only calls on this visible ordinal.
     pub device: Option<u32>,
@@ -90,7 +103,7 @@ pub struct FaultFields {
 }
 
 /// Scenario-level expectations.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioExpect {
     /// Rules over the whole scenario's trace.
@@ -98,24 +111,28 @@ pub struct ScenarioExpect {
 }
 
 /// Trace rules.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TraceRuleFields {
     /// Events that must not occur.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub never: Vec<Spanned<String>>,
     /// Events that must occur exactly once.
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub once: Vec<Spanned<String>>,
     /// Exact counts.
+    #[schemars(with = "Option<BTreeMap<String, usize>>")]
     pub count: Option<Spanned<BTreeMap<String, usize>>>,
     /// Events that must occur in this relative order (others may come between).
     #[serde(default)]
+    #[schemars(with = "Vec<String>")]
     pub order: Vec<Spanned<String>>,
 }
 
 /// A selector as written: a string or an integer.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum SelectorValue {
     /// An ordinal.
@@ -125,7 +142,7 @@ pub enum SelectorValue {
 }
 
 /// An expected ordinal or place: an integer, or a word (`"none"`, `"cpu"`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum IntOrWord {
     /// An ordinal.
@@ -135,24 +152,30 @@ pub enum IntOrWord {
 }
 
 /// One step.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepFields {
     /// normalize | resolve | validate | warmup | move | select | lock | set_device | discover
+    #[schemars(with = "String")]
     pub action: Spanned<String>,
     /// What the step does, in words (optional).
     pub description: Option<String>,
     /// The kernel: validate, warmup, move.
+    #[schemars(with = "Option<String>")]
     pub kernel: Option<Spanned<String>>,
     /// The selector: validate, warmup, move, normalize, resolve, select.
+    #[schemars(with = "Option<SelectorValue>")]
     pub device: Option<Spanned<SelectorValue>>,
     /// The method: select.
+    #[schemars(with = "Option<String>")]
     pub method: Option<Spanned<String>>,
     /// The bit width: select.
     pub bits: Option<u32>,
     /// The lock scope: lock.
+    #[schemars(with = "Option<SelectorValue>")]
     pub scope: Option<Spanned<SelectorValue>>,
     /// `read` (default) or `write`: lock.
+    #[schemars(with = "Option<String>")]
     pub mode: Option<Spanned<String>>,
     /// The ordinal: set_device.
     pub ordinal: Option<u32>,
@@ -167,34 +190,46 @@ pub struct StepFields {
 }
 
 /// A step's expectations; every key present is checked.
-#[derive(Debug, Default, Clone, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StepExpectFields {
     /// Success or failure (default: success unless `error` is given).
     pub ok: Option<bool>,
     /// The error kind.
+    #[schemars(with = "Option<String>")]
     pub error: Option<Spanned<String>>,
     /// A fragment of the error message.
+    #[schemars(with = "Option<String>")]
     pub message: Option<Spanned<String>>,
     /// The normalized family.
+    #[schemars(with = "Option<String>")]
     pub family: Option<Spanned<String>>,
     /// The normalized ordinal, or `"none"`.
+    #[schemars(with = "Option<IntOrWord>")]
     pub ordinal: Option<Spanned<IntOrWord>>,
     /// The torch device at the boundary.
+    #[schemars(with = "Option<String>")]
     pub torch_device: Option<Spanned<String>>,
     /// Where a warmup ran: an ordinal or `"cpu"`.
+    #[schemars(with = "Option<IntOrWord>")]
     pub ran_on: Option<Spanned<IntOrWord>>,
     /// Where moved data ended: an ordinal or `"cpu"`.
+    #[schemars(with = "Option<IntOrWord>")]
     pub lands_on: Option<Spanned<IntOrWord>>,
     /// The thread's current device after the step.
+    #[schemars(with = "Option<u32>")]
     pub current_after: Option<Spanned<u32>>,
     /// The kernel selection picked.
+    #[schemars(with = "Option<String>")]
     pub selected: Option<Spanned<String>>,
     /// The pool keys a lock holds.
+    #[schemars(with = "Option<Vec<String>>")]
     pub covers: Option<Spanned<Vec<String>>>,
     /// discover: the vendor of the usable GPUs (`nvidia`, `amd`, `none`).
+    #[schemars(with = "Option<String>")]
     pub vendor: Option<Spanned<String>>,
     /// discover: the visible GPUs' archs, in ordinal order.
+    #[schemars(with = "Option<Vec<String>>")]
     pub archs: Option<Spanned<Vec<String>>>,
     /// discover: torch's view, the count `torch.cuda.device_count()` returns.
     pub torch_device_count: Option<u32>,

@@ -9,6 +9,7 @@ pub mod matrix;
 pub mod model;
 pub mod observed;
 pub mod run;
+pub mod schema;
 pub mod suite;
 
 pub use error::{CorpusError, LoadError, ProfileError, Snippet};

@@ -7,7 +7,19 @@ use serde::{Deserialize, Serialize};
 use crate::vocab::family::{Family, Vendor};
 
 /// Which runtime the process's torch was built for. One per process, even on mixed-vendor hosts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum TorchBuild {
     /// A CUDA build: NVIDIA GPUs answer to `cuda`.

@@ -1,0 +1,229 @@
+//! Conversions from devsim's internal results into the typed tool output of [`crate::output`].
+
+use std::time::Duration;
+
+use crate::host::{Fault, Gpu, HostSpec};
+use crate::kernel::KernelSpec;
+use crate::kernel::audit::{Inventory, InventoryRow, RocmDecision};
+use crate::kernel::contract::NvidiaRule;
+use crate::output::{
+    ArchRulesOutput, AuditDecision, AuditOutput, CapabilityOutput, CheckedOutput, ErrorOutput,
+    FaultOutput, GpuOutput, HostOutput, KernelOutput, LoadErrorOutput, MismatchOutput,
+    NvidiaRuleOutput, ObservedOutput, Outcome, Place, ScenarioOutput, StepOutput, SummaryOutput,
+    TraceEntryOutput,
+};
+use crate::scenario::expect::Mismatch;
+use crate::scenario::observed::Observed;
+use crate::scenario::run::StepReport;
+use crate::scenario::suite::Summary;
+use crate::scenario::{LoadError, Scenario, ScenarioReport, Status};
+use crate::trace::Entry;
+use crate::vocab::ComputeCapability;
+
+/// One scenario's result, with its tags and wall time.
+pub fn scenario(report: &ScenarioReport, tags: &[String], took: Duration) -> ScenarioOutput {
+    let (status, reason) = match &report.status {
+        Status::Passed => (Outcome::Passed, None),
+        Status::Failed => (Outcome::Failed, None),
+        Status::Skipped(reason) => (Outcome::Skipped, Some(reason.clone())),
+    };
+    ScenarioOutput {
+        name: report.name.clone(),
+        path: report.path.clone(),
+        description: report.description.clone(),
+        tags: tags.to_vec(),
+        status,
+        reason,
+        duration_secs: took.as_secs_f64(),
+        steps: report.steps.iter().map(step).collect(),
+        trace_mismatches: report.trace_mismatches.iter().map(mismatch).collect(),
+    }
+}
+
+fn step(report: &StepReport) -> StepOutput {
+    StepOutput {
+        number: report.number,
+        line: report.line,
+        action: report.action.clone(),
+        observed: observed(&report.observed),
+        mismatches: report.mismatches.iter().map(mismatch).collect(),
+        trace: report.trace.iter().map(entry).collect(),
+    }
+}
+
+fn observed(observed: &Observed) -> ObservedOutput {
+    ObservedOutput {
+        error: observed.error.as_ref().map(|(kind, message)| ErrorOutput {
+            kind: kind.clone(),
+            message: message.clone(),
+        }),
+        family: observed.family.clone(),
+        ordinal: observed.ordinal,
+        torch_device: observed.torch_device.clone(),
+        ran_on: observed.ran_on.as_deref().map(Place::parse),
+        lands_on: observed.lands_on.as_deref().map(Place::parse),
+        current_after: observed.current_after,
+        selected: observed.selected.clone(),
+        covers: observed.covers.clone(),
+        vendor: observed.vendor.clone(),
+        archs: observed.archs.clone(),
+        torch_device_count: observed.torch_device_count,
+        runtime_devices: observed.runtime_devices.clone(),
+    }
+}
+
+fn entry(entry: &Entry) -> TraceEntryOutput {
+    match entry {
+        Entry::Call {
+            device, detail, ok, ..
+        } => TraceEntryOutput::Call {
+            call: entry.name().to_string(),
+            device: device.as_deref().map(Place::parse),
+            detail: detail.clone(),
+            ok: *ok,
+        },
+        Entry::Gate { passed, detail, .. } => TraceEntryOutput::Gate {
+            gate: entry.name().to_string(),
+            passed: *passed,
+            detail: detail.clone(),
+        },
+        Entry::Reported { device, detail, .. } => TraceEntryOutput::Reported {
+            event: entry.name().to_string(),
+            device: device.as_deref().map(Place::parse),
+            detail: detail.clone(),
+        },
+    }
+}
+
+fn mismatch(m: &Mismatch) -> MismatchOutput {
+    MismatchOutput {
+        key: m.key.clone(),
+        expected: m.expected.clone(),
+        actual: m.actual.clone(),
+    }
+}
+
+/// A file that failed to load.
+pub fn load_error(error: &LoadError) -> LoadErrorOutput {
+    LoadErrorOutput {
+        path: error.path.display().to_string(),
+        line: error.line,
+        column: error.column,
+        message: error.message.clone(),
+        help: error.help.clone(),
+    }
+}
+
+/// A run's counts.
+pub fn summary(summary: &Summary, load_errors: usize) -> SummaryOutput {
+    SummaryOutput {
+        passed: summary.passed,
+        failed: summary.failed,
+        skipped: summary.skipped,
+        load_errors,
+    }
+}
+
+/// A scenario that loaded.
+pub fn checked(scenario: &Scenario) -> CheckedOutput {
+    CheckedOutput {
+        name: scenario.name.clone(),
+        path: scenario.path.display().to_string(),
+        tags: scenario.tags.clone(),
+        steps: scenario.steps.len(),
+    }
+}
+
+fn capability(cc: ComputeCapability) -> CapabilityOutput {
+    CapabilityOutput {
+        major: cc.major,
+        minor: cc.minor,
+    }
+}
+
+fn nvidia_rule(rule: &NvidiaRule) -> NvidiaRuleOutput {
+    match rule {
+        NvidiaRule::AtLeast { min } => NvidiaRuleOutput::AtLeast {
+            min: capability(*min),
+        },
+        NvidiaRule::Range { min, below } => NvidiaRuleOutput::Range {
+            min: capability(*min),
+            below: capability(*below),
+        },
+        NvidiaRule::OneOf { set } => NvidiaRuleOutput::OneOf {
+            set: set.iter().copied().map(capability).collect(),
+        },
+    }
+}
+
+fn audit(row: &InventoryRow) -> AuditOutput {
+    AuditOutput {
+        decision: match row.rocm {
+            RocmDecision::Admitted => AuditDecision::Admitted,
+            RocmDecision::Refused => AuditDecision::Refused,
+            RocmDecision::RestrictedByArch => AuditDecision::RestrictedByArch,
+        },
+        reason: row.reason.clone(),
+    }
+}
+
+/// One kernel's contract and audit decision.
+pub fn kernel(spec: &KernelSpec) -> KernelOutput {
+    KernelOutput {
+        name: spec.name.to_string(),
+        method: spec.method.as_str().to_string(),
+        bits: spec.bits.to_vec(),
+        families: spec
+            .families
+            .iter()
+            .map(|f| f.as_str().to_string())
+            .collect(),
+        arch: ArchRulesOutput {
+            nvidia: spec.nvidia.as_ref().map(nvidia_rule),
+            smem_optin_min: spec.smem_optin_min,
+            amd_targets: spec
+                .amd_targets
+                .as_ref()
+                .map(|targets| targets.iter().map(ToString::to_string).collect()),
+        },
+        extension: spec.extension.as_ref().map(ToString::to_string),
+        requires: spec.requires.as_ref().map(ToString::to_string),
+        priority: spec.priority,
+        selectable: spec.selectable,
+        alternative: spec.alternative.as_ref().map(ToString::to_string),
+        repacks: spec.repacks,
+        rocm_audit: Inventory::reference().row(&spec.name).map(audit),
+    }
+}
+
+fn gpu(gpu: &Gpu) -> GpuOutput {
+    GpuOutput {
+        arch: gpu.arch.to_string(),
+        name: gpu.name.clone(),
+        smem_optin: gpu.smem_optin,
+        uuid: gpu.uuid.clone(),
+    }
+}
+
+fn fault(fault: &Fault) -> FaultOutput {
+    FaultOutput {
+        call: fault.call.map(|c| c.as_str().to_string()),
+        device: fault.device,
+        after: fault.after,
+        code: fault.code,
+        message: fault.message.clone(),
+    }
+}
+
+/// One host profile.
+pub fn host(host: &HostSpec) -> HostOutput {
+    HostOutput {
+        name: host.name.clone(),
+        torch: host.torch.to_string(),
+        gpus: host.gpus.iter().map(gpu).collect(),
+        foreign_gpus: host.foreign_gpus.iter().map(gpu).collect(),
+        current: host.current,
+        env: host.env.clone(),
+        faults: host.faults.iter().map(fault).collect(),
+    }
+}

@@ -1,0 +1,115 @@
+//! `devsim probe [--write NAME [--force]]`: the real machine as a host profile, printed or written to
+//! `<root>/hosts/NAME.toml` with the probe date and the driver version as comments.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use thiserror::Error;
+
+use crate::runtime::live::RealMachine;
+use crate::runtime::live::machine::mapped_path;
+use crate::scenario::load::HOSTS_DIR;
+
+/// Why a probed profile could not be written.
+#[derive(Debug, Error)]
+pub enum ProbeError {
+    /// The name is not a plain file stem.
+    #[error(
+        "name the profile `{name}`: expected letters, digits, `_` or `-` (it becomes hosts/<name>.toml)"
+    )]
+    BadName {
+        /// The name as given.
+        name: String,
+    },
+    /// A profile of that name exists and `--force` was not given.
+    #[error("write {}: the profile exists (pass --force to replace it)", path.display())]
+    Exists {
+        /// The existing file.
+        path: PathBuf,
+    },
+    /// The file or its folder could not be written.
+    #[error("write {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// The driver's version as its mapped file name tells it (`libcuda.so.580.95.05` → `580.95.05`).
+pub fn driver_version(mapped: &str) -> Option<String> {
+    let file = mapped.rsplit('/').next()?;
+    let (_, version) = file.split_once(".so.")?;
+    version
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_digit())
+        .then(|| version.to_string())
+}
+
+/// The profile text for `machine`, headed by the probe date (UTC) and the driver version.
+pub fn profile_text(machine: &RealMachine, probed_at: SystemTime) -> String {
+    let mapped = machine.library.as_deref().and_then(mapped_path);
+    let version = match (&machine.library, mapped.as_deref().and_then(driver_version)) {
+        (None, _) => "none (no GPU driver loaded)".to_string(),
+        (Some(_), Some(version)) => version,
+        (Some(library), None) => format!("unknown ({library} names no version)"),
+    };
+    format!(
+        "# probed by devsim {} on {}\n# driver version: {version}\n{}",
+        env!("CARGO_PKG_VERSION"),
+        humantime::format_rfc3339_seconds(probed_at),
+        machine.to_profile()
+    )
+}
+
+/// Writes `text` as `<root>/hosts/<name>.toml`, refusing to replace a profile unless `force`.
+pub fn write_profile(
+    root: &Path,
+    name: &str,
+    text: &str,
+    force: bool,
+) -> Result<PathBuf, ProbeError> {
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !plain {
+        return Err(ProbeError::BadName {
+            name: name.to_string(),
+        });
+    }
+    let dir = root.join(HOSTS_DIR);
+    let path = dir.join(format!("{name}.toml"));
+    if path.exists() && !force {
+        return Err(ProbeError::Exists { path });
+    }
+    std::fs::create_dir_all(&dir).map_err(|source| ProbeError::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    std::fs::write(&path, text).map_err(|source| ProbeError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_driver_version_is_the_mapped_file_names_suffix() {
+        assert_eq!(
+            driver_version("/usr/lib/x86_64-linux-gnu/libcuda.so.580.95.05").as_deref(),
+            Some("580.95.05")
+        );
+        assert_eq!(driver_version("/opt/rocm/lib/libamdhip64.so"), None);
+        assert_eq!(
+            driver_version("/opt/rocm/lib/libamdhip64.so.6"),
+            Some("6".into())
+        );
+    }
+}

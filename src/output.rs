@@ -1,0 +1,444 @@
+//! What `devsim run|check|kernels|hosts --format json` print, as serde types: the CLI serializes them and
+//! tools (and the tests) deserialize them. A leaf module: it depends on nothing else in the crate.
+//!
+//! Conventions: a device ordinal is a JSON number everywhere (`ordinal`, `ran_on`, `lands_on`,
+//! `current_after`, trace devices); the host CPU is the string `"cpu"`. Every document carries
+//! [`VERSION`]; a field is only ever added within one version.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The version of these documents.
+pub const VERSION: u32 = 1;
+
+/// Where something ran, landed or was called: a visible device ordinal, or a word (`"cpu"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Place {
+    /// A visible device ordinal.
+    Ordinal(u32),
+    /// A place that is not a GPU ordinal: `"cpu"`.
+    Word(String),
+}
+
+impl Place {
+    /// An ordinal when `text` is one, else the word as written.
+    pub fn parse(text: &str) -> Self {
+        text.parse()
+            .map(Place::Ordinal)
+            .unwrap_or_else(|_| Place::Word(text.to_string()))
+    }
+}
+
+/// Where a run happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// On the simulated runtime.
+    Simulated,
+    /// On the real machine (`--live`).
+    Live,
+}
+
+/// `devsim run --format json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutput {
+    /// [`VERSION`].
+    pub version: u32,
+    /// Simulated or live.
+    pub mode: Mode,
+    /// Live runs: one line saying what runs live on this machine.
+    pub machine: Option<String>,
+    /// The dispatch code judged.
+    pub subject: SubjectOutput,
+    /// With `--baseline`: every scenario whose outcome differs from the baseline, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline_differences: Option<Vec<String>>,
+    /// Each scenario selected, in name order.
+    pub scenarios: Vec<ScenarioOutput>,
+    /// Files that failed to load (each also counts as failed).
+    pub load_errors: Vec<LoadErrorOutput>,
+    /// The counts.
+    pub summary: SummaryOutput,
+}
+
+/// The subject a run judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubjectOutput {
+    /// Its name (`reference` for devsim's own catalog).
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// `catalog` (in process) or `process` (the subject protocol).
+    pub kind: String,
+}
+
+/// How a scenario ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Every expectation held.
+    Passed,
+    /// At least one expectation failed.
+    Failed,
+    /// It could not run in this mode; `reason` says why.
+    Skipped,
+}
+
+/// One scenario's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioOutput {
+    /// The name: the path relative to the scenario root.
+    pub name: String,
+    /// The file.
+    pub path: String,
+    /// What it pins.
+    pub description: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// How it ended.
+    pub status: Outcome,
+    /// Why it was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Wall time, in seconds.
+    pub duration_secs: f64,
+    /// Each step run.
+    pub steps: Vec<StepOutput>,
+    /// Differences from the scenario-level trace rules.
+    pub trace_mismatches: Vec<MismatchOutput>,
+}
+
+/// One step's result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepOutput {
+    /// 1-based position.
+    pub number: usize,
+    /// The line of its `[[step]]` header.
+    pub line: usize,
+    /// The action name.
+    pub action: String,
+    /// What it produced.
+    pub observed: ObservedOutput,
+    /// Differences from what was expected (empty: the step passed).
+    pub mismatches: Vec<MismatchOutput>,
+    /// The step's trace.
+    pub trace: Vec<TraceEntryOutput>,
+}
+
+/// A failed step's error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorOutput {
+    /// The stable kind (`unsupported-arch` ...).
+    pub kind: String,
+    /// The message.
+    pub message: String,
+}
+
+/// What a step produced; absent keys were not produced.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ObservedOutput {
+    /// The error, if the step failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorOutput>,
+    /// The normalized family.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The normalized ordinal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ordinal: Option<u32>,
+    /// The torch device at the boundary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_device: Option<String>,
+    /// Where a warmup ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_on: Option<Place>,
+    /// Where moved data ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lands_on: Option<Place>,
+    /// The thread's current device after the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_after: Option<u32>,
+    /// The kernel selection picked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected: Option<String>,
+    /// The pool keys a lock held.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub covers: Option<Vec<String>>,
+    /// The discovered vendor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    /// The discovered archs, in ordinal order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archs: Option<Vec<String>>,
+    /// Discovery: torch's view, what `torch.cuda.device_count()` returns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub torch_device_count: Option<u32>,
+    /// Discovery: the runtime's view, the arch at each ordinal it exposes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_devices: Option<Vec<String>>,
+}
+
+/// One trace entry; `call` and `gate` are the names trace rules use.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TraceEntryOutput {
+    /// A runtime call.
+    Call {
+        /// `set_device`, `nvidia_capability` ...
+        call: String,
+        /// The device it concerned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<Place>,
+        /// The extension or kernel name, the lock key.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+        /// Whether it succeeded.
+        ok: bool,
+    },
+    /// A dispatch gate.
+    Gate {
+        /// `gate:family` ...
+        gate: String,
+        /// Whether it passed.
+        passed: bool,
+        /// What it judged.
+        detail: String,
+    },
+    /// An event an out-of-process subject reported (the subject protocol).
+    Reported {
+        /// The call or gate name.
+        event: String,
+        /// The device it concerned.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<Place>,
+        /// The subject's detail.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        detail: Option<String>,
+    },
+}
+
+/// One expected-versus-actual difference.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MismatchOutput {
+    /// The expectation key (`ran_on`, `trace.never` ...).
+    pub key: String,
+    /// What the scenario expects.
+    pub expected: String,
+    /// What happened.
+    pub actual: String,
+}
+
+/// A file that failed to load.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadErrorOutput {
+    /// The file.
+    pub path: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+    /// What was wrong and what was expected.
+    pub message: String,
+    /// A suggestion, such as the closest valid name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+}
+
+/// A run's counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryOutput {
+    /// Scenarios whose every expectation held.
+    pub passed: usize,
+    /// Scenarios that failed plus files that did not load.
+    pub failed: usize,
+    /// Scenarios that could not run in this mode.
+    pub skipped: usize,
+    /// Of `failed`, the files that did not load.
+    pub load_errors: usize,
+}
+
+/// `devsim check --format json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckOutput {
+    /// [`VERSION`].
+    pub version: u32,
+    /// Each scenario that loaded.
+    pub scenarios: Vec<CheckedOutput>,
+    /// Files that failed to load.
+    pub load_errors: Vec<LoadErrorOutput>,
+}
+
+/// A scenario that loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckedOutput {
+    /// The name: the path relative to the scenario root.
+    pub name: String,
+    /// The file.
+    pub path: String,
+    /// Its tags.
+    pub tags: Vec<String>,
+    /// How many steps.
+    pub steps: usize,
+}
+
+/// `devsim kernels --format json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelsOutput {
+    /// [`VERSION`].
+    pub version: u32,
+    /// The catalog, in catalog order.
+    pub kernels: Vec<KernelOutput>,
+}
+
+/// One kernel's contract.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelOutput {
+    /// The catalog key.
+    pub name: String,
+    /// The quantization method.
+    pub method: String,
+    /// Supported weight bit widths.
+    pub bits: Vec<u32>,
+    /// The declared families (`cuda`, `rocm`, `all` ...).
+    pub families: Vec<String>,
+    /// The arch rules.
+    pub arch: ArchRulesOutput,
+    /// The native extension loaded once every gate passed.
+    pub extension: Option<String>,
+    /// A Python-side requirement, informational.
+    pub requires: Option<String>,
+    /// Selection priority; higher wins.
+    pub priority: u32,
+    /// Whether automatic selection may pick it.
+    pub selectable: bool,
+    /// The portable kernel named when refusing.
+    pub alternative: Option<String>,
+    /// Whether moving weights repacks them on the device.
+    pub repacks: bool,
+    /// The audited ROCm decision, if audited.
+    pub rocm_audit: Option<AuditOutput>,
+}
+
+/// A kernel's arch rules; absent rules admit every arch of the family.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArchRulesOutput {
+    /// The NVIDIA compute-capability rule.
+    pub nvidia: Option<NvidiaRuleOutput>,
+    /// Minimum opt-in shared memory per block on NVIDIA, bytes.
+    pub smem_optin_min: Option<u32>,
+    /// The AMD base targets accepted (`gfx942` ...).
+    pub amd_targets: Option<Vec<String>>,
+}
+
+/// A compute capability, `9.0` as `{ "major": 9, "minor": 0 }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapabilityOutput {
+    /// The major version.
+    pub major: u32,
+    /// The minor version.
+    pub minor: u32,
+}
+
+/// An NVIDIA compute-capability rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "rule", rename_all = "snake_case")]
+pub enum NvidiaRuleOutput {
+    /// `cc >= min`.
+    AtLeast {
+        /// The lowest capability accepted.
+        min: CapabilityOutput,
+    },
+    /// `min <= cc < below`.
+    Range {
+        /// The lowest capability accepted.
+        min: CapabilityOutput,
+        /// The first capability refused.
+        below: CapabilityOutput,
+    },
+    /// `cc` in a set.
+    OneOf {
+        /// The capabilities accepted.
+        set: Vec<CapabilityOutput>,
+    },
+}
+
+/// An audited ROCm decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditOutput {
+    /// What was decided.
+    pub decision: AuditDecision,
+    /// Why.
+    pub reason: String,
+}
+
+/// The three ROCm audit decisions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuditDecision {
+    /// Runs on AMD GPUs.
+    Admitted,
+    /// Never runs on AMD GPUs.
+    Refused,
+    /// Runs on the listed AMD targets only.
+    RestrictedByArch,
+}
+
+/// `devsim hosts --format json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostsOutput {
+    /// [`VERSION`].
+    pub version: u32,
+    /// Each profile that loaded, by name.
+    pub hosts: Vec<HostOutput>,
+    /// Profiles that failed to load.
+    pub load_errors: Vec<LoadErrorOutput>,
+}
+
+/// One host profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostOutput {
+    /// The profile name.
+    pub name: String,
+    /// The torch build: `cuda`, `hip` or `cpu`.
+    pub torch: String,
+    /// GPUs of the build's vendor, in physical order.
+    pub gpus: Vec<GpuOutput>,
+    /// GPUs of another vendor: invisible to this build.
+    pub foreign_gpus: Vec<GpuOutput>,
+    /// The current device at start.
+    pub current: u32,
+    /// Visible-device variables.
+    pub env: BTreeMap<String, String>,
+    /// Injected faults.
+    pub faults: Vec<FaultOutput>,
+}
+
+/// One GPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuOutput {
+    /// `sm_90`, `gfx1201` ...
+    pub arch: String,
+    /// The driver's name.
+    pub name: String,
+    /// Opt-in shared memory per block, bytes.
+    pub smem_optin: u32,
+    /// The driver's UUID.
+    pub uuid: String,
+}
+
+/// One injected fault.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FaultOutput {
+    /// The call failed, or none for a lost device.
+    pub call: Option<String>,
+    /// Only on this visible ordinal.
+    pub device: Option<u32>,
+    /// Matching calls that succeed first.
+    pub after: u32,
+    /// The driver error code.
+    pub code: i32,
+    /// The driver message (empty: the build's default).
+    pub message: String,
+}

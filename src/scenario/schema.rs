@@ -1,0 +1,122 @@
+//! JSON Schemas for scenario files and host profiles, generated from the format types
+//! ([`crate::scenario::format`]) and completed with the names the loader accepts (actions, error kinds,
+//! trace events, methods, lock modes), so editors (taplo) complete and check scenario TOML.
+//!
+//! The committed copies under `docs/schema/` are compared with these by `tests/schema.rs`.
+
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Value, json};
+
+use crate::dispatch::DispatchError;
+use crate::kernel::Method;
+use crate::scenario::format::{HostFields, ScenarioFile};
+use crate::scenario::model::Action;
+use crate::trace::{Call, event_names};
+use crate::vocab::{Family, Vendor};
+
+/// Which schema to generate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaKind {
+    /// A scenario file (`scenarios/<topic>/*.toml`).
+    Scenario,
+    /// A host profile (`scenarios/hosts/*.toml`).
+    Host,
+}
+
+impl SchemaKind {
+    /// Every schema, in a fixed order.
+    pub const EVERY: [SchemaKind; 2] = [SchemaKind::Scenario, SchemaKind::Host];
+
+    /// The name on the command line and in `docs/schema/<name>.schema.json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SchemaKind::Scenario => "scenario",
+            SchemaKind::Host => "host",
+        }
+    }
+
+    /// The committed file's name under `docs/schema/`.
+    pub fn file_name(self) -> String {
+        format!("{}.schema.json", self.as_str())
+    }
+
+    /// The schema as JSON.
+    pub fn generate(self) -> Value {
+        match self {
+            SchemaKind::Scenario => scenario(),
+            SchemaKind::Host => host(),
+        }
+    }
+
+    /// The schema as pretty JSON with a final newline, as committed.
+    pub fn render(self) -> String {
+        let mut text = serde_json::to_string_pretty(&self.generate()).unwrap_or_default();
+        text.push('\n');
+        text
+    }
+}
+
+/// The schema of a scenario file.
+pub fn scenario() -> Value {
+    let mut schema = draft07::<ScenarioFile>();
+    schema["title"] = json!("devsim scenario file (format 1)");
+    schema["properties"]["format"]["const"] = json!(crate::scenario::format::FORMAT_VERSION);
+    let defs = &mut schema[DEFINITIONS];
+    let actions: Vec<&str> = Action::NAMES.to_vec();
+    defs["StepFields"]["properties"]["action"]["enum"] = json!(actions);
+    defs["StepFields"]["properties"]["mode"]["enum"] = json!(["read", "write"]);
+    let methods: Vec<&str> = Method::KNOWN.iter().map(|m| m.as_str()).collect();
+    // Catalogs may add methods of their own: the known ones are examples, not a closed list.
+    defs["StepFields"]["properties"]["method"]["examples"] = json!(methods);
+    let expect = &mut defs["StepExpectFields"]["properties"];
+    expect["error"]["enum"] = json!(DispatchError::KINDS.to_vec());
+    let families: Vec<&str> = Family::EVERY.iter().map(|f| f.as_str()).collect();
+    expect["family"]["enum"] = json!(families);
+    let vendors: Vec<String> = [Vendor::Nvidia, Vendor::Amd, Vendor::Intel, Vendor::Apple]
+        .iter()
+        .map(ToString::to_string)
+        .chain(["none".to_string()])
+        .collect();
+    expect["vendor"]["enum"] = json!(vendors);
+    trace_names(&mut defs["TraceRuleFields"]);
+    fault_calls(&mut defs["FaultFields"]);
+    schema
+}
+
+/// The schema of a host profile: the host fields without `profile` (profiles do not nest).
+pub fn host() -> Value {
+    let mut schema = draft07::<HostFields>();
+    schema["title"] = json!("devsim host profile (scenarios/hosts/<name>.toml)");
+    if let Some(properties) = schema["properties"].as_object_mut() {
+        properties.remove("profile");
+    }
+    if let Some(defs) = schema.get_mut(DEFINITIONS) {
+        fault_calls(&mut defs["FaultFields"]);
+    }
+    schema
+}
+
+/// Where draft-07 keeps shared definitions.
+const DEFINITIONS: &str = "definitions";
+
+/// Draft-07, the draft taplo and most editor plugins read.
+fn draft07<T: JsonSchema>() -> Value {
+    SchemaSettings::draft07()
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
+fn trace_names(rules: &mut Value) {
+    let names = json!(event_names());
+    for key in ["never", "once", "order"] {
+        rules["properties"][key]["items"]["enum"] = names.clone();
+    }
+    rules["properties"]["count"]["propertyNames"] = json!({ "enum": names });
+}
+
+fn fault_calls(fault: &mut Value) {
+    let calls: Vec<&str> = Call::EVERY.iter().map(|c| c.as_str()).collect();
+    fault["properties"]["call"]["enum"] = json!(calls);
+}

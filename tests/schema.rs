@@ -1,0 +1,50 @@
+//! The JSON Schemas under `docs/schema/` are the ones `devsim schema` generates from the format types:
+//! regenerate with `cargo run -- schema scenario > docs/schema/scenario.schema.json` (and `host`).
+
+use std::path::Path;
+
+use devsim::scenario::schema::SchemaKind;
+
+#[test]
+fn the_committed_schemas_are_the_generated_ones() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/schema");
+    for kind in SchemaKind::EVERY {
+        let path = dir.join(kind.file_name());
+        let committed =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        assert_eq!(
+            committed,
+            kind.render(),
+            "{} is stale: run `cargo run -- schema {} > {}`",
+            path.display(),
+            kind.as_str(),
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn the_scenario_schema_refuses_unknown_keys_and_lists_the_loader_names() {
+    let schema = SchemaKind::Scenario.generate();
+    assert_eq!(schema["additionalProperties"], false);
+    let step = &schema["definitions"]["StepFields"]["properties"];
+    let actions: Vec<&str> = step["action"]["enum"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(actions, devsim::scenario::model::Action::NAMES);
+    let kinds = &schema["definitions"]["StepExpectFields"]["properties"]["error"]["enum"];
+    assert_eq!(
+        kinds.as_array().map(Vec::len),
+        Some(devsim::DispatchError::KINDS.len())
+    );
+}
+
+#[test]
+fn the_host_schema_has_no_profile_key_because_profiles_do_not_nest() {
+    let schema = SchemaKind::Host.generate();
+    assert!(schema["properties"].get("profile").is_none(), "{schema:#}");
+    assert!(schema["properties"].get("torch").is_some(), "{schema:#}");
+}
