@@ -1,0 +1,539 @@
+"""GPTQModel's real dispatch code, driven by devsim steps on a simulated host.
+
+`Subject.load()` runs once in the parent process: it patches torch (fakehost), imports GPTQModel and loads
+the data files (kernels.toml, errors.toml, constants.toml). `Subject.enter(host)` runs in the forked child of
+each scenario: it switches the simulated host, re-sets GPTQModel's import-time constants and clears its
+caches. `Subject.step(message)` performs one action and returns the `observed` (or `unsupported`) message.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import importlib.abc
+import importlib.util
+import re
+import sys
+import threading
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from . import fakehost
+from .fakehost import MOVES, RECORDER, RUNTIME, Host
+
+DATA = Path(__file__).parent
+FAMILIES = ("cpu", "cuda", "rocm", "xpu", "mps")
+
+# The trace events the subject records (fakehost's patched runtime plus the hooks below).
+EVENTS = [
+    "device_count",
+    "device_name",
+    "nvidia_capability",
+    "smem_optin",
+    "amd_arch",
+    "get_device",
+    "set_device",
+    "synchronize",
+    "extension_load",
+    "lock",
+]
+
+UNSUPPORTED_ACTIONS = {
+    "discover": (
+        "GPTQModel 7.7.0 has no device-discovery function that reports a vendor and per-GPU archs: "
+        "gptqmodel.utils.torch.torch_devices() lists torch devices only, and device-smi (its hardware "
+        "inventory) reads the real machine"
+    ),
+    "warmup": (
+        "GPTQModel 7.7.0 warms a kernel up by running its forward/extension ops on the device, which needs a "
+        "real GPU; the subject does not run GPTQModel kernels"
+    ),
+}
+
+
+class StepUnsupported(Exception):
+    """The step cannot be observed on this subject; the reason goes to devsim."""
+
+
+@dataclass
+class Kernel:
+    name: str
+    module: str
+    cls_name: str
+    bits: int = 4
+    validate: dict = field(default_factory=dict)
+    requires: list = field(default_factory=list)
+    cls: Any = None
+    missing: list = field(default_factory=list)  # of `requires`, the packages this environment lacks
+
+
+@dataclass
+class Rule:
+    kind: str
+    match: re.Pattern
+    type: Optional[str] = None
+
+    def matches(self, message: str, exc: Optional[BaseException]) -> bool:
+        if self.type is not None:
+            if exc is None or self.type not in {c.__name__ for c in type(exc).__mro__}:
+                return False
+        return bool(self.match.search(message))
+
+
+def load_toml(name: str) -> dict:
+    with open(DATA / name, "rb") as handle:
+        return tomllib.load(handle)
+
+
+class _ExtensionImportFinder(importlib.abc.MetaPathFinder):
+    """Records import attempts of native-library packages (data: kernels.toml [extension].modules)."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = set(names)
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        if fullname.split(".")[0] in self.names and "." not in fullname:
+            RECORDER.record("extension_load", None, f"import {fullname}")
+        return None  # the real finders decide
+
+
+class Subject:
+    def __init__(self) -> None:
+        self.kernels: dict[str, Kernel] = {}
+        self.methods: dict[str, dict] = {}
+        self.rules: list[Rule] = []
+        self.constants: list[dict] = []
+        self.version = "unknown"
+        self.pool = None
+        self._lock_keys: dict[int, str] = {}
+        self._device_errors: list[BaseException] = []
+
+    # ------------------------------------------------------------------------------------------- loading
+
+    def load(self) -> None:
+        """Parent process: patch torch, import GPTQModel, resolve the kernel map."""
+        fakehost.install(Host())  # GPTQModel's import-time constants: a CPU-only build; children re-set them
+        fakehost.install_move_hook()
+        import torch  # noqa: F401
+
+        import gptqmodel  # noqa: F401  (banner, env setup, thread pools)
+        import gptqmodel.utils.importer  # noqa: F401
+        from gptqmodel.version import __version__
+
+        self.version = __version__
+        data = load_toml("kernels.toml")
+        for name, entry in data["kernel"].items():
+            kernel = Kernel(
+                name=name,
+                module=entry["module"],
+                cls_name=entry["class"],
+                bits=entry.get("bits", 4),
+                validate=dict(entry.get("validate", {})),
+                requires=list(entry.get("requires", [])),
+            )
+            kernel.missing = [pkg for pkg in kernel.requires if importlib.util.find_spec(pkg) is None]
+            try:
+                kernel.cls = getattr(importlib.import_module(kernel.module), kernel.cls_name)
+            except (ImportError, AttributeError) as exc:
+                print(f"devsim-subject: kernel {name}: {kernel.module}.{kernel.cls_name} not importable: {exc}",
+                      file=sys.stderr)
+                continue
+            self.kernels[name] = kernel
+        self.methods = data.get("method", {})
+        self.boundary_name, self.boundary_fn = "DEVICE.to_torch_device", None
+        for candidate in data.get("boundary", {}).get("candidates", []):
+            module_name, func_name = candidate.split(":")
+            try:
+                func = getattr(importlib.import_module(module_name), func_name, None)
+            except ImportError:
+                continue
+            if func is not None:
+                self.boundary_name, self.boundary_fn = candidate, func
+                break
+        sys.meta_path.insert(0, _ExtensionImportFinder(data.get("extension", {}).get("modules", [])))
+        self.rules = [
+            Rule(kind=r["kind"], match=re.compile(r["match"]), type=r.get("type"))
+            for r in load_toml("errors.toml")["rule"]
+        ]
+        self.constants = load_toml("constants.toml")["constant"]
+        self._install_hooks()
+
+    def _install_hooks(self) -> None:
+        """Observation hooks on GPTQModel itself (they record; they never change a result)."""
+        from gptqmodel.utils import threadx
+        from gptqmodel.utils.cpp import TorchOpsJitExtension
+
+        # extension_load: every GPTQModel native extension goes through TorchOpsJitExtension.load (JIT build or
+        # cached torch.ops library). The simulated host has them built: the load succeeds without compiling.
+        def load(ext: Any) -> bool:
+            RECORDER.record("extension_load", None, ext.name)
+            ext._load_attempted, ext._load_result, ext._last_error = True, True, ""
+            return True
+
+        TorchOpsJitExtension.load = load
+
+        # lock: the device pool's per-device reader/writer locks.
+        subject = self
+        original_read, original_write = threadx._RWLock.acquire_read, threadx._RWLock.acquire_write
+
+        def acquire_read(lock: Any) -> Any:
+            subject._lock_event(lock, "read")
+            return original_read(lock)
+
+        def acquire_write(lock: Any) -> Any:
+            subject._lock_event(lock, "write")
+            return original_write(lock)
+
+        threadx._RWLock.acquire_read = acquire_read
+        threadx._RWLock.acquire_write = acquire_write
+
+        # the causes behind "does not support device": every mapped class's validate_device
+        for kernel in self.kernels.values():
+            self._wrap_validate_device(kernel.cls)
+
+    def _wrap_validate_device(self, cls: Any) -> None:
+        current = cls.__dict__.get("validate_device")
+        if current is not None and getattr(getattr(current, "__func__", None), "_devsim", False):
+            return
+        impl = cls.validate_device.__func__  # this class's own, or the one its MRO gives it
+
+        def wrapper(klass: Any, device: Any, _impl: Callable = impl) -> Any:
+            return self._observe_device_error(lambda: _impl(klass, device))
+
+        wrapper._devsim = True  # type: ignore[attr-defined]
+        cls.validate_device = classmethod(wrapper)
+
+    def _observe_device_error(self, call: Callable) -> Any:
+        try:
+            return call()
+        except BaseException as exc:
+            if threading.get_ident() == RECORDER.thread:
+                self._device_errors.append(exc)
+            raise
+
+    def _lock_event(self, lock: Any, mode: str) -> None:
+        key = self._lock_keys.get(id(lock))
+        if key is None:
+            return
+        device = int(key.split(":")[1]) if key.startswith("cuda:") else None
+        RECORDER.record("lock", device, f"{mode} {key}")
+        self._held.append(key)
+
+    def handshake(self) -> dict:
+        actions = ["normalize", "resolve", "validate", "select", "lock", "move", "set_device"]
+        return {
+            "type": "handshake",
+            "protocol": 1,
+            "subject": {"name": "gptqmodel", "version": self.version},
+            "actions": actions,
+            "kernels": list(self.kernels),
+            "events": EVENTS,
+        }
+
+    # ------------------------------------------------------------------------------------------- per scenario
+
+    def enter(self, host: Host) -> Optional[str]:
+        """Child process: become `host`. Returns a reason when the host cannot be simulated."""
+        if host.torch not in ("cuda", "hip", "cpu"):
+            return f"unknown torch build {host.torch!r}"
+        for gpu in host.visible_gpus():
+            if host.torch == "hip" and not gpu.arch.startswith("gfx"):
+                return f"a HIP build cannot drive {gpu.arch}"
+            if host.torch == "cuda" and not gpu.is_nvidia:
+                return f"a CUDA build cannot drive {gpu.arch}"
+        RUNTIME.configure(host)
+        with RECORDER.quiet():
+            self.reset_constants()
+            self.clear_caches()
+        return None
+
+    def reset_constants(self) -> None:
+        modules = {name: mod for name, mod in sys.modules.items() if name.startswith("gptqmodel") and mod}
+        for const in self.constants:
+            home = modules.get(const["module"])
+            if home is None:
+                continue
+            name = const["name"]
+            old = getattr(home, name)
+            new = eval(const["expr"], vars(home))  # noqa: S307 - expressions from the package's own data
+            for mod in modules.values():
+                if mod is home or vars(mod).get(name, _MISSING) is old:
+                    setattr(mod, name, new)
+
+    def clear_caches(self) -> None:
+        """Host-dependent caches GPTQModel fills lazily: functools caches and the validation cache."""
+        import gptqmodel.utils.importer as importer
+
+        importer.clear_validation_cache()
+        seen: set[int] = set()
+        for name, mod in list(sys.modules.items()):
+            if not name.startswith("gptqmodel") or mod is None:
+                continue
+            for value in list(vars(mod).values()):
+                _clear(value, seen)
+                if isinstance(value, type) and value.__module__ == name:
+                    for attr in list(vars(value).values()):
+                        if isinstance(attr, (classmethod, staticmethod)):
+                            attr = attr.__func__
+                        _clear(attr, seen)
+
+    # ------------------------------------------------------------------------------------------- steps
+
+    def step(self, msg: dict) -> dict:
+        action = msg["action"]
+        head = {"scenario": msg["scenario"], "number": msg["number"]}
+        if action in UNSUPPORTED_ACTIONS:
+            return {"type": "unsupported", **head, "reason": UNSUPPORTED_ACTIONS[action]}
+        handler = getattr(self, f"do_{action}", None)
+        if handler is None:
+            return {"type": "unsupported", **head, "reason": f"the GPTQModel subject has no action {action!r}"}
+        obs: dict[str, Any] = {}
+        self._device_errors = []
+        self._held = []
+        with RECORDER.capture() as trace:
+            try:
+                handler(msg, obs)
+                ok = True
+            except StepUnsupported as exc:
+                return {"type": "unsupported", **head, "reason": str(exc)}
+            except _Refused as exc:
+                ok = False
+                obs["error"] = self.classify(exc.error)
+            except ProtocolError:
+                raise
+            except Exception as exc:  # the code under test raised: an observation, not a crash
+                ok = False
+                obs["error"] = self.classify(exc)
+        if RUNTIME.host.has_gpu_runtime and RUNTIME.count() > 0:
+            obs["current_after"] = RUNTIME.current()
+        return {"type": "observed", **head, "ok": ok, **obs, "trace": trace}
+
+    def classify(self, exc: BaseException) -> dict:
+        message = str(exc)
+        if isinstance(exc, KeyError) and exc.args:
+            message = str(exc.args[0])
+        kind = None
+        for rule in self.rules:
+            if rule.matches(message, exc):
+                kind = rule.kind
+                break
+        if kind is None:
+            for cause in self._device_errors:
+                cause_message = str(cause)
+                kind = next((r.kind for r in self.rules if r.matches(cause_message, cause)), None)
+                if kind:
+                    break
+        return {"kind": kind, "message": message}
+
+    # -- selectors and families
+
+    def selector(self, sel: dict) -> Any:
+        """The value the code under test receives, built in Python as the protocol's `form` says."""
+        import torch
+        from gptqmodel.models._const import DEVICE
+
+        form = sel["form"]
+        if form == "string":
+            return str(sel["written"])
+        if form == "ordinal":
+            return int(sel["written"])
+        if form == "family_enum":
+            return DEVICE[sel["family"].upper()]
+        if form == "torch_device":
+            index = sel.get("index")
+            return torch.device(sel["device_type"]) if index is None else torch.device(sel["device_type"], index)
+        raise ProtocolError(f"unknown selector form {form!r}")
+
+    def family_of(self, device: Any, obs: dict) -> Any:
+        """GPTQModel's normalize_device: the family every action reports."""
+        from gptqmodel.models._const import normalize_device
+
+        family = normalize_device(device)
+        value = getattr(family, "value", family)
+        if value in FAMILIES:
+            obs["family"] = value
+            obs["ordinal"] = None  # normalize_device returns a family enum: no ordinal survives it
+        else:
+            print(f"devsim-subject: normalize_device gave {family!r}, not a devsim family", file=sys.stderr)
+        return family
+
+    def boundary(self, family: Any) -> Any:
+        """The enum -> torch.device conversion GPTQModel uses at execution boundaries."""
+        if self.boundary_fn is None:
+            return family.to_torch_device()
+        return self.boundary_fn(family)
+
+    def kernel(self, msg: dict) -> Kernel:
+        name = msg["kernel"]
+        kernel = self.kernels.get(name)
+        if kernel is None:
+            raise StepUnsupported(f"kernel {name} has no GPTQModel class in the subject's kernel map")
+        missing = kernel.missing
+        if missing:
+            raise StepUnsupported(
+                f"{kernel.cls_name}.validate_once() needs {', '.join(missing)}, not installed in the subject's "
+                "environment, so GPTQModel's verdict for this host cannot be observed"
+            )
+        return kernel
+
+    # -- actions
+
+    def do_normalize(self, msg: dict, obs: dict) -> None:
+        self.family_of(self.selector(msg["device"]), obs)
+
+    def do_resolve(self, msg: dict, obs: dict) -> None:
+        family = self.family_of(self.selector(msg["device"]), obs)
+        obs["torch_device"] = str(self.boundary(family))
+
+    def do_validate(self, msg: dict, obs: dict) -> None:
+        import torch
+        from gptqmodel.utils.importer import validate_quant_linear
+
+        kernel = self.kernel(msg)
+        device = self.selector(msg["device"])
+        args = {"bits": kernel.bits, "group_size": 128, "desc_act": False, "sym": True, "pack_dtype": "int32"}
+        args.update(kernel.validate)
+        args["pack_dtype"] = getattr(torch, args["pack_dtype"])
+        ok, err = validate_quant_linear(kernel.cls, device=device, **args)
+        self._family_quietly(device, obs)
+        if not ok:
+            raise _Refused(err if err is not None else RuntimeError(f"{kernel.cls_name} refused without a reason"))
+
+    def do_select(self, msg: dict, obs: dict) -> None:
+        import torch
+        import gptqmodel.utils.importer as importer
+        from gptqmodel.quantization import FORMAT, METHOD
+        from gptqmodel.utils.backend import BACKEND
+
+        method = self.methods.get(msg["method"])
+        if method is None:
+            raise StepUnsupported(
+                f"GPTQModel 7.7.0 has no quantization method for devsim's {msg['method']!r} "
+                "(its W4A kernels are explicit GPTQ backends with auto-select priority 0)"
+            )
+        device = self.selector(msg["device"])
+        judged: list[tuple[Any, bool]] = []
+        original = importer.validate_quant_linear
+
+        def observing(cls: Any, **kwargs: Any) -> Any:
+            result = original(cls, **kwargs)
+            judged.append((cls, bool(result[0])))
+            return result
+
+        importer.validate_quant_linear = observing
+        try:
+            chosen = importer.select_quant_linear(
+                bits=msg["bits"],
+                group_size=128,
+                desc_act=False,
+                sym=True,
+                device=device,
+                backend=BACKEND.AUTO,
+                format=FORMAT(method["format"]),
+                quant_method=METHOD(method["method"]),
+                pack=False,
+                pack_dtype=torch.int32,
+            )
+        except Exception:
+            self._unobservable_candidates(judged, None)
+            raise
+        finally:
+            importer.validate_quant_linear = original
+        self._unobservable_candidates(judged, chosen)
+        self._family_quietly(device, obs)
+        name = next((k.name for k in self.kernels.values() if k.cls is chosen), None)
+        if name is None:
+            print(f"devsim-subject: selected {chosen!r} has no devsim name in kernels.toml", file=sys.stderr)
+        else:
+            obs["selected"] = name
+
+    def _unobservable_candidates(self, judged: list, chosen: Any) -> None:
+        """A candidate refused only because a package is missing here would change the pick on a real host."""
+        for cls, ok in judged:
+            if cls is chosen:
+                return
+            if ok:
+                continue
+            for kernel in self.kernels.values():
+                if kernel.cls is cls and kernel.missing:
+                    raise StepUnsupported(
+                        f"selection considered {cls.__name__}, whose validate_once() needs "
+                        f"{', '.join(kernel.missing)} (not installed in the subject's environment), so the "
+                        "pick on this host cannot be observed"
+                    )
+
+    def do_lock(self, msg: dict, obs: dict) -> None:
+        scope = self.selector(msg["scope"])
+        pool = self._pool()
+        if msg.get("mode", "read") == "write":
+            context = pool.lock([scope])
+        else:
+            context = pool.read_lock(scope)
+        with context:
+            obs["covers"] = list(self._held)
+
+    def _pool(self) -> Any:
+        """GPTQModel's DeviceThreadPool discovered on the simulated host (built once per scenario, unrecorded).
+
+        The pool GPTQModel itself builds (gptqmodel.get_device_thread_pool) adds linalg warmups that allocate
+        on the GPU; the locks do not depend on them or on the worker counts, so this one has neither.
+        """
+        if self.pool is None:
+            from gptqmodel.utils.threadx import DeviceThreadPool
+
+            with RECORDER.quiet():
+                self.pool = DeviceThreadPool(
+                    inference_mode=True, workers={"cuda:per": 1, "cpu": 1}, empty_cache_every_n=0
+                )
+            self._lock_keys = {id(lock): key for key, lock in self.pool._locks.items()}
+        return self.pool
+
+    def do_move(self, msg: dict, obs: dict) -> None:
+        import torch
+        from gptqmodel.utils.model import move_to
+
+        self.kernel(msg)
+        family = self.family_of(self.selector(msg["device"]), obs)
+        target = self.boundary(family)
+        obs["torch_device"] = str(target)
+        with MOVES.capture() as landings:
+            move_to(torch.zeros(4), device=target)
+        obs["lands_on"] = landings[-1][1] if landings else "cpu"
+
+    def do_set_device(self, msg: dict, obs: dict) -> None:
+        import torch
+
+        torch.cuda.set_device(int(msg["ordinal"]))
+
+    def _family_quietly(self, device: Any, obs: dict) -> None:
+        """The reported family for validate/select: normalize_device of the same selector, unrecorded."""
+        with RECORDER.quiet():
+            try:
+                self.family_of(device, obs)
+            except Exception:
+                pass
+
+
+class _Refused(Exception):
+    """A (False, error) verdict from GPTQModel's validation, carried to classification."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class ProtocolError(Exception):
+    """A message the subject cannot accept."""
+
+
+_MISSING = object()
+
+
+def _clear(value: Any, seen: set[int]) -> None:
+    """Clear a functools cache (lru_cache / cache); anything else is left alone (and never touched:
+    GPTQModel has lazy proxies whose attribute access builds a thread pool)."""
+    if isinstance(value, functools._lru_cache_wrapper) and id(value) not in seen:
+        seen.add(id(value))
+        value.cache_clear()
