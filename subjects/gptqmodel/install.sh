@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Install GPTQModel 7.7.0 from its sdist (source only, no CUDA extensions) for the devsim subject.
 #
-#   subjects/gptqmodel/install.sh VENV SRC_DIR
+#   subjects/gptqmodel/install.sh [VENV [SRC_DIR]]
 #
-# VENV     a Python venv that already has torch (CI: .venv-torch at the repo root, torch 2.11.0)
-# SRC_DIR  where the GPTQModel sdist is unpacked (outside the repository; never committed)
+# VENV     a Python venv that already has torch (default: .venv-torch at the repo root, torch 2.11.0)
+# SRC_DIR  where the GPTQModel sdist is unpacked, outside the repository, never committed (default:
+#          gptqmodel-src next to the repository, the PYTHONPATH subjects/gptqmodel.toml gives the subject)
 #
 # Idempotent: a second run with everything in place only checks. GPTQModel asks for torch>=2.14.1;
 # its other requirements are installed under a constraint that keeps the venv's torch (2.11.0 by
@@ -12,11 +13,15 @@
 # Afterwards the subject package is installed editable into VENV, with pytest.
 set -euo pipefail
 
-VENV=${1:?usage: install.sh VENV SRC_DIR}
-SRC=${2:?usage: install.sh VENV SRC_DIR}
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+VENV=${1:-$REPO/.venv-torch}
+SRC=${2:-$(dirname "$REPO")/gptqmodel-src}
 VERSION=${GPTQMODEL_VERSION:-7.7.0}
 TORCH_VERSION=${TORCH_VERSION:-2.11.0}
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+case "$(cd "$(dirname "$SRC")" 2>/dev/null && pwd)/" in
+  "$REPO"/*) echo "install.sh: $SRC is inside the repository; unpack GPTQModel outside it" >&2; exit 2 ;;
+esac
 PY="$VENV/bin/python"
 export BUILD_CUDA_EXT=0 PIP_DISABLE_PIP_VERSION_CHECK=1
 
@@ -32,6 +37,10 @@ if ! grep -qx "Version: $VERSION" "$SRC/PKG-INFO" 2>/dev/null; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
   "$PY" -m pip download --quiet --no-deps --no-binary :all: "gptqmodel==$VERSION" -d "$tmp"
+  if [ -e "$SRC" ] && [ -n "$(ls -A "$SRC" 2>/dev/null)" ] && ! grep -qx "Name: [Gg][Pp][Tt][Qq][Mm]odel" "$SRC/PKG-INFO" 2>/dev/null; then
+    echo "install.sh: $SRC exists and is not an unpacked GPTQModel sdist; not touching it" >&2
+    exit 2
+  fi
   rm -rf "$SRC" && mkdir -p "$SRC"
   tar xzf "$tmp"/gptqmodel-"$VERSION".tar.gz -C "$SRC" --strip-components=1
 fi
@@ -66,8 +75,10 @@ fi
 rm -f "$constraints" "$reqs"
 
 # 3. The subject package itself (editable, no dependencies: they are above).
-"$PY" -m pip install --quiet --no-deps --no-build-isolation -e "$HERE" 2>/dev/null \
-  || "$PY" -m pip install --quiet --no-deps -e "$HERE"
+if ! (cd / && "$PY" -c 'import devsim_subject_gptqmodel' 2>/dev/null); then
+  "$PY" -m pip install --quiet --no-deps --no-build-isolation -e "$HERE" 2>/dev/null \
+    || "$PY" -m pip install --quiet --no-deps -e "$HERE"
+fi
 
 # 4. Smoke check: GPTQModel imports from SRC with this torch.
 PYTHONPATH="$SRC${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c \

@@ -112,9 +112,13 @@ class Subject:
 
     # ------------------------------------------------------------------------------------------- loading
 
-    def load(self) -> None:
-        """Parent process: patch torch, import GPTQModel, resolve the kernel map."""
-        fakehost.install(Host())  # GPTQModel's import-time constants: a CPU-only build; children re-set them
+    def load(self, import_host: Optional[Host] = None) -> None:
+        """Parent process: patch torch, import GPTQModel, resolve the kernel map.
+
+        GPTQModel is imported on `import_host` (default: a CPU-only build); children re-set the import-time
+        constants for their own host. The constants test imports on each host instead, to compare.
+        """
+        fakehost.install(import_host or Host())
         fakehost.install_move_hook()
         import torch  # noqa: F401
 
