@@ -12,6 +12,7 @@ anything else land on stderr.
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
@@ -95,6 +96,7 @@ class Parent:
         self.reader = reader
         self.child: Optional[tuple[int, int, LineReader, str]] = None  # pid, write fd, reader, scenario
         self.closed_scenario: Optional[str] = None  # answered unsupported: its `end` still gets `done`
+        self.exiting: list[tuple[int, float]] = []  # children told to stop, not yet reaped
 
     def write(self, msg: dict) -> None:
         self.out.write(encode(msg))
@@ -104,6 +106,7 @@ class Parent:
             line = self.reader.next()
             if line is None:
                 self.stop_child()
+                self.reap(block=True)
                 return 0
             if not line.strip():
                 continue
@@ -174,21 +177,33 @@ class Parent:
         return json.loads(line)
 
     def stop_child(self) -> None:
+        """End the running child: closing its pipe makes it exit (it is waiting for a step or has answered
+        `done`). It is reaped later, so its exit (unmapping a large address space) overlaps the next fork."""
         if self.child is None:
             return
-        pid, down_w, _, _ = self.child
+        pid, down_w, reader, _ = self.child
         self.child = None
-        os.close(down_w)  # a child waiting for a step sees EOF and exits
-        try:
-            for _ in range(200):  # a child that got `end` or EOF exits within milliseconds
-                finished, _status = os.waitpid(pid, os.WNOHANG)
-                if finished:
-                    return
-                time.sleep(0.005)
-            os.kill(pid, signal.SIGKILL)  # stuck inside the code under test
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
+        os.close(down_w)
+        os.close(reader.fd)
+        self.exiting.append((pid, time.monotonic()))
+        self.reap(block=False)
+
+    def reap(self, block: bool) -> None:
+        """Collect exited children; one still running after its grace period is stuck in the code under test."""
+        still = []
+        for pid, since in self.exiting:
+            try:
+                finished, _status = os.waitpid(pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if finished:
+                continue
+            if time.monotonic() - since > 5:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                continue
+            still.append((pid, since))
+        self.exiting = still
 
 
 def describe(status: int) -> str:
@@ -263,6 +278,8 @@ def main() -> int:
 
         subject = Subject()
         subject.load()
+        gc.collect()
+        gc.freeze()  # children inherit these objects; a frozen heap keeps their GC from touching (copying) it
         sys.stdout.flush()
         out.write(encode(subject.handshake()))
         return Parent(subject, out, reader).serve()

@@ -163,6 +163,7 @@ class Subject:
         ]
         self.constants = load_toml("constants.toml")["constant"]
         self._install_hooks()
+        self._plan_resets()
 
     def _install_hooks(self) -> None:
         """Observation hooks on GPTQModel itself (they record; they never change a result)."""
@@ -253,35 +254,47 @@ class Subject:
             self.clear_caches()
         return None
 
-    def reset_constants(self) -> None:
-        modules = {name: mod for name, mod in sys.modules.items() if name.startswith("gptqmodel") and mod}
+    def _plan_resets(self) -> None:
+        """Parent: find, once, every module binding of each constant and every functools cache to clear, so a
+        child only touches those (a forked child pays a copy-on-write page fault per object it touches)."""
+        modules = [mod for name, mod in sys.modules.items() if name.startswith("gptqmodel") and mod]
+        by_name = {mod.__name__: mod for mod in modules}
+        self._constant_plan = []
         for const in self.constants:
-            home = modules.get(const["module"])
+            home = by_name.get(const["module"])
             if home is None:
+                print(f"devsim-subject: constants.toml names {const['module']}, which is not imported",
+                      file=sys.stderr)
                 continue
-            name = const["name"]
-            old = getattr(home, name)
-            new = eval(const["expr"], vars(home))  # noqa: S307 - expressions from the package's own data
-            for mod in modules.values():
-                if mod is home or vars(mod).get(name, _MISSING) is old:
-                    setattr(mod, name, new)
-
-    def clear_caches(self) -> None:
-        """Host-dependent caches GPTQModel fills lazily: functools caches and the validation cache."""
-        import gptqmodel.utils.importer as importer
-
-        importer.clear_validation_cache()
-        seen: set[int] = set()
-        for name, mod in list(sys.modules.items()):
-            if not name.startswith("gptqmodel") or mod is None:
-                continue
+            old = getattr(home, const["name"])
+            holders = [home] + [m for m in modules if m is not home and vars(m).get(const["name"], _MISSING) is old]
+            code = compile(const["expr"], f"<constants.toml {const['module']}.{const['name']}>", "eval")
+            self._constant_plan.append((home, const["name"], code, holders))
+        caches: dict[int, Any] = {}
+        for mod in modules:
             for value in list(vars(mod).values()):
-                _clear(value, seen)
-                if isinstance(value, type) and value.__module__ == name:
+                _collect_cache(value, caches)
+                if isinstance(value, type) and value.__module__ == mod.__name__:
                     for attr in list(vars(value).values()):
                         if isinstance(attr, (classmethod, staticmethod)):
                             attr = attr.__func__
-                        _clear(attr, seen)
+                        _collect_cache(attr, caches)
+        self._caches = list(caches.values())
+
+    def reset_constants(self) -> None:
+        """Child: re-evaluate each import-time constant for this host and rebind it wherever it was imported."""
+        for home, name, code, holders in self._constant_plan:
+            new = eval(code, vars(home))  # noqa: S307 - expressions from the package's own data file
+            for mod in holders:
+                setattr(mod, name, new)
+
+    def clear_caches(self) -> None:
+        """Child: host-dependent caches GPTQModel fills lazily (functools caches, the validation cache)."""
+        import gptqmodel.utils.importer as importer
+
+        importer.clear_validation_cache()
+        for cache in self._caches:
+            cache.cache_clear()
 
     # ------------------------------------------------------------------------------------------- steps
 
@@ -535,9 +548,8 @@ class ProtocolError(Exception):
 _MISSING = object()
 
 
-def _clear(value: Any, seen: set[int]) -> None:
-    """Clear a functools cache (lru_cache / cache); anything else is left alone (and never touched:
-    GPTQModel has lazy proxies whose attribute access builds a thread pool)."""
-    if isinstance(value, functools._lru_cache_wrapper) and id(value) not in seen:
-        seen.add(id(value))
-        value.cache_clear()
+def _collect_cache(value: Any, caches: dict[int, Any]) -> None:
+    """functools caches (lru_cache / cache) only: GPTQModel has lazy proxies whose attribute access builds a
+    thread pool, so nothing else is probed."""
+    if isinstance(value, functools._lru_cache_wrapper):
+        caches[id(value)] = value
