@@ -13,6 +13,7 @@ HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent / "src"
 REPO = HERE.parents[2]
 sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(PACKAGE))
 
 from fakedevsim import Driver  # noqa: E402
 
