@@ -58,6 +58,8 @@ def test_family_move_in_gpu1_context_lands_on_gpu0(driver):
 def test_tritonv2_string_selector_accepted_on_hip(driver):
     """Seed: TritonV2Linear.validate_device("cuda") accepted a CUDA-only kernel on ROCm."""
     answer = driver.step(R9700X2, {"action": "validate", "kernel": "gptq_triton", "device": s("cuda")})
+    # the selector machinery calls the target ROCm, yet the NVIDIA-only kernel's family gate accepts it
+    assert answer["family"] == "rocm" and answer["torch_device"] == "cuda" and answer["ordinal"] is None
     assert answer["ok"] is True  # devsim expects unsupported-family
 
 
@@ -70,6 +72,7 @@ def test_amd_validation_probes_nvidia_capability(driver):
 
 def test_marlin_refused_on_hip_with_family_kind(driver):
     answer = driver.step(R9700X2, {"action": "validate", "kernel": "gptq_marlin", "device": s("cuda:1")})
+    assert (answer["family"], answer["ordinal"], answer["torch_device"]) == ("rocm", 1, "cuda:1")
     assert answer["ok"] is False
     assert answer["error"] == {"kind": "unsupported-family", "message": "Marlin kernel is not supported on ROCm."}
 

@@ -109,6 +109,7 @@ class Subject:
         self.pool = None
         self._lock_keys: dict[int, str] = {}
         self._device_errors: list[BaseException] = []
+        self._families: list[tuple[Any, Any]] = []  # (selector device, family) seen by importer._device_family
 
     # ------------------------------------------------------------------------------------------- loading
 
@@ -193,6 +194,19 @@ class Subject:
 
         threadx._RWLock.acquire_read = acquire_read
         threadx._RWLock.acquire_write = acquire_write
+
+        # the family kernel selection and validation assign to a selector: importer._device_family
+        import gptqmodel.utils.importer as importer
+
+        original_family = importer._device_family
+
+        def device_family(device: Any) -> Any:
+            family = original_family(device)
+            if threading.get_ident() == RECORDER.thread:
+                subject._families.append((device, family))
+            return family
+
+        importer._device_family = device_family
 
         # the causes behind "does not support device": every mapped class's validate_device
         for kernel in self.kernels.values():
@@ -308,6 +322,7 @@ class Subject:
             return {"type": "unsupported", **head, "reason": f"the GPTQModel subject has no action {action!r}"}
         obs: dict[str, Any] = {}
         self._device_errors = []
+        self._families = []
         self._held = []
         with RECORDER.capture() as trace:
             try:
@@ -413,8 +428,10 @@ class Subject:
         args = {"bits": kernel.bits, "group_size": 128, "desc_act": False, "sym": True, "pack_dtype": "int32"}
         args.update(kernel.validate)
         args["pack_dtype"] = getattr(torch, args["pack_dtype"])
-        ok, err = validate_quant_linear(kernel.cls, device=device, **args)
-        self._family_quietly(device, obs)
+        try:
+            ok, err = validate_quant_linear(kernel.cls, device=device, **args)
+        finally:
+            self._selector_view(device, obs)
         if not ok:
             raise _Refused(err if err is not None else RuntimeError(f"{kernel.cls_name} refused without a reason"))
 
@@ -458,8 +475,8 @@ class Subject:
             raise
         finally:
             importer.validate_quant_linear = original
+            self._selector_view(device, obs)
         self._unobservable_candidates(judged, chosen)
-        self._family_quietly(device, obs)
         name = next((k.name for k in self.kernels.values() if k.cls is chosen), None)
         if name is None:
             print(f"devsim-subject: selected {chosen!r} has no devsim name in kernels.toml", file=sys.stderr)
@@ -524,13 +541,29 @@ class Subject:
 
         torch.cuda.set_device(int(msg["ordinal"]))
 
-    def _family_quietly(self, device: Any, obs: dict) -> None:
-        """The reported family for validate/select: normalize_device of the same selector, unrecorded."""
-        with RECORDER.quiet():
-            try:
-                self.family_of(device, obs)
-            except Exception:
-                pass
+    def _selector_view(self, device: Any, obs: dict) -> None:
+        """validate / select: the selector as GPTQModel's kernel machinery saw it. `family` is what
+        importer._device_family answered for the first selector device it judged during the step (validate: the
+        validation-cache key; select: the family check), `ordinal` and `torch_device` that device's own. A
+        family enum the machinery never passed to _device_family is its own family."""
+        import torch
+
+        if self._families:
+            seen, family = self._families[0]
+        else:
+            from gptqmodel.models._const import DEVICE
+
+            if not isinstance(device, DEVICE):
+                return
+            seen, family = device, device
+        value = getattr(family, "value", family)
+        if value in FAMILIES:
+            obs["family"] = value
+        if isinstance(seen, torch.device):
+            obs["ordinal"] = seen.index
+            obs["torch_device"] = str(seen)
+        else:
+            obs["ordinal"] = None
 
 
 class _Refused(Exception):
