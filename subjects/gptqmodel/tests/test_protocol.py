@@ -124,3 +124,15 @@ def test_step_for_another_scenario_is_refused(env):
     assert d.close() == 2
     assert "names scenario 'b' but 'a' is running" in d.stderr_text()
 
+
+
+def test_malformed_step_is_a_protocol_error_not_an_observation(env):
+    d = Driver(env)
+    d.hello()
+    d.send({"type": "scenario", "name": "a", "host": R9700X2})
+    assert d.read()["type"] == "ready"
+    d.send({"type": "step", "scenario": "a", "number": 1, "action": "validate", "kernel": "gptq_torch"})
+    with pytest.raises(ProtocolViolation):
+        d.read()
+    assert d.close() == 2
+    assert "a validate step without 'device'" in d.stderr_text()

@@ -134,7 +134,14 @@ class Parent:
             code = 0
             try:
                 code = child_main(self.subject, name, msg, LineReader(down_r), up_w)
-            except BaseException:  # a subject bug: traceback on stderr, non-zero exit
+            except Exception as exc:
+                if type(exc).__name__ == "ProtocolError":
+                    log(f"protocol error: {exc}")
+                    code = 2
+                else:  # a subject bug: traceback on stderr, non-zero exit
+                    traceback.print_exc()
+                    code = 3
+            except BaseException:
                 traceback.print_exc()
                 code = 3
             finally:

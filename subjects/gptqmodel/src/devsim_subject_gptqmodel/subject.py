@@ -313,6 +313,7 @@ class Subject:
     # ------------------------------------------------------------------------------------------- steps
 
     def step(self, msg: dict) -> dict:
+        check_step(msg)
         action = msg["action"]
         head = {"scenario": msg["scenario"], "number": msg["number"]}
         if action in UNSUPPORTED_ACTIONS:
@@ -335,8 +336,10 @@ class Subject:
                 obs["error"] = self.classify(exc.error)
             except ProtocolError:
                 raise
-            except Exception as exc:  # the code under test raised: an observation, not a crash
-                ok = False
+            except Exception as exc:
+                if raised_by_subject(exc):
+                    raise  # a bug of the subject itself: the child prints the traceback and exits non-zero
+                ok = False  # the code under test (or the simulated runtime) raised: an observation
                 obs["error"] = self.classify(exc)
         if RUNTIME.host.has_gpu_runtime and RUNTIME.count() > 0:
             obs["current_after"] = RUNTIME.current()
@@ -375,7 +378,10 @@ class Subject:
             return DEVICE[sel["family"].upper()]
         if form == "torch_device":
             index = sel.get("index")
-            return torch.device(sel["device_type"]) if index is None else torch.device(sel["device_type"], index)
+            try:  # torch itself judges the device type (e.g. no "rocm" device type exists)
+                return torch.device(sel["device_type"]) if index is None else torch.device(sel["device_type"], index)
+            except (RuntimeError, ValueError) as exc:
+                raise _Refused(exc) from exc
         raise ProtocolError(f"unknown selector form {form!r}")
 
     def family_of(self, device: Any, obs: dict) -> Any:
@@ -576,6 +582,60 @@ class _Refused(Exception):
 
 class ProtocolError(Exception):
     """A message the subject cannot accept."""
+
+
+STEP_FIELDS = {
+    "normalize": ("device",),
+    "resolve": ("device",),
+    "validate": ("kernel", "device"),
+    "warmup": ("kernel", "device"),
+    "move": ("kernel", "device"),
+    "select": ("method", "bits", "device"),
+    "lock": ("scope",),
+    "set_device": ("ordinal",),
+    "discover": (),
+}
+SELECTOR_FIELDS = {
+    "string": ("written",),
+    "ordinal": ("written",),
+    "family_enum": ("family",),
+    "torch_device": ("device_type",),
+}
+
+
+def check_step(msg: dict) -> None:
+    """A step devsim could not have sent is a protocol error, never an observation of GPTQModel."""
+    for key in ("scenario", "number", "action"):
+        if key not in msg:
+            raise ProtocolError(f"a step without {key!r}: {msg}")
+    needed = STEP_FIELDS.get(msg["action"])
+    if needed is None:
+        return  # unknown actions are answered `unsupported`
+    for key in needed:
+        if key not in msg:
+            raise ProtocolError(f"a {msg['action']} step without {key!r}: {msg}")
+    for key in ("device", "scope"):
+        if key in msg:
+            sel = msg[key]
+            if not isinstance(sel, dict) or sel.get("form") not in SELECTOR_FIELDS:
+                raise ProtocolError(f"{key} is not a selector: {sel!r}")
+            for field_name in SELECTOR_FIELDS[sel["form"]]:
+                if field_name not in sel:
+                    raise ProtocolError(f"a {sel['form']} selector without {field_name!r}: {sel!r}")
+            if sel["form"] == "family_enum" and sel["family"] not in FAMILIES:
+                raise ProtocolError(f"unknown family {sel['family']!r}")
+
+
+def raised_by_subject(exc: BaseException) -> bool:
+    """Whether the innermost frame of `exc` is the subject's own step code (not GPTQModel, torch, or the
+    simulated runtime, whose torch-like errors are observations)."""
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
+    if last is None:
+        return False
+    path = Path(last).resolve()
+    return path.parent == DATA and path.name != "fakehost.py"
 
 
 _MISSING = object()
