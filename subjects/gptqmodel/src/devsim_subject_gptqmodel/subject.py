@@ -622,7 +622,7 @@ def check_step(msg: dict) -> None:
             for field_name in SELECTOR_FIELDS[sel["form"]]:
                 if field_name not in sel:
                     raise ProtocolError(f"a {sel['form']} selector without {field_name!r}: {sel!r}")
-            if sel["form"] == "family_enum" and sel["family"] not in FAMILIES:
+            if sel["form"] == "family_enum" and sel["family"] not in (*FAMILIES, "all"):
                 raise ProtocolError(f"unknown family {sel['family']!r}")
 
 
