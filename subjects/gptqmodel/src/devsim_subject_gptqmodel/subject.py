@@ -241,7 +241,9 @@ class Subject:
         self._held.append(key)
 
     def handshake(self) -> dict:
-        actions = ["normalize", "resolve", "validate", "select", "lock", "move", "set_device"]
+        # warmup and discover are listed so that devsim sends them and reports the reason each step gives
+        # (`unsupported`, as the protocol has it for "a warmup that needs a real GPU").
+        actions = ["normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup", "discover"]
         return {
             "type": "handshake",
             "protocol": 1,
