@@ -108,6 +108,7 @@ class Subject:
         self.version = "unknown"
         self.pool = None
         self._lock_keys: dict[int, str] = {}
+        self._held: list[str] = []  # pool keys whose locks the current step took
         self._device_errors: list[BaseException] = []
         self._families: list[tuple[Any, Any]] = []  # (selector device, family) seen by importer._device_family
 
@@ -167,7 +168,8 @@ class Subject:
         self._plan_resets()
 
     def _install_hooks(self) -> None:
-        """Observation hooks on GPTQModel itself (they record; they never change a result)."""
+        """Hooks on GPTQModel itself. They record and pass results through unchanged, except the extension
+        loader, which stands in for the native build the simulated host is assumed to have."""
         from gptqmodel.utils import threadx
         from gptqmodel.utils.cpp import TorchOpsJitExtension
 
@@ -234,7 +236,7 @@ class Subject:
 
     def _lock_event(self, lock: Any, mode: str) -> None:
         key = self._lock_keys.get(id(lock))
-        if key is None:
+        if key is None or threading.get_ident() != RECORDER.thread:
             return
         device = int(key.split(":")[1]) if key.startswith("cuda:") else None
         RECORDER.record("lock", device, f"{mode} {key}")
