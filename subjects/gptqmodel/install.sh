@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Install GPTQModel 7.7.0 from its sdist (source only, no CUDA extensions) for the devsim subject.
+#
+#   subjects/gptqmodel/install.sh [VENV [SRC_DIR]]
+#
+# VENV     a Python venv that already has torch (default: .venv-torch at the repo root, torch 2.11.0)
+# SRC_DIR  where the GPTQModel sdist is unpacked, outside the repository, never committed (default:
+#          gptqmodel-src next to the repository, the PYTHONPATH subjects/gptqmodel.toml gives the subject)
+#
+# Idempotent: a second run with everything in place only checks. GPTQModel asks for torch>=2.14.1;
+# its other requirements are installed under a constraint that keeps the venv's torch (2.11.0 by
+# default, override with TORCH_VERSION), and GPTQModel itself runs from SRC_DIR with PYTHONPATH.
+# Afterwards the subject package is installed editable into VENV, with pytest.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+VENV=${1:-$REPO/.venv-torch}
+SRC=${2:-$(dirname "$REPO")/gptqmodel-src}
+VERSION=${GPTQMODEL_VERSION:-7.7.0}
+TORCH_VERSION=${TORCH_VERSION:-2.11.0}
+case "$(cd "$(dirname "$SRC")" 2>/dev/null && pwd)/" in
+  "$REPO"/*) echo "install.sh: $SRC is inside the repository; unpack GPTQModel outside it" >&2; exit 2 ;;
+esac
+PY="$VENV/bin/python"
+export BUILD_CUDA_EXT=0 PIP_DISABLE_PIP_VERSION_CHECK=1
+
+[ -x "$PY" ] || { echo "install.sh: no python at $PY" >&2; exit 2; }
+have_torch=$("$PY" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null) \
+  || { echo "install.sh: torch is not installed in $VENV" >&2; exit 2; }
+[ "$have_torch" = "$TORCH_VERSION" ] \
+  || echo "install.sh: warning: $VENV has torch $have_torch, constraining to it instead of $TORCH_VERSION" >&2
+TORCH_VERSION=$have_torch
+
+# 1. The sdist, unpacked into SRC (checked by its PKG-INFO version).
+if ! grep -qx "Version: $VERSION" "$SRC/PKG-INFO" 2>/dev/null; then
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  "$PY" -m pip download --quiet --no-deps --no-binary :all: "gptqmodel==$VERSION" -d "$tmp"
+  if [ -e "$SRC" ] && [ -n "$(ls -A "$SRC" 2>/dev/null)" ] && ! grep -qx "Name: [Gg][Pp][Tt][Qq][Mm]odel" "$SRC/PKG-INFO" 2>/dev/null; then
+    echo "install.sh: $SRC exists and is not an unpacked GPTQModel sdist; not touching it" >&2
+    exit 2
+  fi
+  rm -rf "$SRC" && mkdir -p "$SRC"
+  tar xzf "$tmp"/gptqmodel-"$VERSION".tar.gz -C "$SRC" --strip-components=1
+fi
+[ -f "$SRC/gptqmodel/__init__.py" ] || { echo "install.sh: $SRC has no gptqmodel package" >&2; exit 1; }
+
+# 2. Its requirements, minus torch (kept), build tools (no build here) and torchao (not imported by the
+#    dispatch code; its releases pin newer torch), under a torch constraint.
+constraints=$(mktemp)
+reqs=$(mktemp)
+echo "torch==$TORCH_VERSION" >"$constraints"
+grep -vE '^\s*(#|$)' "$SRC/requirements.txt" \
+  | grep -viE '^\s*(torch|ninja|maturin|torchao)\b' >"$reqs"
+echo "pytest" >>"$reqs"
+if ! "$PY" - "$reqs" <<'PYEOF' 2>/dev/null
+import sys
+from importlib.metadata import version, PackageNotFoundError
+from packaging.requirements import Requirement
+for line in open(sys.argv[1]):
+    r = Requirement(line.strip())
+    if r.marker and not r.marker.evaluate():
+        continue
+    try:
+        v = version(r.name)
+    except PackageNotFoundError:
+        sys.exit(1)
+    if r.specifier and not r.specifier.contains(v, prereleases=True):
+        sys.exit(1)
+PYEOF
+then
+  "$PY" -m pip install --quiet -r "$reqs" -c "$constraints"
+fi
+rm -f "$constraints" "$reqs"
+
+# 3. The subject package itself (editable, no dependencies: they are above).
+if ! (cd / && "$PY" -c 'import devsim_subject_gptqmodel' 2>/dev/null); then
+  "$PY" -m pip install --quiet --no-deps --no-build-isolation -e "$HERE" 2>/dev/null \
+    || "$PY" -m pip install --quiet --no-deps -e "$HERE"
+fi
+
+# 4. Smoke check: GPTQModel imports from SRC with this torch.
+PYTHONPATH="$SRC${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c \
+  'import gptqmodel.models._const as c, sys; print("gptqmodel", c.__file__, file=sys.stderr)' >/dev/null
+echo "install.sh: GPTQModel $VERSION ready: PYTHONPATH=$SRC, venv $VENV (torch $TORCH_VERSION)"

@@ -1,0 +1,1 @@
+"""devsim subject for GPTQModel."""

@@ -1,0 +1,300 @@
+"""The protocol loop (docs/subject-protocol.md, version 1).
+
+The parent process owns stdin and the real stdout. It imports GPTQModel once, answers the handshake, and for
+each scenario forks a child that becomes the scenario's host; the parent relays that scenario's steps to the
+child over a pipe and writes the child's answers to stdout. A child never outlives its scenario, so nothing a
+scenario does (current device, patched constants, GPTQModel caches, thread pools) reaches the next one.
+
+stdout hygiene: before anything is imported, fd 1 is duplicated to a private descriptor used only for
+protocol lines, and fd 1 itself is pointed at stderr, so banners, logs and prints from GPTQModel, torch or
+anything else land on stderr.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from typing import IO, Any, Optional
+
+PROTOCOL = 1
+MAX_LINE = 1 << 20
+
+
+def log(message: str) -> None:
+    print(f"devsim-subject: {message}", file=sys.stderr, flush=True)
+
+
+class Fatal(Exception):
+    """A condition that ends the subject with a non-zero status (message on stderr)."""
+
+
+# ----------------------------------------------------------------------------------------------- I/O
+
+
+def claim_stdout() -> IO[bytes]:
+    """Keep the real stdout for protocol lines only; everything else written to fd 1 goes to stderr."""
+    sys.stdout.flush()
+    protocol = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    # A buffered text stream on fd 1 (not write-through), so logbar does not wrap it in a queueing thread.
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=True)
+    return protocol
+
+
+class LineReader:
+    """Unbuffered-enough line reader on a raw descriptor (a forked child must not inherit read-ahead)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = b""
+
+    def next(self) -> Optional[bytes]:
+        while b"\n" not in self.buffer:
+            chunk = os.read(self.fd, 65536)
+            if not chunk:
+                if self.buffer.strip():
+                    line, self.buffer = self.buffer, b""
+                    return line
+                return None
+            self.buffer += chunk
+            if len(self.buffer) > MAX_LINE and b"\n" not in self.buffer:
+                raise Fatal("a line longer than 1 MiB arrived")
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
+
+
+def parse(line: bytes) -> dict:
+    try:
+        msg = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise Fatal(f"not a JSON line: {line[:200]!r} ({exc})") from exc
+    if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
+        raise Fatal(f"not a protocol message (no type): {line[:200]!r}")
+    return msg
+
+
+def encode(msg: dict) -> bytes:
+    data = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    if len(data) > MAX_LINE:
+        raise Fatal(f"an answer longer than 1 MiB for {msg.get('type')}")
+    return data
+
+
+# ----------------------------------------------------------------------------------------------- parent
+
+
+class Parent:
+    def __init__(self, subject: Any, out: IO[bytes], reader: LineReader) -> None:
+        self.subject = subject
+        self.out = out
+        self.reader = reader
+        self.child: Optional[tuple[int, int, LineReader, str]] = None  # pid, write fd, reader, scenario
+        self.closed_scenario: Optional[str] = None  # answered unsupported: its `end` still gets `done`
+        self.exiting: list[tuple[int, float]] = []  # children told to stop, not yet reaped
+
+    def write(self, msg: dict) -> None:
+        self.out.write(encode(msg))
+
+    def serve(self) -> int:
+        while True:
+            line = self.reader.next()
+            if line is None:
+                self.stop_child()
+                self.reap(block=True)
+                return 0
+            if not line.strip():
+                continue
+            msg = parse(line)
+            kind = msg["type"]
+            if kind == "scenario":
+                self.stop_child()
+                self.start_scenario(msg)
+            elif kind in ("step", "end"):
+                self.relay(msg)
+            else:
+                raise Fatal(f"unknown message type {kind!r} in {line[:200]!r}")
+
+    def start_scenario(self, msg: dict) -> None:
+        name = msg.get("name")
+        if not isinstance(name, str) or not isinstance(msg.get("host"), dict):
+            raise Fatal(f"a scenario message needs a name and a host: {json.dumps(msg)[:200]}")
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the child: never returns
+            os.close(down_w)
+            os.close(up_r)
+            code = 0
+            try:
+                code = child_main(self.subject, name, msg, LineReader(down_r), up_w)
+            except Exception as exc:
+                if type(exc).__name__ == "ProtocolError":
+                    log(f"protocol error: {exc}")
+                    code = 2
+                else:  # a subject bug: traceback on stderr, non-zero exit
+                    traceback.print_exc()
+                    code = 3
+            except BaseException:
+                traceback.print_exc()
+                code = 3
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        os.close(down_r)
+        os.close(up_w)
+        self.child = (pid, down_w, LineReader(up_r), name)
+        self.closed_scenario = None
+        answer = self.from_child()
+        self.write(answer)
+        if answer["type"] == "unsupported":
+            self.stop_child()
+            self.closed_scenario = name
+
+    def relay(self, msg: dict) -> None:
+        name = msg.get("scenario")
+        if self.child is None:
+            if msg["type"] == "end" and name is not None and name == self.closed_scenario:
+                self.closed_scenario = None
+                self.write({"type": "done", "scenario": name})
+                return
+            raise Fatal(f"{msg['type']} for scenario {name!r} while no scenario is running")
+        if name != self.child[3]:
+            raise Fatal(f"{msg['type']} names scenario {name!r} but {self.child[3]!r} is running")
+        os.write(self.child[1], encode(msg))
+        answer = self.from_child()
+        self.write(answer)
+        if msg["type"] == "end":
+            self.stop_child()
+
+    def from_child(self) -> dict:
+        assert self.child is not None
+        pid, _, reader, name = self.child
+        line = reader.next()
+        if line is None:
+            _, status = os.waitpid(pid, 0)
+            self.child = None
+            raise Fatal(f"the child running scenario {name!r} died ({describe(status)}); see its traceback above")
+        return json.loads(line)
+
+    def stop_child(self) -> None:
+        """End the running child: closing its pipe makes it exit (it is waiting for a step or has answered
+        `done`). It is reaped later, so its exit (unmapping a large address space) overlaps the next fork."""
+        if self.child is None:
+            return
+        pid, down_w, reader, _ = self.child
+        self.child = None
+        os.close(down_w)
+        os.close(reader.fd)
+        self.exiting.append((pid, time.monotonic()))
+        self.reap(block=False)
+
+    def reap(self, block: bool) -> None:
+        """Collect exited children; one still running after its grace period is stuck in the code under test."""
+        still = []
+        for pid, since in self.exiting:
+            try:
+                finished, _status = os.waitpid(pid, 0 if block else os.WNOHANG)
+            except ChildProcessError:
+                continue
+            if finished:
+                continue
+            if time.monotonic() - since > 5:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                continue
+            still.append((pid, since))
+        self.exiting = still
+
+
+def describe(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"signal {os.WTERMSIG(status)}"
+    return f"exit status {os.WEXITSTATUS(status)}"
+
+
+# ----------------------------------------------------------------------------------------------- child
+
+
+def child_main(subject: Any, name: str, scenario: dict, reader: LineReader, up: int) -> int:
+    from .fakehost import Host
+
+    def send(msg: dict) -> None:
+        os.write(up, encode(msg))
+
+    try:
+        host = Host.from_message(scenario["host"])
+    except (KeyError, TypeError, ValueError) as exc:
+        send({"type": "unsupported", "scenario": name, "reason": f"cannot read the host: {exc!r}"})
+        return 0
+    reason = subject.enter(host)
+    if reason is not None:
+        send({"type": "unsupported", "scenario": name, "reason": reason})
+        return 0
+    send({"type": "ready", "scenario": name})
+    while True:
+        line = reader.next()
+        if line is None:
+            return 0
+        msg = json.loads(line)
+        if msg["type"] == "end":
+            send({"type": "done", "scenario": name})
+            return 0
+        send(subject.step(msg))
+
+
+# ----------------------------------------------------------------------------------------------- main
+
+
+def prepare_environment() -> None:
+    """Before any import: quiet, single-threaded, deterministic library behaviour."""
+    env = os.environ
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("MKL_NUM_THREADS", "1")
+    env["BUILD_CUDA_EXT"] = "0"
+    env["TERM"] = "dumb"  # logbar: headless, no progress-refresh thread
+    env["NO_COLOR"] = "1"
+    env.pop("PYTEST_CURRENT_TEST", None)  # logbar keeps its UI threads under pytest
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def main() -> int:
+    prepare_environment()
+    out = claim_stdout()
+    reader = LineReader(0)
+    try:
+        line = reader.next()
+        while line is not None and not line.strip():
+            line = reader.next()
+        if line is None:
+            return 0
+        hello = parse(line)
+        if hello["type"] != "hello":
+            raise Fatal(f"expected hello, got {hello['type']!r}")
+        if hello.get("protocol") != PROTOCOL:
+            log(f"devsim speaks protocol {hello.get('protocol')!r}; this subject speaks {PROTOCOL}")
+
+        from .subject import Subject
+
+        subject = Subject()
+        subject.load()
+        gc.collect()
+        gc.freeze()  # children inherit these objects; a frozen heap keeps their GC from touching (copying) it
+        sys.stdout.flush()
+        out.write(encode(subject.handshake()))
+        return Parent(subject, out, reader).serve()
+    except Fatal as exc:
+        log(str(exc))
+        return 2
+    except BrokenPipeError:
+        return 0
+    except BaseException:
+        traceback.print_exc()
+        return 3

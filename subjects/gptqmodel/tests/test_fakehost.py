@@ -1,0 +1,103 @@
+"""The simulated runtime follows torch's semantics (in-process: this test process's torch gets patched)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from devsim_subject_gptqmodel import fakehost  # noqa: E402
+from devsim_subject_gptqmodel.fakehost import MOVES, RECORDER, Host  # noqa: E402
+from fakedevsim import AMD_MIXED, CPU, H200X2  # noqa: E402
+
+
+@pytest.fixture
+def become():
+    fakehost.install_move_hook()
+
+    def _become(host: dict) -> None:
+        fakehost.install(Host.from_message(host))
+
+    yield _become
+    fakehost.install(Host())
+
+
+def names(events):
+    return [(e["event"], e.get("device")) for e in events]
+
+
+def test_device_context_switches_and_restores(become):
+    become(AMD_MIXED)
+    with RECORDER.capture() as events:
+        with torch.cuda.device(1):
+            assert torch.cuda.current_device() == 1
+        with torch.cuda.device("cuda"):  # indexless: the current device, no switch
+            pass
+    assert names(events) == [
+        ("get_device", 0), ("set_device", 1), ("get_device", 1), ("set_device", 0),
+        ("get_device", 0), ("get_device", 0),
+    ]
+    assert fakehost.RUNTIME.current() == 0
+
+
+def test_capabilities_and_arch_queries(become):
+    become(AMD_MIXED)
+    with RECORDER.capture() as events:
+        assert torch.cuda.get_device_capability(0) == (9, 4)
+        assert torch.cuda.get_device_capability(1) == (12, 0)
+        assert torch.cuda.get_device_properties(0).gcnArchName == "gfx942:sramecc+:xnack-"
+        assert torch.cuda.get_device_name(1) == "AMD Radeon AI PRO R9700"
+    assert names(events) == [("nvidia_capability", 0), ("nvidia_capability", 1), ("amd_arch", 0), ("device_name", 1)]
+    assert torch.version.hip is not None and torch.version.cuda is None
+    become(H200X2)
+    with RECORDER.capture() as events:
+        props = torch.cuda.get_device_properties(1)
+        assert (props.major, props.minor) == (9, 0)
+        assert props.shared_memory_per_block_optin == 232448
+        assert props.gcnArchName == "NVIDIA"  # CUDA builds never answer an arch, but the question is recorded
+    assert [e["event"] for e in events] == ["nvidia_capability", "nvidia_capability", "smem_optin", "amd_arch"]
+    assert torch.version.hip is None and torch.version.cuda is not None
+
+
+def test_bad_ordinals_raise_like_torch(become):
+    become(AMD_MIXED)
+    with pytest.raises(RuntimeError, match="invalid device ordinal"):
+        torch.cuda.set_device(2)
+    with pytest.raises(AssertionError, match="Invalid device id"):
+        torch.cuda.get_device_properties(5)
+    become(CPU)
+    assert torch.cuda.is_available() is False and torch.cuda.device_count() == 0
+    with pytest.raises(AssertionError, match="not compiled with CUDA"):
+        torch.cuda.current_device()
+
+
+def test_current_device_is_per_thread(become):
+    become({**AMD_MIXED, "current": 1})
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(torch.cuda.current_device()))
+    worker.start()
+    worker.join()
+    assert seen == [0] and torch.cuda.current_device() == 1
+
+
+def test_events_from_other_threads_are_not_recorded(become):
+    become(AMD_MIXED)
+    with RECORDER.capture() as events:
+        worker = threading.Thread(target=lambda: torch.cuda.set_device(1))
+        worker.start()
+        worker.join()
+    assert events == []
+
+
+def test_moves_land_where_torch_would(become):
+    become({**H200X2, "current": 1})
+    with MOVES.capture() as landings:
+        x = torch.zeros(2)
+        x.to("cuda")
+        x.to(torch.device("cuda", 0))
+        x.to(device="cuda:1", dtype=torch.float16)
+        x.to("cpu")
+    assert [landed for _, landed in landings] == [1, 0, 1]
+    assert x.to("cpu").device.type == "cpu"  # outside a capture, .to is torch's own
