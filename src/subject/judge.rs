@@ -1,5 +1,7 @@
 //! Judging a subject's answers with the same code as in-process runs, without false green: expectations on
-//! events the subject does not record are set aside, and a scenario that needed them cannot pass.
+//! events the subject does not record are set aside, and a scenario that needed them cannot pass. So are
+//! `message` fragments: they pin devsim's own wording, and another implementation words its errors its own
+//! way (the error *kind* is still compared).
 
 use std::collections::BTreeSet;
 
@@ -15,14 +17,21 @@ pub struct Judge {
     recorded: BTreeSet<String>,
     /// Event names some rule needed but the subject does not record.
     pub unrecorded: BTreeSet<String>,
+    /// Whether `message` fragments are compared (the subject words its errors as devsim does).
+    compares_messages: bool,
+    /// Whether some `message` fragment was set aside.
+    pub messages_set_aside: bool,
 }
 
 impl Judge {
-    /// A judge for a subject that records `events`.
-    pub fn new(events: &[String]) -> Self {
+    /// A judge for a subject that records `events`; `compares_messages` when it words its errors as devsim
+    /// does.
+    pub fn new(events: &[String], compares_messages: bool) -> Self {
         Self {
             recorded: events.iter().cloned().collect(),
             unrecorded: BTreeSet::new(),
+            compares_messages,
+            messages_set_aside: false,
         }
     }
 
@@ -59,18 +68,52 @@ impl Judge {
         }
     }
 
-    /// Compares a step with its expectations, checkable trace rules only.
+    /// The expectations that can be checked, conditional tables included: trace rules on recorded
+    /// events, and no `message` fragment.
+    fn checkable_expectations(&mut self, expect: &Expectations) -> Expectations {
+        let compares = self.compares_messages;
+        if expect.message.is_some() && !compares {
+            self.messages_set_aside = true;
+        }
+        Expectations {
+            trace: self.checkable(&expect.trace),
+            message: expect.message.clone().filter(|_| compares),
+            when_ok: expect
+                .when_ok
+                .as_ref()
+                .map(|branch| Box::new(self.checkable_expectations(branch))),
+            when_refused: expect
+                .when_refused
+                .as_ref()
+                .map(|branch| Box::new(self.checkable_expectations(branch))),
+            ..expect.clone()
+        }
+    }
+
+    /// Compares a step with its checkable expectations.
     pub fn step(
         &mut self,
         expect: &Expectations,
         observed: &Observed,
         entries: &[Entry],
     ) -> Vec<Mismatch> {
-        let expect = Expectations {
-            trace: self.checkable(&expect.trace),
-            ..expect.clone()
-        };
+        let expect = self.checkable_expectations(expect);
         compare(&expect, observed, entries)
+    }
+
+    /// Why a scenario whose checkable expectations all held still cannot pass, if it cannot.
+    pub fn unchecked(&self, subject: &str) -> Option<String> {
+        let mut parts = Vec::new();
+        if !self.unrecorded.is_empty() {
+            let names: Vec<&str> = self.unrecorded.iter().map(String::as_str).collect();
+            parts.push(format!("does not record {}", names.join(", ")));
+        }
+        if self.messages_set_aside {
+            parts.push(
+                "words its errors its own way (devsim's message fragments were not checked)".into(),
+            );
+        }
+        (!parts.is_empty()).then(|| format!("subject {subject} {}", parts.join(", and ")))
     }
 
     /// Checks the scenario-level rules, checkable ones only.
@@ -159,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_rule_on_an_unrecorded_event_is_set_aside_and_remembered() {
-        let mut judge = Judge::new(&["set_device".into()]);
+        let mut judge = Judge::new(&["set_device".into()], true);
         let kept = judge.checkable(&rules(
             &["nvidia_capability", "set_device"],
             &["set_device", "launch"],

@@ -14,7 +14,7 @@ use crate::scenario::run::StepReport;
 use crate::scenario::{Scenario, ScenarioReport, Status};
 use crate::subject::connection::{Connection, Incoming, Silence};
 use crate::subject::judge::{self, Judge};
-use crate::subject::protocol::{FromSubject, PROTOCOL, ToSubject};
+use crate::subject::protocol::{FromSubject, PROTOCOL, ToSubject, Wording};
 use crate::subject::{Subject, SubjectError, SubjectKind, SubjectSpec, encode};
 use crate::trace::is_event_name;
 
@@ -31,6 +31,8 @@ pub struct Capabilities {
     pub kernels: Vec<String>,
     /// The events it records.
     pub events: Vec<String>,
+    /// Whose wording its error messages use.
+    pub messages: Wording,
 }
 
 /// Dispatch code in another process, speaking the subject protocol.
@@ -148,7 +150,7 @@ impl ProcessSubject {
             } if s == name => skipped = Some(reason),
             _ => return Err(out_of_order(expected, &line)),
         }
-        let mut judge = Judge::new(&events);
+        let mut judge = Judge::new(&events, self.capabilities.messages == Wording::Devsim);
         let mut entries = Vec::new();
         if skipped.is_none() {
             for step in &scenario.steps {
@@ -210,12 +212,8 @@ impl ProcessSubject {
             Status::Failed
         } else if let Some(reason) = skipped {
             Status::Skipped(reason)
-        } else if !judge.unrecorded.is_empty() {
-            let names: Vec<&str> = judge.unrecorded.iter().map(String::as_str).collect();
-            Status::Skipped(format!(
-                "subject {subject} does not record {}",
-                names.join(", ")
-            ))
+        } else if let Some(reason) = judge.unchecked(&subject) {
+            Status::Skipped(reason)
         } else {
             Status::Passed
         };
@@ -453,12 +451,14 @@ fn connect(spec: &SubjectSpec) -> Result<(Connection, Capabilities), SubjectErro
             actions,
             kernels,
             events,
+            messages,
         }) => Capabilities {
             name: subject.name,
             version: subject.version,
             actions,
             kernels,
             events,
+            messages,
         },
         Ok(_) => {
             let problem = format!("expected a handshake, got `{}`", clip(&line));

@@ -38,6 +38,17 @@ pub enum ToSubject {
     },
 }
 
+/// Whose words a subject's error messages are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Wording {
+    /// The subject's own: devsim's message fragments cannot be compared.
+    #[default]
+    Own,
+    /// devsim's, word for word: message fragments are compared.
+    Devsim,
+}
+
 /// A message from the subject to devsim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
@@ -54,6 +65,10 @@ pub enum FromSubject {
         kernels: Vec<String>,
         /// The trace events it records.
         events: Vec<String>,
+        /// Whose wording its error messages use: `own` (the default; devsim's `message` fragments are
+        /// then set aside, never compared) or `devsim` (it reproduces devsim's messages word for word).
+        #[serde(default)]
+        messages: Wording,
     },
     /// The subject is ready for the scenario's steps.
     Ready {

@@ -56,6 +56,7 @@ pub fn serve(mode: &str) -> i32 {
         "actions": ["normalize", "resolve"],
         "kernels": kernels,
         "events": ["device_count", "gate:normalize"],
+        "messages": if mode == "own-wording" { "own" } else { "devsim" },
     }));
     let crash_once = std::env::var_os(STATE).map(|dir| PathBuf::from(dir).join("crashed"));
     let mut host = Value::Null;
