@@ -150,13 +150,15 @@ fn run(options: &Options) -> Result<(), RunError> {
         let outcome = corpus.build_and_run(&format!("mutant {mutation}"));
         write(&path, &original)?;
         let (caught_by, build_time) = outcome?;
-        println!(
-            "{mutation}: caught by {} scenario(s) (build {build_time:.1?}): {}",
-            caught_by.len(),
-            caught_by.join(", ")
-        );
         if caught_by.is_empty() {
+            println!("{mutation}: NOT CAUGHT, every scenario passes (build {build_time:.1?})");
             survivors.push(mutation.name.clone());
+        } else {
+            println!(
+                "{mutation}: caught by {} scenario(s) (build {build_time:.1?}): {}",
+                caught_by.len(),
+                caught_by.join(", ")
+            );
         }
     }
     println!(
