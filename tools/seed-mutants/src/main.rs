@@ -4,12 +4,19 @@
 //! would build inside `cargo test` and fight it for the target directory. It is a Rust workspace member
 //! rather than a script because it shares the data model and the anchor check with `tests/mutants.rs`.
 //!
-//! It copies the repository's files (those git tracks or would track) to a scratch folder under the target
+//! It copies the repository's files (those git tracks or would track) to a scratch folder under the build
 //! directory and removes it afterwards, builds and runs the unmutated corpus, then for each mutation in
-//! `mutants/seed-bugs.toml`: writes the mutated file, rebuilds `devsim` (one `CARGO_TARGET_DIR` for every
-//! build, so only devsim recompiles, incrementally), runs `devsim run --format json scenarios`, lists the
-//! scenarios that failed, and restores the file. It fails when the unmutated corpus does not pass, when an
-//! anchor does not match exactly once, when a mutation does not build, or when a mutation fails no scenario.
+//! `mutants/seed-bugs.toml`: writes the mutated file, rebuilds `devsim`, runs
+//! `devsim run --format json scenarios`, lists the scenarios that failed, and restores the file.
+//!
+//! Every build shares the repository's cargo build directory (`CARGO_BUILD_BUILD_DIR`), so the dependencies
+//! `cargo test` built are reused and only devsim recompiles, incrementally: a mutation costs a few seconds.
+//! Final artifacts go to a target directory inside the scratch copy, so `target/debug/devsim` is never a
+//! mutated binary. devsim's intermediate artifacts are shared with the repository's own build, which
+//! therefore recompiles devsim once after a run.
+//!
+//! It fails when the unmutated corpus does not pass, when an anchor does not match exactly once, when a
+//! mutation does not build, or when a mutation fails no scenario.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
@@ -26,10 +33,10 @@ struct Options {
     /// The repository root (holds mutants/seed-bugs.toml).
     #[arg(long, default_value = ".")]
     root: PathBuf,
-    /// The cargo target directory shared by every build (default: the repository's own `target`, so
-    /// dependencies `cargo test` already built are reused).
+    /// The cargo build directory shared by every build (default: the repository's, from `cargo metadata`,
+    /// so the dependencies `cargo test` already built are reused).
     #[arg(long)]
-    target_dir: Option<PathBuf>,
+    build_dir: Option<PathBuf>,
     /// Run only the mutations with these names.
     #[arg(long = "only", value_name = "NAME")]
     only: Vec<String>,
@@ -61,6 +68,8 @@ enum RunError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cargo metadata gave no build directory for {}: {detail}", root.display())]
+    Metadata { root: PathBuf, detail: String },
     #[error("cannot start {program}")]
     Spawn {
         program: String,
@@ -107,20 +116,21 @@ fn run(options: &Options) -> Result<(), RunError> {
         return Err(RunError::Anchors { errors: anchors });
     }
     let chosen = choose(&bugs.mutants, &options.only)?;
-    let target_dir = match &options.target_dir {
+    let build_dir = match &options.build_dir {
         Some(dir) => absolute(dir)?,
-        None => absolute(&root.join("target"))?,
+        None => build_dir_of(root)?,
     };
-    let scratch = Scratch::create(root, &target_dir.join("seed-mutants"))?;
+    let scratch = Scratch::create(root, &build_dir.join("seed-mutants"))?;
     println!(
-        "seed-mutants: {} mutation(s), scratch copy {}, target {}",
+        "seed-mutants: {} mutation(s), scratch copy {}, build directory {}",
         chosen.len(),
         scratch.path.display(),
-        target_dir.display()
+        build_dir.display()
     );
     let corpus = Corpus {
         dir: scratch.path.clone(),
-        target_dir,
+        build_dir,
+        target_dir: scratch.path.join("target"),
         timeout: Duration::from_secs(options.run_timeout),
     };
 
@@ -140,13 +150,15 @@ fn run(options: &Options) -> Result<(), RunError> {
         let outcome = corpus.build_and_run(&format!("mutant {mutation}"));
         write(&path, &original)?;
         let (caught_by, build_time) = outcome?;
-        println!(
-            "{mutation}: caught by {} scenario(s) (build {build_time:.1?}): {}",
-            caught_by.len(),
-            caught_by.join(", ")
-        );
         if caught_by.is_empty() {
+            println!("{mutation}: NOT CAUGHT, every scenario passes (build {build_time:.1?})");
             survivors.push(mutation.name.clone());
+        } else {
+            println!(
+                "{mutation}: caught by {} scenario(s) (build {build_time:.1?}): {}",
+                caught_by.len(),
+                caught_by.join(", ")
+            );
         }
     }
     println!(
@@ -177,6 +189,47 @@ fn choose<'a>(mutants: &'a [Mutation], only: &[String]) -> Result<Vec<&'a Mutati
                 .ok_or_else(|| RunError::UnknownName { name: name.clone() })
         })
         .collect()
+}
+
+/// The repository's cargo build directory (its target directory unless a build directory is configured).
+fn build_dir_of(root: &Path) -> Result<PathBuf, RunError> {
+    let cargo = cargo();
+    let output = Command::new(&cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(root)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|source| RunError::Spawn {
+            program: cargo.clone(),
+            source,
+        })?;
+    let metadata_error = |detail: String| RunError::Metadata {
+        root: root.to_path_buf(),
+        detail,
+    };
+    if !output.status.success() {
+        return Err(metadata_error(
+            String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        ));
+    }
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| metadata_error(format!("unreadable output ({e})")))?;
+    ["build_directory", "target_directory"]
+        .iter()
+        .find_map(|key| metadata.get(key).and_then(|v| v.as_str()))
+        .map(PathBuf::from)
+        .ok_or_else(|| metadata_error("no target_directory key".into()))
+}
+
+fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
 }
 
 fn absolute(path: &Path) -> Result<PathBuf, RunError> {
@@ -267,6 +320,7 @@ impl Drop for Scratch {
 /// Builds devsim in the scratch copy and runs the corpus there.
 struct Corpus {
     dir: PathBuf,
+    build_dir: PathBuf,
     target_dir: PathBuf,
     timeout: Duration,
 }
@@ -276,11 +330,12 @@ impl Corpus {
     /// how long the build took.
     fn build_and_run(&self, what: &str) -> Result<(Vec<String>, Duration), RunError> {
         let build_started = Instant::now();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+        let cargo = cargo();
         let build = Command::new(&cargo)
             .args([
                 "build", "--quiet", "--locked", "-p", "devsim", "--bin", "devsim",
             ])
+            .env("CARGO_BUILD_BUILD_DIR", &self.build_dir)
             .env("CARGO_TARGET_DIR", &self.target_dir)
             .current_dir(&self.dir)
             .stdin(Stdio::null())
