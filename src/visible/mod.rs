@@ -3,7 +3,7 @@
 //! - **torch's view** ([`torch`]): the count `torch.cuda.device_count()` returns, following PyTorch
 //!   [`TORCH_VERSION`]'s own code. Dispatch code sees this number: normalization and validation accept an
 //!   ordinal below it.
-//! - **the runtime's view** ([`driver`]): which physical GPU each ordinal is, as the CUDA driver, or ROCr then
+//! - **the runtime's view** (`driver`): which physical GPU each ordinal is, as the CUDA driver, or ROCr then
 //!   HIP, expose it. Execution (set_device, alloc, launch, name and arch queries) goes there.
 //!
 //! The two differ on HIP builds where PyTorch counts ROCR_VISIBLE_DEVICES' entries instead of parsing them;

@@ -3,7 +3,7 @@
 //! [`CudaApi`] is the raw layer: the C functions as resolved from the library, each typed by its
 //! `devsim_sys::cuda::*_t` declaration. [`CudaDriver`] is the `Result` layer: each method makes one or
 //! two driver calls and turns a failing `CUresult` into a [`DriverError`] (shared plumbing in
-//! [`super::status`]). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
+//! `status`). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
 //!
 //! A missing library or symbol is a [`LibraryError`], never a panic.
 

@@ -4,7 +4,7 @@
 //! [`HipApi`] is the raw layer: the C functions as resolved from the library, each typed by its
 //! `devsim_sys::hip::*_t` declaration. [`HipDriver`] is the `Result` layer: each method makes one or
 //! two runtime calls and turns a failing `hipError_t` into a [`DriverError`] (shared plumbing in
-//! [`super::status`]). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
+//! `status`). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
 //!
 //! Every candidate is tried until one resolves every symbol and reports ROCm 6 or newer
 //! (`hipRuntimeGetVersion`); an older runtime is refused with its path and version, since ROCm 6
