@@ -251,6 +251,14 @@ impl ProcessSubject {
         if scenario.steps.is_empty() {
             return ScenarioReport::skipped(scenario, "no step to judge");
         }
+        if !scenario.host.faults.is_empty() {
+            // Fault injection lives in devsim's runtime; a subject process runs its own code on its own
+            // simulated host, so an injected driver error cannot reach it.
+            return ScenarioReport::skipped(
+                scenario,
+                "the subject protocol carries no fault injection (host.fault)",
+            );
+        }
         if let Some(reason) = self.unsupported(scenario) {
             return ScenarioReport::skipped(scenario, reason);
         }
