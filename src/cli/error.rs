@@ -85,4 +85,13 @@ pub enum CliError {
     /// JUnit output could not be written.
     #[error("write junit: {0}")]
     Junit(#[from] quick_junit::SerializeError),
+    /// `coverage`: paths the corpus's threshold asks for that no passing scenario exercised.
+    #[error("cover every kernel path the threshold asks for: {count} not exercised")]
+    CoverageGaps {
+        /// How many kernel/path/build cells are missing.
+        count: usize,
+    },
+    /// The coverage threshold file cannot be read.
+    #[error(transparent)]
+    Threshold(#[from] crate::scenario::coverage::ThresholdError),
 }

@@ -21,7 +21,7 @@ mod visible;
 
 pub use error::CliError;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -31,6 +31,7 @@ use crate::baseline::Baseline;
 use crate::kernel::Catalog;
 use crate::output::{CheckOutput, HostsOutput, KernelsOutput, Mode, RunOutput, SubjectOutput};
 use crate::report;
+use crate::scenario::coverage::{Coverage, Threshold};
 use crate::scenario::error::render;
 use crate::scenario::live::LiveContext;
 use crate::scenario::load::scenario_name;
@@ -185,6 +186,22 @@ enum Command {
         /// Instead, start this subject and check its handshake only.
         #[arg(long, value_name = "CMD|FILE")]
         subject: Option<String>,
+    },
+    /// Run the scenarios and count, per kernel, which of validate, warmup and move passing scenarios
+    /// exercised on which build; fails (exit 1) under the threshold file.
+    #[command(after_help = EXIT_CODES)]
+    Coverage {
+        /// Files or folders.
+        paths: Vec<PathBuf>,
+        /// The threshold the corpus sets (paths and builds every kernel must cover).
+        #[arg(long, value_name = "FILE", default_value = "inventory/coverage.toml")]
+        threshold: PathBuf,
+        /// Where profiles come from.
+        #[command(flatten)]
+        corpus: CorpusArgs,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Human)]
+        format: Format,
     },
     /// List the kernel catalog.
     Kernels {
@@ -588,6 +605,60 @@ fn check(
     verdict(errors.len(), 0)
 }
 
+fn coverage(
+    catalog: &Catalog,
+    paths: &[PathBuf],
+    threshold_file: &Path,
+    corpus: &CorpusArgs,
+    format: Format,
+) -> Result<(), CliError> {
+    let selection = Selection {
+        tags: Vec::new(),
+        filters: Vec::new(),
+    };
+    let (scenarios, errors) = load_selected(catalog, paths, &selection, corpus)?;
+    print_load_errors(&errors);
+    let reports: Vec<ScenarioReport> = scenarios
+        .iter()
+        .map(|scenario| crate::scenario::suite::run_simulated(scenario, catalog))
+        .collect();
+    let runs: Vec<_> = scenarios.iter().zip(&reports).collect();
+    let counted = Coverage::of(catalog, &runs);
+    let threshold = Threshold::read(threshold_file)?;
+    let gaps = counted.gaps(&threshold);
+    match format {
+        Format::Human => {
+            say!("{}", counted.table().trim_end());
+            say!("cells: ran/refused steps of passing scenarios; - none");
+            say!(
+                "threshold {}: {} gap(s)",
+                threshold_file.display(),
+                gaps.len()
+            );
+            for gap in &gaps {
+                say!("  not exercised: {gap}");
+            }
+        }
+        Format::Json => say!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "version": crate::output::VERSION,
+                "coverage": counted,
+                "threshold": threshold,
+                "gaps": gaps,
+            }))?
+        ),
+    }
+    let failed = reports
+        .iter()
+        .filter(|r| r.status == Status::Failed)
+        .count();
+    if !gaps.is_empty() {
+        return Err(CliError::CoverageGaps { count: gaps.len() });
+    }
+    verdict(errors.len(), failed)
+}
+
 fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError> {
     match format {
         Format::Json => {
@@ -723,6 +794,12 @@ pub fn main(catalog: Catalog) -> ExitCode {
             format,
             subject: None,
         } => check(&catalog, &paths, &selection, &corpus, format),
+        Command::Coverage {
+            paths,
+            threshold,
+            corpus,
+            format,
+        } => coverage(&catalog, &paths, &threshold, &corpus, format),
         Command::Kernels { format } => kernels(&catalog, format),
         Command::Hosts {
             root,
@@ -752,7 +829,11 @@ pub fn main(catalog: Catalog) -> ExitCode {
             warn!("error: failed to pass {failed} scenario(s)");
             ExitCode::from(1)
         }
-        Err(error @ (CliError::TooFewLive { .. } | CliError::BaselineDiffers { .. })) => {
+        Err(
+            error @ (CliError::TooFewLive { .. }
+            | CliError::BaselineDiffers { .. }
+            | CliError::CoverageGaps { .. }),
+        ) => {
             warn!("error: failed to {error}");
             ExitCode::from(1)
         }

@@ -1,5 +1,6 @@
 //! Scenario files: the format, loading with located diagnostics, running, and comparing.
 
+pub mod coverage;
 pub mod error;
 pub mod expect;
 pub mod format;
