@@ -119,43 +119,7 @@ enum Command {
     /// Run scenario files against a subject (default: the built-in catalog on the simulated runtime,
     /// scenarios/).
     #[command(after_help = EXIT_CODES)]
-    Run {
-        /// Files or folders.
-        paths: Vec<PathBuf>,
-        /// Which scenarios.
-        #[command(flatten)]
-        selection: Selection,
-        /// Where profiles come from.
-        #[command(flatten)]
-        corpus: CorpusArgs,
-        /// Print only failures and the summary.
-        #[arg(long, short)]
-        quiet: bool,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = RunFormat::Human)]
-        format: RunFormat,
-        /// Replay on the real machine: scenarios whose host it satisfies run live, the rest are skipped
-        /// with the reason. Exits 3 when a GPU driver is present but failing.
-        #[arg(long)]
-        live: bool,
-        /// With --live: fail (exit 1) when fewer than N scenarios ran live (the rest were skipped).
-        #[arg(long, value_name = "N", requires = "live")]
-        require_live: Option<usize>,
-        /// Internal: this process is the child that runs one `env` scenario live; it answers with the
-        /// internal reports as JSON, whatever `--format` says.
-        #[arg(long, hide = true, requires = "live")]
-        child: bool,
-        /// Judge this dispatch code instead of the built-in catalog: a command line ('CMD ARGS') or a
-        /// subject file (x.toml) speaking the subject protocol (docs/subject-protocol.md).
-        #[arg(long, value_name = "CMD|FILE")]
-        subject: Option<String>,
-        /// Compare each scenario's outcome with this baseline file; any change, either way, fails.
-        #[arg(long, value_name = "FILE")]
-        baseline: Option<PathBuf>,
-        /// Write each scenario's outcome to this baseline file.
-        #[arg(long, value_name = "FILE")]
-        write_baseline: Option<PathBuf>,
-    },
+    Run(RunArgs),
     /// Print the real machine as a host profile, or write it as <root>/hosts/<NAME>.toml. Exits 3 when a
     /// GPU driver is present but failing.
     Probe {
@@ -328,17 +292,42 @@ fn verdict(load_errors: usize, failed: usize) -> Result<(), CliError> {
 }
 
 /// What `devsim run` was asked.
+#[derive(clap::Args)]
 struct RunArgs {
+    /// Files or folders.
     paths: Vec<PathBuf>,
+    /// Which scenarios.
+    #[command(flatten)]
     selection: Selection,
+    /// Where profiles come from.
+    #[command(flatten)]
     corpus: CorpusArgs,
+    /// Print only failures and the summary.
+    #[arg(long, short)]
     quiet: bool,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = RunFormat::Human)]
     format: RunFormat,
+    /// Replay on the real machine: scenarios whose host it satisfies run live, the rest are skipped
+    /// with the reason. Exits 3 when a GPU driver is present but failing.
+    #[arg(long)]
     live: bool,
+    /// With --live: fail (exit 1) when fewer than N scenarios ran live (the rest were skipped).
+    #[arg(long, value_name = "N", requires = "live")]
     require_live: Option<usize>,
+    /// Internal: this process is the child that runs one `env` scenario live; it answers with the
+    /// internal reports as JSON, whatever `--format` says.
+    #[arg(long, hide = true, requires = "live")]
     child: bool,
+    /// Judge this dispatch code instead of the built-in catalog: a command line ('CMD ARGS') or a
+    /// subject file (x.toml) speaking the subject protocol (docs/subject-protocol.md).
+    #[arg(long, value_name = "CMD|FILE")]
     subject: Option<String>,
+    /// Compare each scenario's outcome with this baseline file; any change, either way, fails.
+    #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
+    /// Write each scenario's outcome to this baseline file.
+    #[arg(long, value_name = "FILE")]
     write_baseline: Option<PathBuf>,
 }
 
@@ -754,34 +743,7 @@ fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Result<(), Cli
 pub fn main(catalog: Catalog) -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run {
-            paths,
-            selection,
-            corpus,
-            quiet,
-            format,
-            live,
-            require_live,
-            child,
-            subject,
-            baseline,
-            write_baseline,
-        } => run(
-            catalog,
-            RunArgs {
-                paths,
-                selection,
-                corpus,
-                quiet,
-                format,
-                live,
-                require_live,
-                child,
-                subject,
-                baseline,
-                write_baseline,
-            },
-        ),
+        Command::Run(args) => run(catalog, args),
         Command::Probe { write, force, root } => probe(write, force, root),
         Command::Check {
             subject: Some(subject),
