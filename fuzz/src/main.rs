@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use devsim::kernel::Catalog;
 use devsim::scenario::error::render;
-use devsim::scenario::load::{ProfileSources, decode, find_scenarios, parse_scenario};
+use devsim::scenario::load::{ProfileSources, decode, expand_scenarios, find_scenarios};
 use devsim::scenario::suite::run_simulated;
 
 /// Fuzz the scenario loader and runner.
@@ -71,6 +71,15 @@ const TOKENS: &[&str] = &[
     "[[host.gpu]]\n",
     "[[host.fault]]\n",
     "[expect.trace]\n",
+    "[matrix]\n",
+    "kernel = \"*\"\n",
+    "host = [\"h200x2\", \"r9700x2\"]\n",
+    "{kernel}",
+    "{host}",
+    "{kernel.alternative}",
+    "{host.family}",
+    "[step.when_ok]\n",
+    "[step.when_refused]\n",
     "action = \"",
     "device = ",
     "kernel = \"",
@@ -186,22 +195,28 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
     data
 }
 
-/// One input through the loader, the renderer and, when it loads, the runner.
+/// One input through the loader (matrix expansion included), the renderer and, for each case that loads,
+/// the runner. Cases are capped so that one input stays bounded.
 fn exercise(bytes: Vec<u8>, catalog: &Catalog, profiles: &ProfileSources) -> bool {
     let path = Path::new("fuzz/input.toml");
-    let loaded =
-        decode(path, bytes).and_then(|text| parse_scenario(path, &text, catalog, profiles));
-    match loaded {
-        Ok(scenario) => {
-            run_simulated(&scenario, catalog);
-            true
-        }
-        Err(error) => {
-            let shown = render(&error);
-            assert!(!shown.is_empty());
-            false
+    let loaded = match decode(path, bytes) {
+        Ok(text) => expand_scenarios(path, &text, catalog, profiles),
+        Err(error) => vec![(String::new(), Err(error))],
+    };
+    let mut ran = false;
+    for (_, case) in loaded.into_iter().take(64) {
+        match case {
+            Ok(scenario) => {
+                run_simulated(&scenario, catalog);
+                ran = true;
+            }
+            Err(error) => {
+                let shown = render(&error);
+                assert!(!shown.is_empty());
+            }
         }
     }
+    ran
 }
 
 fn main() -> std::process::ExitCode {
