@@ -23,19 +23,24 @@ fn the_committed_schemas_are_the_generated_ones() {
     }
 }
 
+/// A value's closed list, also when the schema lets a matrix placeholder stand in its place (`anyOf`).
+fn closed(value: &serde_json::Value) -> &serde_json::Value {
+    value.get("anyOf").map_or(value, |any| &any[0])
+}
+
 #[test]
 fn the_scenario_schema_refuses_unknown_keys_and_lists_the_loader_names() {
     let schema = SchemaKind::Scenario.generate();
     assert_eq!(schema["additionalProperties"], false);
     let step = &schema["definitions"]["StepFields"]["properties"];
-    let actions: Vec<&str> = step["action"]["enum"]
+    let actions: Vec<&str> = closed(&step["action"])["enum"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|v| v.as_str())
         .collect();
     assert_eq!(actions, devsim::scenario::model::Action::NAMES);
-    let kinds = &schema["definitions"]["StepExpectFields"]["properties"]["error"]["enum"];
+    let kinds = &closed(&schema["definitions"]["StepExpectFields"]["properties"]["error"])["enum"];
     assert_eq!(
         kinds.as_array().map(Vec::len),
         Some(devsim::DispatchError::KINDS.len())
@@ -47,4 +52,15 @@ fn the_host_schema_has_no_profile_key_because_profiles_do_not_nest() {
     let schema = SchemaKind::Host.generate();
     assert!(schema["properties"].get("profile").is_none(), "{schema:#}");
     assert!(schema["properties"].get("torch").is_some(), "{schema:#}");
+}
+
+#[test]
+fn matrix_placeholders_may_stand_for_closed_values() {
+    let schema = SchemaKind::Scenario.generate();
+    assert!(schema["properties"]["matrix"].is_object());
+    let family = &schema["definitions"]["StepExpectFields"]["properties"]["family"];
+    let pattern = family["anyOf"][1]["pattern"]
+        .as_str()
+        .expect("a placeholder pattern");
+    assert_eq!(pattern, "^\\{[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)?\\}$");
 }

@@ -62,6 +62,19 @@ pub fn scenario() -> Value {
     let mut schema = draft07::<ScenarioFile>();
     schema["title"] = json!("devsim scenario file (format 1)");
     schema["properties"]["format"]["const"] = json!(crate::scenario::format::FORMAT_VERSION);
+    // `[matrix]` is expanded before the typed loader sees the file (scenario::matrix), so it is not a field
+    // of the format types; its values are lists of strings or integers, "*", or a kernel filter table.
+    schema["properties"]["matrix"] = json!({
+        "description": "Parameters: one scenario per combination, named file.toml[name=value,...] (docs/scenario-format.md, Matrices).",
+        "type": "object",
+        "additionalProperties": {
+            "anyOf": [
+                {"type": "array", "items": {"type": ["string", "integer"]}},
+                {"type": "string", "const": "*"},
+                {"type": "object"}
+            ]
+        }
+    });
     let defs = &mut schema[DEFINITIONS];
     let actions: Vec<&str> = Action::NAMES.to_vec();
     defs["StepFields"]["properties"]["action"]["enum"] = json!(actions);
@@ -81,7 +94,36 @@ pub fn scenario() -> Value {
     expect["vendor"]["enum"] = json!(vendors);
     trace_names(&mut defs["TraceRuleFields"]);
     fault_calls(&mut defs["FaultFields"]);
+    // A matrix case fills `{name}` placeholders before the loader reads the file, so any value may be one.
+    allow_placeholders(&mut schema);
     schema
+}
+
+/// A whole-string matrix placeholder: `"{kernel}"`, `"{host.family}"`.
+const PLACEHOLDER: &str = "^\\{[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)?\\}$";
+
+/// Lets every closed or typed value also be a placeholder string, walking the whole schema.
+fn allow_placeholders(value: &mut Value) {
+    let Some(object) = value.as_object_mut() else {
+        if let Some(items) = value.as_array_mut() {
+            items.iter_mut().for_each(allow_placeholders);
+        }
+        return;
+    };
+    let closed = object.contains_key("enum")
+        || object.contains_key("const")
+        || matches!(object.get("type"), Some(Value::String(t)) if t == "integer")
+        || matches!(object.get("type"), Some(Value::Array(types)) if types.iter().any(|t| t == "integer"));
+    for child in object.values_mut() {
+        allow_placeholders(child);
+    }
+    if closed && !object.contains_key("properties") {
+        let original = Value::Object(std::mem::take(object));
+        object.insert(
+            "anyOf".into(),
+            json!([original, {"type": "string", "pattern": PLACEHOLDER}]),
+        );
+    }
 }
 
 /// The schema of a host profile: the host fields without `profile` (profiles do not nest).
