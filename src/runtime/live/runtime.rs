@@ -114,7 +114,9 @@ impl LiveRuntime {
         }
     }
 
-    /// Runs `work` with `ordinal` current, restoring the previous device afterwards (also on panic).
+    /// Runs `work` with `ordinal` current, restoring the previous device afterwards. A restore that fails
+    /// fails the call (the caller would otherwise go on with the wrong device current); on a panic the
+    /// restore is still attempted, from the guard's drop.
     fn in_context<T>(
         &self,
         ordinal: u32,
@@ -124,8 +126,25 @@ impl LiveRuntime {
             driver: &'a dyn GpuDriver,
             previous: Option<u32>,
         }
+        impl Restore<'_> {
+            /// Restores now, reporting the driver's error.
+            fn finish(mut self) -> Result<(), DriverError> {
+                match self.previous.take() {
+                    Some(previous) => {
+                        self.driver
+                            .set_device(previous)
+                            .map_err(|error| DriverError {
+                                call: format!("restore current device {previous} ({})", error.call),
+                                ..error
+                            })
+                    }
+                    None => Ok(()),
+                }
+            }
+        }
         impl Drop for Restore<'_> {
             fn drop(&mut self) {
+                // Only reached on an early return or a panic: `finish` takes `previous` on the normal path.
                 if let Some(previous) = self.previous {
                     let _ = self.driver.set_device(previous);
                 }
@@ -140,7 +159,11 @@ impl LiveRuntime {
         if restore.previous.is_some() {
             driver.set_device(ordinal)?;
         }
-        work(driver)
+        let result = work(driver);
+        let restored = restore.finish();
+        let value = result?;
+        restored?;
+        Ok(value)
     }
 }
 
@@ -306,5 +329,109 @@ impl Runtime for LiveRuntime {
     /// Live replay never loads real extensions: the call is recorded, and only the gates decide.
     fn load_extension(&self, _name: &str) -> Result<(), DriverError> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// Two GPUs; `set_device` back to GPU 0 fails once `refuse_restore` is set.
+    struct Scripted {
+        current: Mutex<u32>,
+        refuse_restore: bool,
+    }
+
+    fn fail(call: &str) -> DriverError {
+        DriverError {
+            call: call.into(),
+            code: 999,
+            message: "scripted failure".into(),
+        }
+    }
+
+    impl GpuDriver for Scripted {
+        fn build(&self) -> TorchBuild {
+            TorchBuild::Cuda
+        }
+        fn path(&self) -> &str {
+            "scripted"
+        }
+        fn device_count(&self) -> Result<u32, DriverError> {
+            Ok(2)
+        }
+        fn name(&self, _: u32) -> Result<String, DriverError> {
+            Ok("scripted".into())
+        }
+        fn capability(&self, _: u32) -> Result<(u32, u32), DriverError> {
+            Ok((9, 0))
+        }
+        fn gcn_arch_name(&self, _: u32) -> Result<String, DriverError> {
+            Err(fail("gcn_arch_name"))
+        }
+        fn smem_optin(&self, _: u32) -> Result<u32, DriverError> {
+            Ok(232_448)
+        }
+        fn current_device(&self) -> Result<u32, DriverError> {
+            self.current
+                .lock()
+                .map(|c| *c)
+                .map_err(|_| fail("current_device"))
+        }
+        fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
+            if self.refuse_restore && ordinal == 0 {
+                return Err(fail("cuCtxSetCurrent"));
+            }
+            *self.current.lock().map_err(|_| fail("set_device"))? = ordinal;
+            Ok(())
+        }
+        fn alloc(&self, _: usize) -> Result<u64, DriverError> {
+            Ok(0x1000)
+        }
+        fn free(&self, _: u64) -> Result<(), DriverError> {
+            Ok(())
+        }
+        fn copy_in(&self, _: u64, _: &[u8]) -> Result<(), DriverError> {
+            Ok(())
+        }
+        fn copy_out(&self, _: u64, len: usize) -> Result<Vec<u8>, DriverError> {
+            Ok(vec![0; len])
+        }
+        fn memset(&self, _: u64, _: u8, _: usize) -> Result<(), DriverError> {
+            Ok(())
+        }
+        fn synchronize(&self) -> Result<(), DriverError> {
+            Ok(())
+        }
+    }
+
+    fn runtime(refuse_restore: bool) -> LiveRuntime {
+        LiveRuntime::new(
+            Arc::new(Scripted {
+                current: Mutex::new(0),
+                refuse_restore,
+            }),
+            false,
+        )
+    }
+
+    #[test]
+    fn an_allocation_on_another_gpu_hands_the_callers_device_back() {
+        let runtime = runtime(false);
+        let buffer = runtime.alloc(TorchDevice::cuda(1), 16).expect("allocates");
+        assert_eq!(buffer.place, Place::Gpu(1));
+        assert_eq!(runtime.get_device(), Ok(0));
+    }
+
+    #[test]
+    fn a_failed_restore_fails_the_call_instead_of_leaving_the_wrong_device_current() {
+        let runtime = runtime(true);
+        let error = runtime
+            .alloc(TorchDevice::cuda(1), 16)
+            .expect_err("the restore to GPU 0 fails");
+        assert_eq!(error.call, "restore current device 0 (cuCtxSetCurrent)");
+        assert_eq!(error.code, 999);
     }
 }
