@@ -1,4 +1,5 @@
-//! The reference catalog: the kernels the seed audits, with their contracts (../shared/CATALOG.md).
+//! The reference catalog: the kernels the seed audits, with their contracts (each one's audit record is a row of
+//! `inventory/kernels.toml`).
 //!
 //! Priorities the reference gives are kept; the others are chosen here: allspark 70, awq_gemv_triton 35,
 //! awq_bitblas 25, awq_llm 15,
