@@ -11,7 +11,7 @@ use crate::kernel::select::select;
 use crate::pool::DevicePool;
 use crate::runtime::{Recorder, Runtime};
 use crate::scenario::expect::{Mismatch, check_trace, compare};
-use crate::scenario::model::{Action, Scenario};
+use crate::scenario::model::{Action, Scenario, Step};
 use crate::scenario::observed::Observed;
 use crate::trace::Entry;
 
@@ -33,6 +33,27 @@ pub struct StepReport {
     /// How long the step took (benchmarks; not part of the report's data).
     #[serde(skip)]
     pub elapsed: std::time::Duration,
+}
+
+impl StepReport {
+    /// The report of `step`, judged: what it produced, how that differs from its expectations, its trace.
+    pub fn of(
+        step: &Step,
+        observed: Observed,
+        mismatches: Vec<Mismatch>,
+        trace: Vec<Entry>,
+        elapsed: std::time::Duration,
+    ) -> Self {
+        Self {
+            number: step.number,
+            line: step.line,
+            action: step.action.name().to_string(),
+            observed,
+            mismatches,
+            trace,
+            elapsed,
+        }
+    }
 }
 
 /// How a scenario ended.
@@ -201,15 +222,7 @@ pub fn run_scenario(
         observed.current_after = current.read(recorder.inner());
         let trace = recorder.trace().since(mark);
         let mismatches = compare(&step.expect, &observed, &trace);
-        steps.push(StepReport {
-            number: step.number,
-            line: step.line,
-            action: step.action.name().to_string(),
-            observed,
-            mismatches,
-            trace,
-            elapsed,
-        });
+        steps.push(StepReport::of(step, observed, mismatches, trace, elapsed));
     }
     let trace_mismatches = check_trace(
         &scenario.trace_rules,

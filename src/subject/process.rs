@@ -170,15 +170,7 @@ impl ProcessSubject {
                             })?;
                         let mismatches = judge.step(&step.expect, &observed, &trace);
                         entries.extend(trace.iter().cloned());
-                        steps.push(StepReport {
-                            number: step.number,
-                            line: step.line,
-                            action: step.action.name().to_string(),
-                            observed,
-                            mismatches,
-                            trace,
-                            elapsed,
-                        });
+                        steps.push(StepReport::of(step, observed, mismatches, trace, elapsed));
                     }
                     FromSubject::Unsupported {
                         scenario: s,
