@@ -77,7 +77,7 @@ pub mod dispatch;
 pub mod harness;
 pub mod host;
 pub mod kernel;
-pub mod matrix;
+pub(crate) mod matrix;
 pub mod output;
 pub mod pool;
 pub mod report;

@@ -5,7 +5,7 @@ mod common;
 
 use devsim::kernel::{Catalog, CatalogError, KernelSpec, Method, SpecKernel};
 use devsim::scenario::Status;
-use devsim::scenario::suite::{load_all, run_simulated};
+use devsim::scenario::{load_all, run_simulated};
 use devsim::vocab::Family;
 use rstest::rstest;
 

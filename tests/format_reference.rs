@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use devsim::DispatchError;
-use devsim::scenario::model::Action;
-use devsim::scenario::schema::SchemaKind;
+use devsim::scenario::Action;
+use devsim::scenario::SchemaKind;
 use devsim::trace::event_names;
 use serde_json::Value;
 

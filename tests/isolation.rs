@@ -11,7 +11,7 @@ use devsim::dispatch::DispatchError;
 use devsim::kernel::Catalog;
 use devsim::kernel::{Kernel, KernelSpec, Method};
 use devsim::scenario::Status;
-use devsim::scenario::suite::{load_all, run_simulated};
+use devsim::scenario::{load_all, run_simulated};
 use devsim::vocab::Family;
 use serial_test::serial;
 

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use devsim::kernel::Catalog;
-use devsim::scenario::error::render;
 use devsim::scenario::load_scenario;
+use devsim::scenario::render;
 use tempfile::TempDir;
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use devsim::scenario::schema::SchemaKind;
+use devsim::scenario::SchemaKind;
 
 #[test]
 fn the_committed_schemas_are_the_generated_ones() {
@@ -39,7 +39,7 @@ fn the_scenario_schema_refuses_unknown_keys_and_lists_the_loader_names() {
         .flatten()
         .filter_map(|v| v.as_str())
         .collect();
-    assert_eq!(actions, devsim::scenario::model::Action::NAMES);
+    assert_eq!(actions, devsim::scenario::Action::NAMES);
     let kinds = &closed(&schema["definitions"]["StepExpectFields"]["properties"]["error"])["enum"];
     assert_eq!(
         kinds.as_array().map(Vec::len),

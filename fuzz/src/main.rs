@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use devsim::kernel::Catalog;
-use devsim::scenario::error::render;
-use devsim::scenario::load::{ProfileSources, decode, expand_scenarios, find_scenarios};
-use devsim::scenario::suite::run_simulated;
+use devsim::scenario::render;
+use devsim::scenario::run_simulated;
+use devsim::scenario::{ProfileSources, decode, expand_scenarios, find_scenarios};
 
 /// Fuzz the scenario loader and runner.
 #[derive(Parser)]

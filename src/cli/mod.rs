@@ -10,12 +10,15 @@
 //! Live replay re-runs scenarios in child processes of the *running* binary, so a downstream binary's
 //! children judge the downstream catalog.
 
-pub mod bench;
+pub(crate) mod bench;
 mod error;
-pub mod filter;
-pub mod junit;
-pub mod output;
+pub(crate) mod filter;
+pub(crate) mod junit;
+pub(crate) mod output;
+// Not part of the public API: public only for devsim's own tests of `probe --write` and progress.
+#[doc(hidden)]
 pub mod probe;
+#[doc(hidden)]
 pub mod progress;
 mod visible;
 

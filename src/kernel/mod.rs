@@ -3,10 +3,13 @@
 //! Most kernels are pure data ([`KernelSpec`]) behind [`SpecKernel`]. Kernels with behaviour beyond data
 //! implement [`Kernel`] themselves, overriding only what differs; the default methods run the shared gates.
 
+// Not part of the public API: the embedded inventory that `devsim coverage` reads; public only for
+// devsim's own tests.
+#[doc(hidden)]
 pub mod audit;
-pub mod catalog;
-pub mod contract;
-pub mod gate;
+pub(crate) mod catalog;
+pub(crate) mod contract;
+pub(crate) mod gate;
 mod paths;
 pub mod select;
 mod special;

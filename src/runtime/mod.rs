@@ -5,6 +5,9 @@
 
 mod error;
 mod guard;
+// Not part of the public API: the CLI and the harness drive live replay; public only for devsim's own
+// driver-loading tests.
+#[doc(hidden)]
 pub mod live;
 mod recorder;
 mod sim;

@@ -47,6 +47,10 @@ pub struct HostFields {
     #[schemars(with = "Option<String>")]
     pub profile: Option<Spanned<String>>,
     /// What the profile is; profile files only.
+    #[expect(
+        dead_code,
+        reason = "prose for readers and editors (the schema documents it); devsim only checks it is a string"
+    )]
     pub description: Option<String>,
     /// The torch build.
     #[schemars(with = "Option<TorchBuild>")]

@@ -1,22 +1,25 @@
 //! Scenario files: the format, loading with located diagnostics, running, and comparing.
 
-pub mod coverage;
-pub mod error;
-pub mod expect;
-pub mod format;
-pub mod live;
-pub mod load;
-pub mod matrix;
-pub mod model;
-pub mod observed;
-pub mod run;
-pub mod schema;
-pub mod suite;
+pub(crate) mod coverage;
+pub(crate) mod error;
+pub(crate) mod expect;
+pub(crate) mod format;
+pub(crate) mod live;
+pub(crate) mod load;
+pub(crate) mod matrix;
+pub(crate) mod model;
+pub(crate) mod observed;
+pub(crate) mod run;
+pub(crate) mod schema;
+pub(crate) mod suite;
 
-pub use error::{CorpusError, LoadError, ProfileError, Snippet};
+pub use error::{CorpusError, LoadError, ProfileError, Snippet, render};
+pub use expect::Mismatch;
 pub use load::{
-    ProfileSources, expand_scenarios, find_scenarios, load_profile, load_scenario,
+    ProfileSources, SHIPPED, decode, expand_scenarios, find_scenarios, load_profile, load_scenario,
     load_scenario_with, load_scenarios_with, root_of,
 };
-pub use model::Scenario;
-pub use run::{ScenarioReport, Status, run_scenario};
+pub use model::{Action, Expectations, ExpectedOrdinal, Scenario, Step, TraceRules};
+pub use run::{ScenarioReport, Status, StepReport, run_scenario};
+pub use schema::SchemaKind;
+pub use suite::{Summary, load_all, load_all_with, run_simulated};

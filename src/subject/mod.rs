@@ -9,7 +9,7 @@ mod connection;
 mod encode;
 mod error;
 mod judge;
-pub mod process;
+pub(crate) mod process;
 pub mod protocol;
 mod spec;
 

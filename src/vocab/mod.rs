@@ -2,9 +2,9 @@
 //!
 //! This module depends on nothing else in devsim; everything else may depend on it.
 
-pub mod build;
-pub mod device;
-pub mod family;
+mod build;
+mod device;
+mod family;
 
 pub use build::TorchBuild;
 pub use device::{Target, TorchDevice, TorchDeviceError, TorchType};

@@ -8,9 +8,9 @@ use devsim::dispatch::{Dispatch, DispatchError};
 use devsim::kernel::{Catalog, Kernel, KernelSpec};
 use devsim::runtime::{LaunchOn, SimRuntime};
 use devsim::scenario::Status;
-use devsim::scenario::load::{ProfileSources, load_scenario_with};
-use devsim::scenario::run::run_scenario;
-use devsim::scenario::suite::run_simulated;
+use devsim::scenario::run_scenario;
+use devsim::scenario::run_simulated;
+use devsim::scenario::{ProfileSources, load_scenario_with};
 use downstream_kernels::{LaunchLog, TinyRepack, catalog};
 
 /// This crate's own profile folder, then devsim's built-in profiles.

@@ -10,9 +10,9 @@
 //! errors, [`hosts`] finds and merges host profiles, `steps` decodes each action, `expectations` checks
 //! what a step expects.
 
-pub mod corpus;
+pub(crate) mod corpus;
 mod expectations;
-pub mod hosts;
+pub(crate) mod hosts;
 mod source;
 mod steps;
 
@@ -25,8 +25,8 @@ use crate::scenario::format::{FORMAT_VERSION, ScenarioFile};
 use crate::scenario::matrix::{self, MatrixContext};
 use crate::scenario::model::{Scenario, TraceRules};
 
-pub use corpus::{MAX_FILE_BYTES, decode, find_scenarios, read_bounded, root_of, scenario_name};
-pub use hosts::{HOSTS_DIR, ProfileSources, SHIPPED, load_profile, parse_profile, profile_names};
+pub use corpus::{decode, find_scenarios, read_bounded, root_of, scenario_name};
+pub use hosts::{HOSTS_DIR, ProfileSources, SHIPPED, load_profile, profile_names};
 
 use expectations::trace_rules;
 use source::Source;
@@ -51,7 +51,7 @@ pub fn load_scenario_with(
 pub type Loaded = (String, Result<Scenario, LoadError>);
 
 /// Loads one scenario file as every scenario it holds: itself, or one per case of its `[matrix]`
-/// ([`crate::scenario::matrix`]), each with its name. Never empty: a file that cannot be read or expanded
+/// (`docs/scenario-format.md`, "Matrices"), each with its name. Never empty: a file that cannot be read or expanded
 /// is one error; a case that cannot be loaded is an error of its own, named by its parameters, beside the
 /// cases that load.
 pub fn load_scenarios_with(
