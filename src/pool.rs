@@ -135,3 +135,18 @@ impl DevicePool {
         Ok(guard)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_the_cpu_then_every_gpu_in_lock_order() {
+        let keys: Vec<String> = DevicePool::with_gpus(2)
+            .keys()
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(keys, ["cpu", "cuda:0", "cuda:1"]);
+    }
+}

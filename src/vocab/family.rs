@@ -76,11 +76,6 @@ impl Family {
         }
     }
 
-    /// Whether devices of this family carry ordinals (`cuda:1`).
-    pub fn is_accelerator(self) -> bool {
-        !matches!(self, Family::Cpu | Family::All)
-    }
-
     /// The lowercase name used in scenario files and messages.
     pub fn as_str(self) -> &'static str {
         match self {
