@@ -170,11 +170,12 @@ pub fn parse_scenario(
         Some(rules) => trace_rules(&source, &rules)?,
         None => TraceRules::default(),
     };
+    // Consumed one by one, so each step's parsed fields are freed as soon as it is checked.
     let steps = file
         .steps
-        .iter()
+        .into_iter()
         .enumerate()
-        .map(|(i, step)| load_step(&source, catalog, i + 1, step))
+        .map(|(i, step)| load_step(&source, catalog, i + 1, &step))
         .collect::<Result<Vec<_>, _>>()?;
     if steps.is_empty() {
         let end = text.trim_end().len();
