@@ -194,10 +194,14 @@ fn traces(report: &Value) -> Vec<Value> {
 
 /// The machine a fake over `profile` shows a process whose visible-device variables are `env`:
 /// what the real driver would show (CUDA's `cuInit` fails when no GPU is visible; HIP loads and
-/// counts zero; a mask the model refuses leaves the fake without devices).
+/// counts zero; a mask the model refuses leaves the fake without devices; a mask the driver rejects,
+/// a repeated CUDA ordinal, makes `cuInit` fail, so only CPU scenarios run there).
 fn faked_machine(profile: &HostSpec, env: &BTreeMap<String, String>) -> RealMachine {
     let mut host = profile.clone();
     host.env = env.clone();
+    if devsim::visible::runtime_rejects(host.torch, env).is_some() {
+        return RealMachine::cpu_only();
+    }
     let Ok(visible) = host.visible() else {
         return RealMachine::cpu_only();
     };
@@ -212,6 +216,7 @@ fn faked_machine(profile: &HostSpec, env: &BTreeMap<String, String>) -> RealMach
                     arch: gpu.arch.clone(),
                     name: gpu.name.clone(),
                     smem_optin: gpu.smem_optin,
+                    uuid: gpu.uuid.clone(),
                 }
             })
             .collect(),

@@ -14,6 +14,7 @@ pub mod bench;
 mod error;
 pub mod filter;
 pub mod junit;
+pub mod masks;
 pub mod output;
 pub mod probe;
 pub mod progress;
@@ -120,8 +121,9 @@ enum Command {
     /// scenarios/).
     #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
-    /// Print the real machine as a host profile, or write it as <root>/hosts/<NAME>.toml. Exits 3 when a
-    /// GPU driver is present but failing.
+    /// Print the real machine as a host profile, or write it as <root>/hosts/<NAME>.toml, or check
+    /// visible-device masks against the driver (--check-masks). Exits 3 when a GPU driver is present
+    /// but failing.
     Probe {
         /// Write the profile as hosts/NAME.toml under the scenario root instead of printing it.
         #[arg(long, value_name = "NAME")]
@@ -132,6 +134,11 @@ enum Command {
         /// The scenario root holding hosts/.
         #[arg(long, default_value = "scenarios")]
         root: PathBuf,
+        /// Instead, check devsim's visible-device model against the driver: for masks generated from
+        /// this machine's GPUs, compare the GPUs devsim predicts with those the driver shows a child
+        /// with only that variable set. Exits 1 on any disagreement.
+        #[arg(long, conflicts_with_all = ["write", "force"])]
+        check_masks: bool,
     },
     /// Load and validate scenario files without running them.
     #[command(after_help = EXIT_CODES)]
@@ -206,6 +213,14 @@ enum Command {
         #[arg(long, value_name = "CMD|FILE", conflicts_with = "live")]
         subject: Option<String>,
     },
+    /// Internal: a live worker (`scenario::worker`): runs the scenarios named on stdin, one JSON line
+    /// each, on the real machine with this process's visible-device variables, answering reports.
+    #[command(name = "live-worker", hide = true)]
+    LiveWorker,
+    /// Internal: the GPUs the driver shows this process (ordinals, names, UUIDs) as one JSON line,
+    /// for `probe --check-masks`.
+    #[command(name = "driver-view", hide = true)]
+    DriverView,
     /// Internal: both visible-device views for JSON-line cases on stdin (tools/torch_visible/diff.py).
     #[command(hide = true)]
     Visible {
@@ -744,7 +759,12 @@ pub fn main(catalog: Catalog) -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(catalog, args),
-        Command::Probe { write, force, root } => probe(write, force, root),
+        Command::Probe {
+            check_masks: true, ..
+        } => masks::check(),
+        Command::Probe {
+            write, force, root, ..
+        } => probe(write, force, root),
         Command::Check {
             subject: Some(subject),
             ..
@@ -783,6 +803,13 @@ pub fn main(catalog: Catalog) -> ExitCode {
                 bench::run(&root, &catalog, rounds)
             }
         }
+        Command::LiveWorker => crate::scenario::worker::serve(
+            &catalog,
+            std::io::stdin().lock(),
+            std::io::stdout().lock(),
+        )
+        .map_err(CliError::from),
+        Command::DriverView => masks::driver_view(),
         Command::Visible { stdin_jsonl: _ } => visible::stdin_jsonl().map_err(CliError::from),
     };
     match result {
@@ -793,6 +820,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
         }
         Err(
             error @ (CliError::TooFewLive { .. }
+            | CliError::MasksDisagree { .. }
             | CliError::BaselineDiffers { .. }
             | CliError::CoverageGaps { .. }),
         ) => {

@@ -12,6 +12,7 @@ pub mod observed;
 pub mod run;
 pub mod schema;
 pub mod suite;
+pub mod worker;
 
 pub use error::{CorpusError, LoadError, ProfileError, Snippet};
 pub use load::{
