@@ -767,6 +767,41 @@ fn check_masks_agrees_through_the_fakes() {
     }
 }
 
+/// The UUID-prefix scenarios, written against h200x2's profile UUIDs, replay on a machine whose GPUs
+/// have other UUIDs: live replay maps each prefix onto the real GPU at the same position.
+fn uuid_masks_are_mapped_onto_the_real_gpus() {
+    let scratch = TempDir::new().expect("scratch dir");
+    let machine = scratch.path().join("h200x2_other_uuids.toml");
+    let profile = std::fs::read_to_string(profile_path("h200x2")).expect("read h200x2");
+    let mut uuids = [
+        "GPU-5e8a1c2d-0b3f-4a6e-9c7d-1f2e3d4c5b6a",
+        "GPU-a1b2c3d4-0000-4000-8000-000000000001",
+    ]
+    .into_iter();
+    let patched: String = profile
+        .lines()
+        .map(|line| match line.starts_with("smem_optin") {
+            true => format!("{line}\nuuid = \"{}\"\n", uuids.next().unwrap_or_default()),
+            false => format!("{line}\n"),
+        })
+        .collect();
+    std::fs::write(&machine, patched).expect("write the profile");
+    let output = devsim(
+        Fake::Cuda,
+        &machine,
+        &[],
+        &[
+            "run",
+            "--live",
+            "scenarios/live/h200x2_uuid_prefix_selects_gpu1.toml",
+            "scenarios/live/h200x2_uuid_prefixes_reorder_gpus.toml",
+        ],
+    );
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("2 passed, 0 failed, 0 skipped"), "{stdout}");
+}
+
 /// A trial whose body panics on failure; the panic message is the failure.
 fn trial(name: impl Into<String>, body: impl FnOnce() + Send + 'static) -> Trial {
     Trial::test(name, move || {
@@ -804,7 +839,11 @@ fn main() {
         .into_iter()
         .map(|(profile, fake)| trial(format!("replay::{profile}"), move || replay(fake, &profile)))
         .collect();
-    let others: [(&str, fn()); 10] = [
+    let others: [(&str, fn()); 11] = [
+        (
+            "uuid_masks_are_mapped_onto_the_real_gpus",
+            uuid_masks_are_mapped_onto_the_real_gpus,
+        ),
         (
             "a_worker_resets_the_current_device_between_scenarios",
             a_worker_resets_the_current_device_between_scenarios,
