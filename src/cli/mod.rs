@@ -206,7 +206,8 @@ enum Command {
         /// How many rounds of each measurement.
         #[arg(long, default_value_t = 5)]
         rounds: u32,
-        /// Measure live replay overhead against direct runtime calls on the real GPU instead.
+        /// Measure live replay instead: overhead against direct runtime calls on the real GPU, and the
+        /// corpus live (worker pool included) against simulated.
         #[arg(long)]
         live: bool,
         /// Run the corpus through the reference catalog and this subject side by side instead.
@@ -798,7 +799,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
             if let Some(subject) = subject {
                 bench::run_subject(&root, &subject, rounds)
             } else if live {
-                bench::run_live(rounds)
+                bench::run_live(rounds).and_then(|()| bench::corpus_live(&root, &catalog, rounds))
             } else {
                 bench::run(&root, &catalog, rounds)
             }

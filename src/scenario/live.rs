@@ -143,6 +143,14 @@ impl LiveContext {
         }
     }
 
+    /// Whether [`LiveContext::run`] sends `scenario` to a worker (its own `env`, or a smaller host
+    /// than this machine) rather than running it in this process.
+    pub fn runs_in_worker(&self, scenario: &Scenario) -> bool {
+        self.workers.is_some()
+            && scenario.host.views_differ().is_none()
+            && (!scenario.host.env.is_empty() || self.machine.restrict_to(&scenario.host).is_some())
+    }
+
     /// The worker pool, when this process starts workers (for `bench --live`'s counts).
     pub fn workers(&self) -> Option<&WorkerPool> {
         self.workers.as_ref()
