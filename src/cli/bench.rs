@@ -343,7 +343,7 @@ pub fn corpus_live(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), Cl
     let context = LiveContext::detect(Some(exe));
     let mut times = Vec::new();
     let (mut ran, mut skipped, mut failed) = (0, 0, 0);
-    for _ in 0..rounds.max(1).min(3) {
+    for _ in 0..rounds.clamp(1, 3) {
         let started = Instant::now();
         let reports: Vec<_> = scenarios
             .iter()
