@@ -30,7 +30,7 @@ impl Gpu {
     /// A GPU with the arch's default name and shared memory; `physical` seeds its UUID.
     pub fn new(arch: Arch, physical: usize) -> Self {
         let uuid = match arch.vendor() {
-            Vendor::Nvidia => format!("GPU-{physical:08x}-0000-4000-8000-devsim000000"),
+            Vendor::Nvidia => format!("GPU-{physical:08x}-0000-4000-8000-000000000000"),
             _ => format!("{physical:016x}"),
         };
         Self {

@@ -68,9 +68,11 @@
 //!
 //! Dependencies flow one way (a test fails on a cycle): [`vocab`] (vendors, families, archs, builds,
 //! targets) ← [`trace`] ← [`visible`] ← [`host`] ← [`runtime`] ← [`dispatch`] (selectors, normalization,
-//! errors) ← [`kernel`], [`pool`], [`discover`] ← [`scenario`] ← [`harness`] and [`cli`].
+//! errors) ← [`kernel`], [`pool`], [`discover`] ← [`scenario`] ← [`harness`] and [`cli`]. [`child`] (a child
+//! process spoken to in lines, with timeouts) depends on nothing in devsim.
 
 pub mod baseline;
+pub(crate) mod child;
 pub mod cli;
 pub mod discover;
 pub mod dispatch;

@@ -24,7 +24,8 @@ use devsim::TorchBuild;
 use devsim::host::HostSpec;
 use devsim::kernel::Catalog;
 use devsim::runtime::live::machine::{RealGpu, RealMachine};
-use devsim::scenario::{ProfileSources, find_scenarios, load_profile, load_scenarios_with};
+use devsim::scenario::worker::WorkerPool;
+use devsim::scenario::{ProfileSources, Status, find_scenarios, load_profile, load_scenarios_with};
 use devsim::visible::VISIBLE_DEVICE_VARIABLES;
 use serde_json::Value;
 
@@ -194,10 +195,14 @@ fn traces(report: &Value) -> Vec<Value> {
 
 /// The machine a fake over `profile` shows a process whose visible-device variables are `env`:
 /// what the real driver would show (CUDA's `cuInit` fails when no GPU is visible; HIP loads and
-/// counts zero; a mask the model refuses leaves the fake without devices).
+/// counts zero; a mask the model refuses leaves the fake without devices; a mask the driver rejects,
+/// a repeated CUDA ordinal, makes `cuInit` fail, so only CPU scenarios run there).
 fn faked_machine(profile: &HostSpec, env: &BTreeMap<String, String>) -> RealMachine {
     let mut host = profile.clone();
     host.env = env.clone();
+    if devsim::visible::runtime_rejects(host.torch, env).is_some() {
+        return RealMachine::cpu_only();
+    }
     let Ok(visible) = host.visible() else {
         return RealMachine::cpu_only();
     };
@@ -212,6 +217,7 @@ fn faked_machine(profile: &HostSpec, env: &BTreeMap<String, String>) -> RealMach
                     arch: gpu.arch.clone(),
                     name: gpu.name.clone(),
                     smem_optin: gpu.smem_optin,
+                    uuid: gpu.uuid.clone(),
                 }
             })
             .collect(),
@@ -640,6 +646,162 @@ fn the_fakes_answer_with_the_drivers_error_codes() {
     }
 }
 
+/// A worker command for the pool: a shell script in `dir` that runs `devsim` over the CUDA fake
+/// answering from h200x2, after `prelude` (shell lines run before, e.g. to die or hang once).
+fn worker_script(dir: &Path, prelude: &str) -> PathBuf {
+    let script = dir.join("worker.sh");
+    let body = format!(
+        "#!/bin/sh\n{prelude}\nexport LD_LIBRARY_PATH='{}'\nexport DEVSIM_FAKE_HOST='{}'\nexec '{}' \"$@\"\n",
+        fakes().folder(Fake::Cuda).display(),
+        profile_path("h200x2").display(),
+        env!("CARGO_BIN_EXE_devsim"),
+    );
+    std::fs::write(&script, body).expect("write the worker script");
+    let mut permissions = std::fs::metadata(&script).expect("stat").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&script, permissions).expect("chmod");
+    script
+}
+
+/// The two worker-isolation scenarios (`tests/fixtures/live-worker/`), in order: the first leaves
+/// GPU 1 current, the second expects to start on GPU 0.
+fn worker_scenarios() -> Vec<devsim::scenario::Scenario> {
+    let folder = repo().join("tests/fixtures/live-worker");
+    let profiles = ProfileSources::for_paths(std::slice::from_ref(&folder));
+    let mut files = find_scenarios(&[folder]).expect("list the fixtures");
+    files.sort();
+    files
+        .iter()
+        .flat_map(|file| load_scenarios_with(file, &Catalog::reference(), &profiles))
+        .map(|(name, loaded)| loaded.unwrap_or_else(|e| panic!("{name} loads: {e}")))
+        .collect()
+}
+
+fn status(report: &devsim::scenario::ScenarioReport) -> String {
+    format!("{:?}: {}", report.status, devsim::report::human(report))
+}
+
+/// One worker runs both scenarios (one environment, one worker), and the second still starts on
+/// GPU 0 although the first left GPU 1 current on the worker's thread.
+fn a_worker_resets_the_current_device_between_scenarios() {
+    let scratch = TempDir::new().expect("scratch dir");
+    let pool = WorkerPool::new(worker_script(scratch.path(), ""));
+    let scenarios = worker_scenarios();
+    assert_eq!(scenarios.len(), 2);
+    for scenario in &scenarios {
+        let report = pool.run(scenario, &scenario.host.env);
+        assert_eq!(report.status, Status::Passed, "{}", status(&report));
+    }
+    assert_eq!(pool.started(), 1, "both scenarios share one worker");
+}
+
+/// A worker that dies mid-scenario fails that scenario with its exit status and stderr, and the
+/// next scenario runs in a fresh worker.
+fn a_worker_that_dies_fails_its_scenario_and_is_replaced() {
+    let scratch = TempDir::new().expect("scratch dir");
+    let marker = scratch.path().join("died-once");
+    let prelude = format!(
+        "if [ ! -e '{0}' ]; then touch '{0}'; read line; echo 'worker crashed on purpose' >&2; exit 7; fi",
+        marker.display()
+    );
+    let pool = WorkerPool::new(worker_script(scratch.path(), &prelude));
+    let scenarios = worker_scenarios();
+    let first = pool.run(&scenarios[0], &scenarios[0].host.env);
+    assert_eq!(first.status, Status::Failed);
+    let text = devsim::report::human(&first);
+    assert!(text.contains("died mid-scenario"), "{text}");
+    assert!(text.contains("exit status: 7"), "{text}");
+    assert!(text.contains("worker crashed on purpose"), "{text}");
+    let second = pool.run(&scenarios[1], &scenarios[1].host.env);
+    assert_eq!(second.status, Status::Passed, "{}", status(&second));
+    assert_eq!(pool.started(), 2, "the dead worker was replaced");
+}
+
+/// A worker that never answers is killed after the timeout and its scenario fails saying so.
+fn a_silent_worker_times_out() {
+    let scratch = TempDir::new().expect("scratch dir");
+    let pool = WorkerPool::new(worker_script(scratch.path(), "read line; exec sleep 60"))
+        .with_timeout(std::time::Duration::from_secs(1));
+    let scenarios = worker_scenarios();
+    let started = std::time::Instant::now();
+    let report = pool.run(&scenarios[0], &scenarios[0].host.env);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    assert_eq!(report.status, Status::Failed);
+    let text = devsim::report::human(&report);
+    assert!(text.contains("did not answer within 1 s"), "{text}");
+}
+
+/// `probe --check-masks` through each fake: every generated mask agrees with the driver (the fakes
+/// apply devsim's model, so this proves the plumbing: the children, UUIDs, the rejected `0,0`).
+fn check_masks_agrees_through_the_fakes() {
+    for (fake, profile, expected) in [
+        (
+            Fake::Cuda,
+            "h200x2",
+            "CUDA_VISIBLE_DEVICES=\"0,0\": init fails, as predicted",
+        ),
+        (
+            Fake::Hip,
+            "r9700x2",
+            "ROCR_VISIBLE_DEVICES=\"1,0\": 0000000000000001, 0000000000000000",
+        ),
+    ] {
+        let output = devsim(
+            fake,
+            &profile_path(profile),
+            &[],
+            &["probe", "--check-masks"],
+        );
+        let stdout = text(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{profile}: {stdout}{}",
+            text(&output.stderr)
+        );
+        assert!(stdout.contains(expected), "{profile}: {stdout}");
+        assert!(
+            stdout.contains(" 0 disagree, 0 skipped"),
+            "{profile}: {stdout}"
+        );
+        assert!(!stdout.contains("DISAGREE"), "{profile}: {stdout}");
+    }
+}
+
+/// The UUID-prefix scenarios, written against h200x2's profile UUIDs, replay on a machine whose GPUs
+/// have other UUIDs: live replay maps each prefix onto the real GPU at the same position.
+fn uuid_masks_are_mapped_onto_the_real_gpus() {
+    let scratch = TempDir::new().expect("scratch dir");
+    let machine = scratch.path().join("h200x2_other_uuids.toml");
+    let profile = std::fs::read_to_string(profile_path("h200x2")).expect("read h200x2");
+    let mut uuids = [
+        "GPU-5e8a1c2d-0b3f-4a6e-9c7d-1f2e3d4c5b6a",
+        "GPU-a1b2c3d4-0000-4000-8000-000000000001",
+    ]
+    .into_iter();
+    let patched: String = profile
+        .lines()
+        .map(|line| match line.starts_with("smem_optin") {
+            true => format!("{line}\nuuid = \"{}\"\n", uuids.next().unwrap_or_default()),
+            false => format!("{line}\n"),
+        })
+        .collect();
+    std::fs::write(&machine, patched).expect("write the profile");
+    let output = devsim(
+        Fake::Cuda,
+        &machine,
+        &[],
+        &[
+            "run",
+            "--live",
+            "scenarios/live/h200x2_uuid_prefix_selects_gpu1.toml",
+            "scenarios/live/h200x2_uuid_prefixes_reorder_gpus.toml",
+        ],
+    );
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(stdout.contains("2 passed, 0 failed, 0 skipped"), "{stdout}");
+}
+
 /// A trial whose body panics on failure; the panic message is the failure.
 fn trial(name: impl Into<String>, body: impl FnOnce() + Send + 'static) -> Trial {
     Trial::test(name, move || {
@@ -677,7 +839,24 @@ fn main() {
         .into_iter()
         .map(|(profile, fake)| trial(format!("replay::{profile}"), move || replay(fake, &profile)))
         .collect();
-    let others: [(&str, fn()); 6] = [
+    let others: [(&str, fn()); 11] = [
+        (
+            "uuid_masks_are_mapped_onto_the_real_gpus",
+            uuid_masks_are_mapped_onto_the_real_gpus,
+        ),
+        (
+            "a_worker_resets_the_current_device_between_scenarios",
+            a_worker_resets_the_current_device_between_scenarios,
+        ),
+        (
+            "a_worker_that_dies_fails_its_scenario_and_is_replaced",
+            a_worker_that_dies_fails_its_scenario_and_is_replaced,
+        ),
+        ("a_silent_worker_times_out", a_silent_worker_times_out),
+        (
+            "check_masks_agrees_through_the_fakes",
+            check_masks_agrees_through_the_fakes,
+        ),
         (
             "probe_maps_the_fake_and_reads_the_profile",
             probe_maps_the_fake_and_reads_the_profile,

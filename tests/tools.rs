@@ -348,6 +348,7 @@ fn a_probed_profile_of_a_simulated_machine_round_trips_through_the_loader() {
                     arch: gpu.arch.clone(),
                     name: gpu.name.clone(),
                     smem_optin: gpu.smem_optin,
+                    uuid: gpu.uuid.clone(),
                 })
                 .collect(),
         };

@@ -325,3 +325,64 @@ pub fn run_subject(root: &Path, subject: &str, rounds: u32) -> Result<(), CliErr
     }
     Ok(())
 }
+
+/// `bench --live`, second part: the scenario corpus under `root` simulated and live, wall time and
+/// ratio, with the worker pool's part (workers started, scenarios they ran). The first live round
+/// starts the workers (cold); later rounds reuse them (warm).
+pub fn corpus_live(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> {
+    use crate::scenario::Status;
+    use crate::scenario::live::LiveContext;
+
+    let (scenarios, _) = load_all(&[root.to_path_buf()], catalog)?;
+    let started = Instant::now();
+    for scenario in &scenarios {
+        run_simulated(scenario, catalog);
+    }
+    let simulated = started.elapsed().as_secs_f64();
+    let exe = std::env::current_exe()?;
+    let context = LiveContext::detect(Some(exe));
+    let mut times = Vec::new();
+    let (mut ran, mut skipped, mut failed) = (0, 0, 0);
+    for _ in 0..rounds.clamp(1, 3) {
+        let started = Instant::now();
+        let reports: Vec<_> = scenarios
+            .iter()
+            .map(|scenario| context.run(scenario, catalog))
+            .collect();
+        times.push(started.elapsed().as_secs_f64());
+        ran = reports
+            .iter()
+            .filter(|r| !matches!(r.status, Status::Skipped(_)))
+            .count();
+        skipped = reports.len() - ran;
+        failed = reports
+            .iter()
+            .filter(|r| r.status == Status::Failed)
+            .count();
+    }
+    let in_workers = scenarios
+        .iter()
+        .filter(|scenario| context.plan(scenario).is_ok() && context.runs_in_worker(scenario))
+        .count();
+    let cold = times.first().copied().unwrap_or_default();
+    let warm = times.iter().skip(1).copied().fold(f64::MAX, f64::min);
+    say!(
+        "live corpus: {} scenario(s), {ran} ran live ({in_workers} in workers), {skipped} skipped, {failed} failed",
+        scenarios.len()
+    );
+    say!(
+        "live corpus: simulated {} ms; live {} ms cold (workers started: {}), ratio live/simulated {:.1}",
+        ms(simulated),
+        ms(cold),
+        context.workers().map_or(0, |pool| pool.started()),
+        cold / simulated.max(f64::EPSILON)
+    );
+    if times.len() > 1 {
+        say!(
+            "live corpus: {} ms warm (workers reused), ratio live/simulated {:.1}",
+            ms(warm),
+            warm / simulated.max(f64::EPSILON)
+        );
+    }
+    Ok(())
+}

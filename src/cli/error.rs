@@ -45,6 +45,12 @@ pub enum CliError {
         /// How many were required.
         required: usize,
     },
+    /// `probe --check-masks`: the driver showed other GPUs than devsim predicts under some masks.
+    #[error("match the driver under {count} visible-device mask(s): devsim predicts other GPUs")]
+    MasksDisagree {
+        /// How many masks disagreed.
+        count: usize,
+    },
     /// A GPU driver is present but failed while devsim read the GPUs (`run --live`, `probe`).
     #[error("read the GPUs: {0}")]
     DriverFailing(String),

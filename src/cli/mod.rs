@@ -14,6 +14,7 @@ pub(crate) mod bench;
 mod error;
 pub(crate) mod filter;
 pub(crate) mod junit;
+pub(crate) mod masks;
 pub(crate) mod output;
 // Not part of the public API: public only for devsim's own tests of `probe --write` and progress.
 #[doc(hidden)]
@@ -123,8 +124,9 @@ enum Command {
     /// scenarios/).
     #[command(after_help = EXIT_CODES)]
     Run(RunArgs),
-    /// Print the real machine as a host profile, or write it as <root>/hosts/<NAME>.toml. Exits 3 when a
-    /// GPU driver is present but failing.
+    /// Print the real machine as a host profile, or write it as <root>/hosts/<NAME>.toml, or check
+    /// visible-device masks against the driver (--check-masks). Exits 3 when a GPU driver is present
+    /// but failing.
     Probe {
         /// Write the profile as hosts/NAME.toml under the scenario root instead of printing it.
         #[arg(long, value_name = "NAME")]
@@ -135,6 +137,11 @@ enum Command {
         /// The scenario root holding hosts/.
         #[arg(long, default_value = "scenarios")]
         root: PathBuf,
+        /// Instead, check devsim's visible-device model against the driver: for masks generated from
+        /// this machine's GPUs, compare the GPUs devsim predicts with those the driver shows a child
+        /// with only that variable set. Exits 1 on any disagreement.
+        #[arg(long, conflicts_with_all = ["write", "force"])]
+        check_masks: bool,
     },
     /// Load and validate scenario files without running them.
     #[command(after_help = EXIT_CODES)]
@@ -202,13 +209,22 @@ enum Command {
         /// How many rounds of each measurement.
         #[arg(long, default_value_t = 5)]
         rounds: u32,
-        /// Measure live replay overhead against direct runtime calls on the real GPU instead.
+        /// Measure live replay instead: overhead against direct runtime calls on the real GPU, and the
+        /// corpus live (worker pool included) against simulated.
         #[arg(long)]
         live: bool,
         /// Run the corpus through the reference catalog and this subject side by side instead.
         #[arg(long, value_name = "CMD|FILE", conflicts_with = "live")]
         subject: Option<String>,
     },
+    /// Internal: a live worker (`scenario::worker`): runs the scenarios named on stdin, one JSON line
+    /// each, on the real machine with this process's visible-device variables, answering reports.
+    #[command(name = "live-worker", hide = true)]
+    LiveWorker,
+    /// Internal: the GPUs the driver shows this process (ordinals, names, UUIDs) as one JSON line,
+    /// for `probe --check-masks`.
+    #[command(name = "driver-view", hide = true)]
+    DriverView,
     /// Internal: both visible-device views for JSON-line cases on stdin (tools/torch_visible/diff.py).
     #[command(hide = true)]
     Visible {
@@ -747,7 +763,12 @@ pub fn main(catalog: Catalog) -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => run(catalog, args),
-        Command::Probe { write, force, root } => probe(write, force, root),
+        Command::Probe {
+            check_masks: true, ..
+        } => masks::check(),
+        Command::Probe {
+            write, force, root, ..
+        } => probe(write, force, root),
         Command::Check {
             subject: Some(subject),
             ..
@@ -781,11 +802,18 @@ pub fn main(catalog: Catalog) -> ExitCode {
             if let Some(subject) = subject {
                 bench::run_subject(&root, &subject, rounds)
             } else if live {
-                bench::run_live(rounds)
+                bench::run_live(rounds).and_then(|()| bench::corpus_live(&root, &catalog, rounds))
             } else {
                 bench::run(&root, &catalog, rounds)
             }
         }
+        Command::LiveWorker => crate::scenario::worker::serve(
+            &catalog,
+            std::io::stdin().lock(),
+            std::io::stdout().lock(),
+        )
+        .map_err(CliError::from),
+        Command::DriverView => masks::driver_view(),
         Command::Visible { stdin_jsonl: _ } => visible::stdin_jsonl().map_err(CliError::from),
     };
     match result {
@@ -796,6 +824,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
         }
         Err(
             error @ (CliError::TooFewLive { .. }
+            | CliError::MasksDisagree { .. }
             | CliError::BaselineDiffers { .. }
             | CliError::CoverageGaps { .. }),
         ) => {

@@ -1,8 +1,9 @@
 //! Live replay: running scenarios on the real machine when it satisfies their host, skipping the rest
-//! with the reason, and running scenarios with `env` in a child process with those variables set.
+//! with the reason, and running scenarios with `env` in a long-lived worker process with those
+//! variables set (one per distinct set of variables, [`crate::scenario::worker`]).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 
 use crate::kernel::Catalog;
@@ -10,8 +11,9 @@ use crate::runtime::Runtime;
 use crate::runtime::live::driver::{DriverProbe, GpuDriver, probe_gpu_driver};
 use crate::runtime::live::{LiveRuntime, RealMachine};
 use crate::scenario::expect::Mismatch;
+use crate::scenario::worker::WorkerPool;
 use crate::scenario::{Scenario, ScenarioReport, run_scenario};
-use crate::visible::VISIBLE_DEVICE_VARIABLES;
+use crate::visible::{VISIBLE_DEVICE_VARIABLES, runtime_rejects};
 
 /// What the drivers said about this machine, beyond its GPUs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +28,9 @@ pub enum DriverState {
     /// A driver is present but failed while devsim read the GPUs; the text says which and how.
     /// `devsim run --live` and `devsim probe` exit with their own code (3) for it.
     Failing(String),
+    /// The driver's init call failed under this process's visible-device variables: the driver
+    /// rejects the mask (e.g. `CUDA_VISIBLE_DEVICES=0,0`), which says nothing about the driver itself.
+    MaskRejected(String),
 }
 
 /// The real machine plus what is needed to run scenarios on it.
@@ -39,13 +44,13 @@ pub struct LiveContext {
     pub state: DriverState,
     /// Whether data and warmups go through tch for the GPU build.
     gpu_tensors: bool,
-    /// The `devsim` executable that runs `env` scenarios; `None` inside such a child.
-    child_exe: Option<PathBuf>,
+    /// The workers that run `env` scenarios; `None` inside such a worker.
+    workers: Option<WorkerPool>,
 }
 
 impl LiveContext {
-    /// Probes the machine. `child_exe` is the `devsim` binary used for scenarios with `env` (pass `None`
-    /// inside that child, where the variables are already set).
+    /// Probes the machine. `child_exe` is the `devsim` binary whose `live-worker` runs scenarios with
+    /// `env` (pass `None` inside that worker, where the variables are already set).
     pub fn detect(child_exe: Option<PathBuf>) -> Self {
         let (machine, driver, unavailable, state) = match probe_gpu_driver() {
             DriverProbe::Ready(driver) => {
@@ -89,7 +94,29 @@ impl LiveContext {
                     DriverState::NoVisibleGpu(why),
                 )
             }
-            DriverProbe::Failing { library, error } => {
+            DriverProbe::Failing {
+                library,
+                error,
+                build,
+                at_init: true,
+            } if !visible_masks().is_empty() => {
+                let why = format!(
+                    "the driver rejects the visible-device mask {}: {error}",
+                    visible_masks()
+                );
+                let machine = RealMachine {
+                    build,
+                    library: Some(library),
+                    gpus: Vec::new(),
+                };
+                (
+                    machine,
+                    None,
+                    vec![why.clone()],
+                    DriverState::MaskRejected(why),
+                )
+            }
+            DriverProbe::Failing { library, error, .. } => {
                 let why = format!("{library} is present but failing: {error}");
                 (
                     RealMachine::cpu_only(),
@@ -112,8 +139,21 @@ impl LiveContext {
             unavailable,
             state,
             gpu_tensors,
-            child_exe,
+            workers: child_exe.map(WorkerPool::new),
         }
+    }
+
+    /// Whether [`LiveContext::run`] sends `scenario` to a worker (its own `env`, or a smaller host
+    /// than this machine) rather than running it in this process.
+    pub fn runs_in_worker(&self, scenario: &Scenario) -> bool {
+        self.workers.is_some()
+            && scenario.host.views_differ().is_none()
+            && (!scenario.host.env.is_empty() || self.machine.restrict_to(&scenario.host).is_some())
+    }
+
+    /// The worker pool, when this process starts workers (for `bench --live`'s counts).
+    pub fn workers(&self) -> Option<&WorkerPool> {
+        self.workers.as_ref()
     }
 
     /// Whether a driver is present but failing (its own exit code in the CLI).
@@ -137,6 +177,10 @@ impl LiveContext {
         match (&self.state, &self.machine.library) {
             (DriverState::Failing(why), _) => format!(
                 "live: the GPU driver is present but failing, so no GPU scenario runs live ({why}); {tensors}"
+            ),
+            (DriverState::MaskRejected(why), _) => format!(
+                "live: {} build, but {why}, so only CPU scenarios run live; {tensors}",
+                self.machine.build
             ),
             (DriverState::NoVisibleGpu(why), _) => format!(
                 "live: {} build, but the driver shows no GPU here, so only CPU and zero-GPU scenarios run live ({why}); {tensors}",
@@ -168,14 +212,14 @@ impl LiveContext {
         if let Some(reason) = scenario.host.views_differ() {
             return ScenarioReport::skipped(scenario, reason);
         }
-        if let Some(exe) = &self.child_exe {
+        if let Some(workers) = &self.workers {
             if !scenario.host.env.is_empty() {
-                return run_in_child(exe, scenario, &scenario.host.env);
+                return workers.run(scenario, &self.live_env(scenario));
             }
-            // A bigger machine than the scenario's: show the child only the GPUs the scenario has.
+            // A bigger machine than the scenario's: show the worker only the GPUs the scenario has.
             if let Some((variable, value)) = self.machine.restrict_to(&scenario.host) {
-                let env = std::collections::BTreeMap::from([(variable.to_string(), value)]);
-                return run_in_child(exe, scenario, &env);
+                let env = BTreeMap::from([(variable.to_string(), value)]);
+                return workers.run(scenario, &env);
             }
         }
         if let Err(reason) = self.runnable_here(scenario) {
@@ -204,9 +248,13 @@ impl LiveContext {
     /// `Ok` when `scenario` runs in this process on this machine, else why not. A failing driver
     /// runs no GPU scenario.
     pub fn runnable_here(&self, scenario: &Scenario) -> Result<(), String> {
-        if let DriverState::Failing(why) = &self.state {
-            if scenario.host.torch != crate::vocab::TorchBuild::Cpu {
-                return Err(format!("the GPU driver is failing: {why}"));
+        if scenario.host.torch != crate::vocab::TorchBuild::Cpu {
+            match &self.state {
+                DriverState::Failing(why) => {
+                    return Err(format!("the GPU driver is failing: {why}"));
+                }
+                DriverState::MaskRejected(why) => return Err(why.clone()),
+                _ => {}
             }
         }
         self.machine.satisfies(&scenario.host)
@@ -220,12 +268,12 @@ impl LiveContext {
     /// run is listed as ignored rather than reported as passing.
     pub fn plan(&self, scenario: &Scenario) -> Result<(), String> {
         let host = &scenario.host;
-        if self.child_exe.is_some() && host.torch != crate::vocab::TorchBuild::Cpu {
+        if self.workers.is_some() && host.torch != crate::vocab::TorchBuild::Cpu {
             if !host.env.is_empty() {
-                return self.in_child_with(&host.env, scenario);
+                return self.in_child_with(&self.live_env(scenario), scenario);
             }
             if let Some((variable, value)) = self.machine.restrict_to(host) {
-                let env = std::collections::BTreeMap::from([(variable.to_string(), value)]);
+                let env = BTreeMap::from([(variable.to_string(), value)]);
                 return self.in_child_with(&env, scenario);
             }
         }
@@ -237,11 +285,14 @@ impl LiveContext {
     /// its own, since the child drops it).
     fn in_child_with(
         &self,
-        env: &std::collections::BTreeMap<String, String>,
+        env: &BTreeMap<String, String>,
         scenario: &Scenario,
     ) -> Result<(), String> {
         if let DriverState::Failing(why) = &self.state {
             return Err(format!("the GPU driver is failing: {why}"));
+        }
+        if let Some(why) = runtime_rejects(self.machine.build, env) {
+            return Err(format!("the driver rejects the visible-device mask: {why}"));
         }
         if !visible_masks().is_empty() || self.machine.gpus.is_empty() {
             // The child sees GPUs this process cannot; only the scenario's own build can be checked.
@@ -253,13 +304,7 @@ impl LiveContext {
                 }
             });
         }
-        let archs: Vec<crate::vocab::Arch> = self
-            .machine
-            .gpus
-            .iter()
-            .map(|gpu| gpu.arch.clone())
-            .collect();
-        let mut whole = crate::host::HostSpec::new(self.machine.build, &archs);
+        let mut whole = self.machine.host();
         whole.env = env.clone();
         let visible = whole.visible().map_err(|error| error.to_string())?;
         let child = RealMachine {
@@ -271,6 +316,74 @@ impl LiveContext {
                 .collect(),
         };
         child.satisfies(&scenario.host)
+    }
+}
+
+impl LiveContext {
+    /// The scenario's visible-device variables as its worker gets them: every UUID entry that names
+    /// one of the scenario's GPUs (a profile UUID, or a prefix of one) is rewritten to name the real
+    /// GPU at the same physical position, as long a prefix of the real UUID as the entry was of the
+    /// profile's (the whole UUID when that prefix is not unique here). Entries that name no GPU of
+    /// the scenario, and index entries, are kept as written.
+    pub fn live_env(&self, scenario: &Scenario) -> BTreeMap<String, String> {
+        let profile: Vec<String> = scenario
+            .host
+            .gpus
+            .iter()
+            .map(|gpu| mask_form(&gpu.uuid))
+            .collect();
+        let real: Vec<String> = self
+            .machine
+            .gpus
+            .iter()
+            .map(|gpu| mask_form(&gpu.uuid))
+            .collect();
+        scenario
+            .host
+            .env
+            .iter()
+            .map(|(name, value)| {
+                let entries: Vec<String> = value
+                    .split(',')
+                    .map(|entry| map_uuid_entry(entry, &profile, &real))
+                    .collect();
+                (name.clone(), entries.join(","))
+            })
+            .collect()
+    }
+}
+
+/// A UUID as masks name it: `GPU-…` (an AMD serial gets the prefix), in the driver's own spelling.
+fn mask_form(uuid: &str) -> String {
+    if uuid.to_ascii_uppercase().starts_with("GPU-") {
+        uuid.to_string()
+    } else {
+        format!("GPU-{uuid}")
+    }
+}
+
+/// One mask entry with a profile UUID (prefix) rewritten to the real GPU at the same position.
+fn map_uuid_entry(entry: &str, profile: &[String], real: &[String]) -> String {
+    let key = entry.trim().to_ascii_uppercase();
+    if !key.starts_with("GPU-") || key.len() <= "GPU-".len() {
+        return entry.to_string();
+    }
+    let starts = |uuid: &String, prefix: &str| uuid.to_ascii_uppercase().starts_with(prefix);
+    let matches: Vec<usize> = (0..profile.len())
+        .filter(|index| starts(&profile[*index], &key))
+        .collect();
+    let [index] = matches[..] else {
+        return entry.to_string();
+    };
+    let Some(target) = real.get(index) else {
+        return entry.to_string();
+    };
+    let prefix = target.get(..key.len()).unwrap_or(target);
+    let upper = prefix.to_ascii_uppercase();
+    if real.iter().filter(|uuid| starts(uuid, &upper)).count() == 1 {
+        prefix.to_string()
+    } else {
+        target.clone()
     }
 }
 
@@ -321,59 +434,4 @@ fn failed(scenario: &Scenario, key: &str, actual: String) -> ScenarioReport {
             actual,
         },
     )
-}
-
-/// Runs `devsim run --live --child --format json FILE` with only the visible-device variables changed (the
-/// scenario's own, or the mask narrowing a bigger machine), and reads its report back.
-fn run_in_child(
-    exe: &PathBuf,
-    scenario: &Scenario,
-    env: &std::collections::BTreeMap<String, String>,
-) -> ScenarioReport {
-    let mut command = Command::new(exe);
-    command
-        .args(["run", "--live", "--child", "--format", "json"])
-        .arg(&scenario.path);
-    for variable in VISIBLE_DEVICE_VARIABLES {
-        command.env_remove(variable);
-    }
-    // The loader refuses every other key, so only the three visible-device variables can be set here.
-    for (key, value) in env {
-        if VISIBLE_DEVICE_VARIABLES.contains(&key.as_str()) {
-            command.env(key, value);
-        }
-    }
-    let output = match command.output() {
-        Ok(output) => output,
-        Err(error) => {
-            return failed(
-                scenario,
-                "child process",
-                format!("start {}: {error}", exe.display()),
-            );
-        }
-    };
-    let parsed: Result<serde_json::Value, _> = serde_json::from_slice(&output.stdout);
-    let report = parsed
-        .ok()
-        .and_then(|value| value.get("scenarios")?.as_array().cloned())
-        .and_then(|reports| {
-            // A matrix file reports every case; this scenario is the case of the same name.
-            reports
-                .into_iter()
-                .filter_map(|value| serde_json::from_value::<ScenarioReport>(value).ok())
-                .find(|report| report.name == scenario.name)
-        });
-    match report {
-        Some(report) => report,
-        None => failed(
-            scenario,
-            "child process",
-            format!(
-                "no report (exit {:?}): {}",
-                output.status.code(),
-                String::from_utf8_lossy(&output.stderr).trim()
-            ),
-        ),
-    }
 }

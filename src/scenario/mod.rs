@@ -12,6 +12,9 @@ pub(crate) mod observed;
 pub(crate) mod run;
 pub(crate) mod schema;
 pub(crate) mod suite;
+// Not part of the public API: live replay's worker processes, public only for devsim's own tests.
+#[doc(hidden)]
+pub mod worker;
 
 pub use error::{CorpusError, LoadError, ProfileError, Snippet, render};
 pub use expect::Mismatch;

@@ -5,7 +5,6 @@
 //! in any language, speaking the subject protocol (`docs/subject-protocol.md`, [`protocol`]).
 
 mod catalog;
-mod connection;
 mod encode;
 mod error;
 mod judge;

@@ -7,12 +7,12 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::child::{Connection, Incoming, Silence};
 use crate::kernel::Catalog;
 use crate::scenario::expect::Mismatch;
 use crate::scenario::model::Action;
 use crate::scenario::run::StepReport;
 use crate::scenario::{Scenario, ScenarioReport, Status};
-use crate::subject::connection::{Connection, Incoming, Silence};
 use crate::subject::judge::{self, Judge};
 use crate::subject::protocol::{FromSubject, PROTOCOL, ToSubject, Wording};
 use crate::subject::{Subject, SubjectError, SubjectKind, SubjectSpec, encode};

@@ -95,6 +95,27 @@ fn cuda_driver(value: &str, uuids: &[String]) -> Vec<usize> {
         .collect()
 }
 
+/// Why the runtime refuses to start at all under `env`, if it does: the CUDA driver's `cuInit` answers
+/// `CUDA_ERROR_INVALID_DEVICE` when `CUDA_VISIBLE_DEVICES` repeats an ordinal (seen on an H200 with
+/// `0,0`). Torch's view is unchanged (PyTorch's own parser empties the list), and so is the runtime's
+/// ordinal list (no GPU): only a live driver, or a fake, needs to know that init itself fails.
+pub(super) fn rejection(build: TorchBuild, env: &BTreeMap<String, String>) -> Option<String> {
+    let value = env.get("CUDA_VISIBLE_DEVICES")?;
+    if build != TorchBuild::Cuda || value.starts_with("GPU-") || value.starts_with("MIG-") {
+        return None;
+    }
+    let mut seen = HashSet::new();
+    for entry in value.split(',') {
+        let ordinal = c_number(entry)?;
+        if !seen.insert(ordinal.clone()) {
+            return Some(format!(
+                "CUDA_VISIBLE_DEVICES={value:?} repeats ordinal {ordinal}: the CUDA driver's cuInit answers CUDA_ERROR_INVALID_DEVICE"
+            ));
+        }
+    }
+    None
+}
+
 /// `strtol(token, &end, 0)` with `*end == '\0'` required, truncated to `int32_t` as ROCr stores it.
 fn strtol_base0(token: &str) -> Option<i32> {
     let (negative, rest) = match token.as_bytes().first() {
@@ -262,6 +283,18 @@ mod tests {
         let uuids: Vec<String> = (0..gpus).map(|i| format!("GPU-{i:016x}")).collect();
         let vars = env(&[("CUDA_VISIBLE_DEVICES", mask)]);
         assert_eq!(runtime_gpus(TorchBuild::Cuda, &vars, &uuids), expected);
+    }
+
+    #[rstest]
+    #[case::repeat("0,0", true)]
+    #[case::repeat_after_others("1,0,01", true)]
+    #[case::reorder("1,0", false)]
+    #[case::repeat_after_the_end("0,x,0", false)]
+    #[case::uuids("GPU-0,GPU-0", false)]
+    fn a_repeated_ordinal_makes_cuinit_fail(#[case] mask: &str, #[case] rejected: bool) {
+        let vars = env(&[("CUDA_VISIBLE_DEVICES", mask)]);
+        assert_eq!(rejection(TorchBuild::Cuda, &vars).is_some(), rejected);
+        assert_eq!(rejection(TorchBuild::Hip, &vars), None);
     }
 
     #[rstest]

@@ -60,6 +60,22 @@ pub fn visibility(
     })
 }
 
+/// The runtime's view alone: the physical index of the GPU at each ordinal the CUDA driver, or ROCr
+/// then HIP, expose under `env` (even where torch's own parser raises).
+pub fn runtime_view(
+    build: TorchBuild,
+    env: &BTreeMap<String, String>,
+    uuids: &[String],
+) -> Vec<usize> {
+    driver::runtime_gpus(build, env, uuids)
+}
+
+/// Why the runtime of `build` refuses to initialise at all under `env` (its init call fails), if it
+/// does; see `docs/visible-devices.md`. The two views still apply: such a process sees no GPU.
+pub fn runtime_rejects(build: TorchBuild, env: &BTreeMap<String, String>) -> Option<String> {
+    driver::rejection(build, env)
+}
+
 /// Visible-device variables that cannot be applied.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum VisibleError {

@@ -14,6 +14,15 @@ pub type CUdeviceptr = u64;
 /// `CUdevice_attribute` (a C enum, `int`-sized).
 pub type CUdevice_attribute = c_int;
 
+/// `CUuuid`: a device's 16-byte UUID (`struct CUuuid_st { char bytes[16]; }`). NVML and
+/// `CUDA_VISIBLE_DEVICES` spell it `GPU-` and the bytes as `8-4-4-4-12` lower-case hex digits.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CUuuid {
+    /// The UUID's bytes.
+    pub bytes: [c_char; 16],
+}
+
 /// The library's usual name (its SONAME).
 pub const LIBRARY: &str = "libcuda.so.1";
 
@@ -106,6 +115,8 @@ pub type cuDeviceGetCount_t = unsafe extern "C" fn(*mut c_int) -> CUresult;
 pub type cuDeviceGet_t = unsafe extern "C" fn(*mut CUdevice, c_int) -> CUresult;
 /// `CUresult cuDeviceGetName(char *name, int len, CUdevice dev)`.
 pub type cuDeviceGetName_t = unsafe extern "C" fn(*mut c_char, c_int, CUdevice) -> CUresult;
+/// `CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)`.
+pub type cuDeviceGetUuid_v2_t = unsafe extern "C" fn(*mut CUuuid, CUdevice) -> CUresult;
 /// `CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)`.
 pub type cuDeviceGetAttribute_t =
     unsafe extern "C" fn(*mut c_int, CUdevice_attribute, CUdevice) -> CUresult;

@@ -247,6 +247,9 @@ pub type hipGetDevice_t = unsafe extern "C" fn(*mut c_int) -> hipError_t;
 pub type hipSetDevice_t = unsafe extern "C" fn(c_int) -> hipError_t;
 /// `hipError_t hipDeviceGetName(char *name, int len, hipDevice_t device)`.
 pub type hipDeviceGetName_t = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> hipError_t;
+/// `hipError_t hipDeviceGetUuid(hipUUID *uuid, hipDevice_t device)`: on ROCm the 16 bytes are the
+/// ASCII characters ROCr shows after `GPU-` (the ASIC serial as 16 hex digits).
+pub type hipDeviceGetUuid_t = unsafe extern "C" fn(*mut hipUUID, c_int) -> hipError_t;
 /// `hipError_t hipDeviceGetAttribute(int *pi, hipDeviceAttribute_t attr, int deviceId)`.
 pub type hipDeviceGetAttribute_t =
     unsafe extern "C" fn(*mut c_int, hipDeviceAttribute_t, c_int) -> hipError_t;

@@ -57,6 +57,11 @@ pub struct Fake {
     runtime: SimRuntime,
     /// How many GPUs the process sees after the visible-device variables.
     visible: u32,
+    /// The UUID of each visible GPU, by ordinal, as the profile writes it.
+    uuids: Vec<String>,
+    /// Why the driver refuses to initialise under this process's variables (a repeated CUDA
+    /// ordinal), as devsim's model predicts the real one does.
+    rejected: Option<String>,
     /// Live allocations by device address (the runtime's buffer handle).
     buffers: Mutex<HashMap<u64, Buffer>>,
 }
@@ -104,12 +109,20 @@ impl Fake {
         // starts on device 0, as with a real driver.
         host.env = visible_variables();
         host.current = 0;
+        let rejected = devsim::visible::runtime_rejects(host.torch, &host.env);
         let visible = host.visible().map_err(|error| error.to_string())?;
+        let uuids = visible
+            .iter()
+            .filter_map(|physical| host.gpus.get(*physical))
+            .map(|gpu| gpu.uuid.clone())
+            .collect();
         let visible = u32::try_from(visible.len()).unwrap_or(u32::MAX);
         let runtime = SimRuntime::new(host).map_err(|error| error.to_string())?;
         Ok(Self {
             runtime,
             visible,
+            uuids,
+            rejected,
             buffers: Mutex::new(HashMap::new()),
         })
     }
@@ -122,6 +135,20 @@ impl Fake {
     /// How many GPUs the process sees.
     pub fn visible(&self) -> u32 {
         self.visible
+    }
+
+    /// Why the driver refuses to initialise, if it does (`cuInit` answers `INVALID_DEVICE`).
+    pub fn rejected(&self) -> Option<&str> {
+        self.rejected.as_deref()
+    }
+
+    /// The profile's UUID of the GPU at a visible ordinal.
+    pub fn uuid(&self, ordinal: u32) -> Result<&str, c_int> {
+        usize::try_from(ordinal)
+            .ok()
+            .and_then(|index| self.uuids.get(index))
+            .map(String::as_str)
+            .ok_or(INVALID_DEVICE)
     }
 
     /// `dev` as a visible ordinal, or `INVALID_DEVICE` when it names no visible GPU.
@@ -224,6 +251,26 @@ fn visible_variables() -> BTreeMap<String, String> {
 /// `UNKNOWN`.
 pub fn code(error: DriverError) -> c_int {
     if error.code == 0 { UNKNOWN } else { error.code }
+}
+
+/// The 16 bytes of a profile UUID: its 32 hex digits (dashes and a `GPU-` prefix skipped), as the
+/// CUDA driver stores an NVIDIA UUID; `None` when it does not have exactly 32.
+pub fn uuid_bytes(uuid: &str) -> Option<[u8; 16]> {
+    let digits: Vec<u8> = uuid
+        .strip_prefix("GPU-")
+        .unwrap_or(uuid)
+        .chars()
+        .filter(|c| *c != '-')
+        .map(|c| c.to_digit(16).and_then(|d| u8::try_from(d).ok()))
+        .collect::<Option<_>>()?;
+    if digits.len() != 32 {
+        return None;
+    }
+    let mut bytes = [0u8; 16];
+    for (byte, pair) in bytes.iter_mut().zip(digits.chunks(2)) {
+        *byte = pair[0] * 16 + pair[1];
+    }
+    Some(bytes)
 }
 
 /// `0` for `Ok`, the error code for `Err`.
@@ -331,6 +378,16 @@ mod tests {
         write_c_string(&mut buffer, "ab");
         assert_eq!(&buffer[..3], b"ab\0");
         write_c_string(&mut [], "ignored");
+    }
+
+    #[test]
+    fn profile_uuids_become_sixteen_bytes() {
+        let bytes = uuid_bytes("GPU-00000001-0000-4000-8000-0000000000ff").expect("32 digits");
+        assert_eq!(bytes[3], 1);
+        assert_eq!(bytes[6], 0x40);
+        assert_eq!(bytes[15], 0xff);
+        assert_eq!(uuid_bytes("GPU-00000001-0000-4000-8000-devsim000000"), None);
+        assert_eq!(uuid_bytes("GPU-0001"), None);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! - `cuInit(0)` must come first; every other call but `cuDriverGetVersion`, `cuGetErrorName` and
 //!   `cuGetErrorString` answers `CUDA_ERROR_NOT_INITIALIZED` before it. `cuInit` answers
 //!   `CUDA_ERROR_NO_DEVICE` when the profile is missing, invalid, not a CUDA host, or
-//!   `CUDA_VISIBLE_DEVICES` hides every GPU.
+//!   `CUDA_VISIBLE_DEVICES` hides every GPU, and `CUDA_ERROR_INVALID_DEVICE` when it repeats an
+//!   ordinal (as the real driver does; `devsim::visible::runtime_rejects`).
 //! - Devices are the profile's GPUs after `CUDA_VISIBLE_DEVICES` (PyTorch's parsing rules, as
 //!   devsim models them); `CUdevice` handles equal ordinals.
 //! - Each thread has no current context until `cuCtxSetCurrent` binds a primary context retained
@@ -24,8 +25,8 @@ use std::sync::{Mutex, PoisonError};
 
 use devsim::{Runtime, TorchBuild};
 use devsim_fake_common::{
-    Fake, INVALID_VALUE, NO_DEVICE, UNKNOWN, code, fake, guard, host_bytes, put, put_c_string,
-    put_host_bytes, status,
+    Fake, INVALID_DEVICE, INVALID_VALUE, NO_DEVICE, UNKNOWN, code, fake, guard, host_bytes, put,
+    put_c_string, put_host_bytes, status, uuid_bytes,
 };
 
 use devsim_sys::cuda::{
@@ -42,6 +43,7 @@ const _: sys::cuDriverGetVersion_t = cuDriverGetVersion;
 const _: sys::cuDeviceGetCount_t = cuDeviceGetCount;
 const _: sys::cuDeviceGet_t = cuDeviceGet;
 const _: sys::cuDeviceGetName_t = cuDeviceGetName;
+const _: sys::cuDeviceGetUuid_v2_t = cuDeviceGetUuid_v2;
 const _: sys::cuDeviceGetAttribute_t = cuDeviceGetAttribute;
 const _: sys::cuDevicePrimaryCtxRetain_t = cuDevicePrimaryCtxRetain;
 const _: sys::cuCtxGetCurrent_t = cuCtxGetCurrent;
@@ -109,6 +111,7 @@ pub extern "C" fn cuInit(flags: c_uint) -> CUresult {
             return INVALID_VALUE;
         }
         match fake(TorchBuild::Cuda, LIBRARY) {
+            Ok(fake) if fake.rejected().is_some() => INVALID_DEVICE,
             Ok(fake) if fake.visible() > 0 => {
                 INITIALIZED.store(true, Ordering::Release);
                 CUDA_SUCCESS
@@ -169,6 +172,25 @@ pub unsafe extern "C" fn cuDeviceGetName(name: *mut c_char, len: c_int, dev: CUd
         let text = fake.runtime().device_name(ordinal).map_err(code)?;
         // SAFETY: the caller passes a null pointer or `len` writable bytes.
         unsafe { put_c_string(name, len, &text) }
+    })
+}
+
+/// `CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)`: the profile's UUID as 16 bytes; a
+/// profile UUID that is not 32 hex digits is `CUDA_ERROR_INVALID_VALUE` (no real driver has one).
+///
+/// # Safety
+///
+/// `uuid` is null or valid for writing one `CUuuid`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuDeviceGetUuid_v2(uuid: *mut sys::CUuuid, dev: CUdevice) -> CUresult {
+    call(|fake| {
+        let ordinal = fake.ordinal(dev)?;
+        let bytes = uuid_bytes(fake.uuid(ordinal)?).ok_or(INVALID_VALUE)?;
+        let value = sys::CUuuid {
+            bytes: bytes.map(|b| c_char::from_ne_bytes([b])),
+        };
+        // SAFETY: the caller passes a null or writable `CUuuid` pointer.
+        unsafe { put(uuid, value) }
     })
 }
 

@@ -42,6 +42,7 @@ const _: sys::hipGetDeviceCount_t = hipGetDeviceCount;
 const _: sys::hipGetDevice_t = hipGetDevice;
 const _: sys::hipSetDevice_t = hipSetDevice;
 const _: sys::hipDeviceGetName_t = hipDeviceGetName;
+const _: sys::hipDeviceGetUuid_t = hipDeviceGetUuid;
 const _: sys::hipDeviceGetAttribute_t = hipDeviceGetAttribute;
 const _: sys::hipGetDevicePropertiesR0600_t = hipGetDevicePropertiesR0600;
 const _: sys::hipMalloc_t = hipMalloc;
@@ -168,6 +169,29 @@ pub unsafe extern "C" fn hipDeviceGetName(
         let text = fake.runtime().device_name(ordinal).map_err(code)?;
         // SAFETY: the caller passes a null pointer or `len` writable bytes.
         unsafe { put_c_string(name, len, &text) }
+    })
+}
+
+/// `hipError_t hipDeviceGetUuid(hipUUID *uuid, hipDevice_t device)`: the first 16 characters of the
+/// profile's UUID (its 16-hex-digit serial), as ROCm fills the bytes with the characters ROCr shows
+/// after `GPU-`.
+///
+/// # Safety
+///
+/// `uuid` is null or valid for writing one `hipUUID`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipDeviceGetUuid(uuid: *mut sys::hipUUID, device: c_int) -> HipError {
+    call(|fake| {
+        let ordinal = fake.ordinal(device)?;
+        let mut bytes = [0u8; 16];
+        let text = fake.uuid(ordinal)?.as_bytes();
+        let n = text.len().min(16);
+        bytes[..n].copy_from_slice(&text[..n]);
+        let value = sys::hipUUID {
+            bytes: bytes.map(|b| c_char::from_ne_bytes([b])),
+        };
+        // SAFETY: the caller passes a null or writable `hipUUID` pointer.
+        unsafe { put(uuid, value) }
     })
 }
 

@@ -47,6 +47,7 @@ pub struct CudaApi {
     pub cuDeviceGetCount: sys::cuDeviceGetCount_t,
     pub cuDeviceGet: sys::cuDeviceGet_t,
     pub cuDeviceGetName: sys::cuDeviceGetName_t,
+    pub cuDeviceGetUuid_v2: sys::cuDeviceGetUuid_v2_t,
     pub cuDeviceGetAttribute: sys::cuDeviceGetAttribute_t,
     pub cuDevicePrimaryCtxRetain: sys::cuDevicePrimaryCtxRetain_t,
     pub cuCtxGetCurrent: sys::cuCtxGetCurrent_t,
@@ -82,6 +83,7 @@ impl CudaApi {
                 cuDeviceGetCount: resolve(lib, p, "cuDeviceGetCount")?,
                 cuDeviceGet: resolve(lib, p, "cuDeviceGet")?,
                 cuDeviceGetName: resolve(lib, p, "cuDeviceGetName")?,
+                cuDeviceGetUuid_v2: resolve(lib, p, "cuDeviceGetUuid_v2")?,
                 cuDeviceGetAttribute: resolve(lib, p, "cuDeviceGetAttribute")?,
                 cuDevicePrimaryCtxRetain: resolve(lib, p, "cuDevicePrimaryCtxRetain")?,
                 cuCtxGetCurrent: resolve(lib, p, "cuCtxGetCurrent")?,
@@ -216,6 +218,17 @@ impl CudaDriver {
         let code = unsafe { (self.api.cuDeviceGetName)(buffer.as_mut_ptr().cast(), len, device) };
         status::check(self, "cuDeviceGetName", code)?;
         Ok(c_string(&buffer))
+    }
+
+    /// A device's UUID as NVML and `CUDA_VISIBLE_DEVICES` spell it, e.g.
+    /// `GPU-5e8a1c2d-0b3f-4a6e-9c7d-1f2e3d4c5b6a` (`cuDeviceGetUuid_v2`).
+    pub fn uuid(&self, ordinal: u32) -> Result<String, DriverError> {
+        let device = self.device(ordinal)?;
+        let mut uuid = sys::CUuuid { bytes: [0; 16] };
+        // SAFETY: the out-pointer is a live, writable `CUuuid`; `device` came from `cuDeviceGet`.
+        let code = unsafe { (self.api.cuDeviceGetUuid_v2)(&mut uuid, device) };
+        status::check(self, "cuDeviceGetUuid_v2", code)?;
+        Ok(nvidia_uuid(&uuid.bytes.map(|c| c.to_ne_bytes()[0])))
     }
 
     /// A device's compute capability as `(major, minor)`, e.g. `(9, 0)` (`cuDeviceGetAttribute`).
@@ -361,5 +374,34 @@ impl CudaDriver {
         let code = unsafe { (self.api.cuDeviceGetAttribute)(&mut value, attribute, device) };
         status::check(self, "cuDeviceGetAttribute", code)?;
         Ok(u32::try_from(value).unwrap_or(0))
+    }
+}
+
+/// 16 UUID bytes as NVIDIA spells them: `GPU-` and `8-4-4-4-12` lower-case hex digits.
+pub fn nvidia_uuid(bytes: &[u8; 16]) -> String {
+    let hex = |range: std::ops::Range<usize>| -> String {
+        bytes[range].iter().map(|b| format!("{b:02x}")).collect()
+    };
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        hex(0..4),
+        hex(4..6),
+        hex(6..8),
+        hex(8..10),
+        hex(10..16)
+    )
+}
+
+#[cfg(test)]
+mod uuid_tests {
+    use super::nvidia_uuid;
+
+    #[test]
+    fn uuids_read_as_nvml_spells_them() {
+        let bytes: [u8; 16] = core::array::from_fn(|i| (i as u8) * 17);
+        assert_eq!(
+            nvidia_uuid(&bytes),
+            "GPU-00112233-4455-6677-8899-aabbccddeeff"
+        );
     }
 }

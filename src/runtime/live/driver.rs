@@ -19,6 +19,8 @@ pub trait GpuDriver: Send + Sync {
     fn device_count(&self) -> Result<u32, DriverError>;
     /// A device's name.
     fn name(&self, ordinal: u32) -> Result<String, DriverError>;
+    /// A device's UUID: `GPU-…` on NVIDIA, the 16-hex-digit serial on AMD (as host profiles write it).
+    fn uuid(&self, ordinal: u32) -> Result<String, DriverError>;
     /// `major.minor` as the driver reports it (HIP: gfx-derived).
     fn capability(&self, ordinal: u32) -> Result<(u32, u32), DriverError>;
     /// `gcnArchName` (HIP only).
@@ -58,6 +60,9 @@ macro_rules! forward_gpu_driver {
             }
             fn name(&self, ordinal: u32) -> Result<String, DriverError> {
                 <$driver>::name(self, ordinal)
+            }
+            fn uuid(&self, ordinal: u32) -> Result<String, DriverError> {
+                <$driver>::uuid(self, ordinal)
             }
             fn capability(&self, ordinal: u32) -> Result<(u32, u32), DriverError> {
                 self.$capability(ordinal)
@@ -132,6 +137,11 @@ pub enum DriverProbe {
         library: String,
         /// The failure.
         error: String,
+        /// The build whose driver failed.
+        build: TorchBuild,
+        /// Whether the driver's init call itself failed (`cuInit`, `hipInit`): under a
+        /// visible-device mask, the driver rejecting that mask.
+        at_init: bool,
     },
     /// No driver library could be loaded; why, one per library.
     Absent(Vec<DriverLoadError>),
@@ -176,6 +186,8 @@ pub fn probe_gpu_driver() -> DriverProbe {
                     failing.get_or_insert(DriverProbe::Failing {
                         library: driver.path().to_string(),
                         error: error.to_string(),
+                        build,
+                        at_init: false,
                     });
                 }
             },
@@ -193,6 +205,8 @@ pub fn probe_gpu_driver() -> DriverProbe {
                 failing.get_or_insert(DriverProbe::Failing {
                     library: library.clone(),
                     error: format!("initialize {library}: {source}"),
+                    build,
+                    at_init: true,
                 });
             }
             Err(error) => absent.push(error),
@@ -216,7 +230,7 @@ pub fn load_gpu_driver() -> Result<Box<dyn GpuDriver>, Vec<String>> {
         DriverProbe::NoVisibleGpu {
             library, detail, ..
         } => Err(vec![format!("{library} shows no GPU: {detail}")]),
-        DriverProbe::Failing { library, error } => {
+        DriverProbe::Failing { library, error, .. } => {
             Err(vec![format!("{library} is present but failing: {error}")])
         }
         DriverProbe::Absent(errors) => Err(errors.iter().map(ToString::to_string).collect()),

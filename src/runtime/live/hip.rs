@@ -57,6 +57,7 @@ pub struct HipApi {
     pub hipGetDevice: sys::hipGetDevice_t,
     pub hipSetDevice: sys::hipSetDevice_t,
     pub hipDeviceGetName: sys::hipDeviceGetName_t,
+    pub hipDeviceGetUuid: sys::hipDeviceGetUuid_t,
     pub hipDeviceGetAttribute: sys::hipDeviceGetAttribute_t,
     pub hipGetDevicePropertiesR0600: sys::hipGetDevicePropertiesR0600_t,
     pub hipMalloc: sys::hipMalloc_t,
@@ -124,6 +125,7 @@ impl HipApi {
                 hipGetDevice: resolve(lib, p, "hipGetDevice")?,
                 hipSetDevice: resolve(lib, p, "hipSetDevice")?,
                 hipDeviceGetName: resolve(lib, p, "hipDeviceGetName")?,
+                hipDeviceGetUuid: resolve(lib, p, "hipDeviceGetUuid")?,
                 hipDeviceGetAttribute: resolve(lib, p, "hipDeviceGetAttribute")?,
                 hipGetDevicePropertiesR0600: resolve(lib, p, "hipGetDevicePropertiesR0600")?,
                 hipMalloc: resolve(lib, p, "hipMalloc")?,
@@ -240,6 +242,18 @@ impl HipDriver {
         let code = unsafe { (self.api.hipDeviceGetName)(buffer.as_mut_ptr().cast(), len, device) };
         status::check(self, "hipDeviceGetName", code)?;
         Ok(c_string(&buffer))
+    }
+
+    /// A device's UUID as ROCr shows it after `GPU-`: the ASIC serial, 16 hex digits
+    /// (`hipDeviceGetUuid`, whose 16 bytes are those characters).
+    pub fn uuid(&self, ordinal: u32) -> Result<String, DriverError> {
+        let device = self.index("hipDeviceGetUuid", ordinal)?;
+        let mut uuid = sys::hipUUID { bytes: [0; 16] };
+        // SAFETY: the out-pointer is a live, writable `hipUUID`.
+        let code = unsafe { (self.api.hipDeviceGetUuid)(&mut uuid, device) };
+        status::check(self, "hipDeviceGetUuid", code)?;
+        let bytes = uuid.bytes.map(|c| c.to_ne_bytes()[0]);
+        Ok(c_string(&bytes))
     }
 
     /// A device's full `gcnArchName`, e.g. `gfx942:sramecc+:xnack-`

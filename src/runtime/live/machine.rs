@@ -18,6 +18,8 @@ pub struct RealGpu {
     pub name: String,
     /// Opt-in shared memory per block.
     pub smem_optin: u32,
+    /// Its UUID as host profiles write it: `GPU-…` on NVIDIA, the 16-hex-digit serial on AMD.
+    pub uuid: String,
 }
 
 /// The real machine: its build and its visible GPUs (after the process's own visible-device variables).
@@ -61,6 +63,7 @@ impl RealMachine {
                 arch,
                 name: driver.name(ordinal)?,
                 smem_optin: driver.smem_optin(ordinal)?,
+                uuid: driver.uuid(ordinal)?,
             });
         }
         Ok(Self {
@@ -145,6 +148,19 @@ impl RealMachine {
         Some((variable, ordinals.join(",")))
     }
 
+    /// The machine as a simulated host with these GPUs (archs, names, shared memory and UUIDs) in
+    /// this order and no visible-device variable: what devsim's model predicts from.
+    pub fn host(&self) -> HostSpec {
+        let archs: Vec<Arch> = self.gpus.iter().map(|gpu| gpu.arch.clone()).collect();
+        let mut host = HostSpec::new(self.build, &archs);
+        for (gpu, real) in host.gpus.iter_mut().zip(&self.gpus) {
+            gpu.name = real.name.clone();
+            gpu.smem_optin = real.smem_optin;
+            gpu.uuid = real.uuid.clone();
+        }
+        host
+    }
+
     /// The machine as a host profile scenarios can use (`scenarios/hosts/<name>.toml`), headed by a comment
     /// naming the driver file this process really mapped.
     pub fn to_profile(&self) -> String {
@@ -163,6 +179,7 @@ impl RealMachine {
             let _ = writeln!(out, "arch = \"{}\"", gpu.arch);
             let _ = writeln!(out, "name = \"{}\"", gpu.name.replace('"', "'"));
             let _ = writeln!(out, "smem_optin = {}", gpu.smem_optin);
+            let _ = writeln!(out, "uuid = \"{}\"", gpu.uuid.replace('"', "'"));
         }
         out
     }

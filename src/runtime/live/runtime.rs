@@ -365,6 +365,9 @@ mod tests {
         fn name(&self, _: u32) -> Result<String, DriverError> {
             Ok("scripted".into())
         }
+        fn uuid(&self, ordinal: u32) -> Result<String, DriverError> {
+            Ok(format!("GPU-{ordinal:08x}-0000-4000-8000-000000000000"))
+        }
         fn capability(&self, _: u32) -> Result<(u32, u32), DriverError> {
             Ok((9, 0))
         }

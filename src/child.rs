@@ -1,4 +1,4 @@
-//! One running subject process: lines in on stdin, lines out of stdout read on a thread (so every wait has
+//! One child process spoken to in lines: lines in on stdin, lines out of stdout read on a thread (so every wait has
 //! a timeout), the tail of stderr collected on another; killed when dropped.
 
 use std::collections::VecDeque;
