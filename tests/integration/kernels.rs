@@ -1,0 +1,106 @@
+//! Kernel contracts beyond what scenario files say: the inventory as data and selection order. The seed's
+//! cases live in scenarios/seed/, selection in scenarios/selection/, and the whole-catalog invariants in
+//! scenarios/invariants/ (matrices over every kernel and profile).
+
+use crate::common;
+
+use common::{Sim, host};
+use devsim::kernel::Catalog;
+use devsim::kernel::Method;
+use devsim::kernel::audit::{Inventory, RocmDecision};
+use devsim::kernel::select::select;
+use devsim::{Family, TorchBuild};
+
+#[test]
+fn the_inventory_file_and_the_catalog_agree_row_for_row() {
+    let inventory = Inventory::reference();
+    let problems = inventory.check(&Catalog::reference());
+    assert!(
+        problems.is_empty(),
+        "kernel inventory problems:\n{}",
+        problems.join("\n")
+    );
+    let rows: Vec<&str> = inventory.rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        rows,
+        Catalog::reference().names(),
+        "rows follow the catalog's order"
+    );
+}
+
+#[test]
+fn a_kernel_added_without_a_row_fails_the_inventory_naming_the_file_to_edit() {
+    use devsim::kernel::KernelSpec;
+    let catalog = Catalog::reference_builder()
+        .with_spec(KernelSpec::new(
+            "gptq_new_fast_path",
+            Method::Gptq,
+            &[4],
+            &[Family::Cuda],
+        ))
+        .build()
+        .expect("a consistent catalog");
+    assert_eq!(
+        Inventory::reference().check(&catalog),
+        [
+            "gptq_new_fast_path: no row in inventory/kernels.toml; add a [[kernel]] row with its families, its ROCm decision and why"
+        ]
+    );
+}
+
+#[test]
+fn a_row_that_drifted_from_its_contract_is_named() {
+    let mut inventory = Inventory::reference().clone();
+    let row = inventory
+        .rows
+        .iter_mut()
+        .find(|r| r.name == "bitsandbytes")
+        .expect("a row");
+    row.families.retain(|f| *f != Family::Rocm);
+    row.rocm = RocmDecision::Refused;
+    let problems = inventory.check(&Catalog::reference());
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].starts_with("bitsandbytes: inventory/kernels.toml records families"));
+    assert_eq!(
+        problems[1],
+        "bitsandbytes: audited as refused but declares rocm or all (inventory/kernels.toml)"
+    );
+}
+
+#[test]
+fn explicit_only_kernels_are_never_selected_automatically() {
+    let catalog = Catalog::reference();
+    for method in Method::KNOWN {
+        for kernel in devsim::kernel::select::candidates(&catalog, &method) {
+            assert!(kernel.spec().selectable, "{}", kernel.spec().name);
+        }
+    }
+    let sim = Sim::new(host(TorchBuild::Cpu, &[]));
+    let error = select(
+        &sim.dispatch(),
+        &catalog,
+        &Method::Embedding,
+        4,
+        &"cpu".into(),
+    )
+    .err()
+    .expect("the embedding kernel is explicit-only");
+    assert_eq!(error.kind(), "no-kernel");
+}
+
+#[test]
+fn ties_break_by_name() {
+    use devsim::kernel::KernelSpec;
+    let a = KernelSpec::new("b_kernel", Method::Gptq, &[4], &[Family::All]).priority(5);
+    let b = KernelSpec::new("a_kernel", Method::Gptq, &[4], &[Family::All]).priority(5);
+    let catalog = Catalog::builder()
+        .with_spec(a)
+        .with_spec(b)
+        .build()
+        .expect("a consistent catalog");
+    let names: Vec<&str> = devsim::kernel::select::candidates(&catalog, &Method::Gptq)
+        .iter()
+        .map(|k| k.spec().name.as_ref())
+        .collect();
+    assert_eq!(names, ["a_kernel", "b_kernel"]);
+}

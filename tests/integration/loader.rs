@@ -1,0 +1,108 @@
+//! Loading scenario files. Every malformed file under `tests/fixtures/invalid/` (its first line says what
+//! is wrong) must fail to load, and its full rendered diagnostic (location, excerpt, span, help) is pinned
+//! by an insta snapshot in `tests/integration/snapshots/`. Review a changed one with `cargo insta review`.
+
+use std::path::Path;
+
+use devsim::kernel::Catalog;
+use devsim::scenario::load_scenario;
+use devsim::scenario::render;
+use tempfile::TempDir;
+
+#[test]
+fn invalid_scenarios_give_located_diagnostics() {
+    let catalog = Catalog::reference();
+    insta::glob!("../", "fixtures/invalid/*.toml", |path| {
+        let relative = path
+            .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+            .unwrap_or(path);
+        let bytes = std::fs::read(path).expect("fixture");
+        assert!(
+            bytes.starts_with(b"# wrong: "),
+            "{}: the first line says what is wrong",
+            relative.display()
+        );
+        let error =
+            load_scenario(relative, &catalog).expect_err("an invalid fixture must not load");
+        assert!(error.line >= 1 && error.column >= 1);
+        insta::assert_snapshot!(render(&error));
+    });
+}
+
+const HEADER: &str = "format = 1\ndescription = \"a scenario\"\n";
+
+/// Writes `body` as `name.toml` in a scratch folder removed on drop.
+fn write(name: &str, body: &str) -> (TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join(format!("{name}.toml"));
+    std::fs::write(&path, body).expect("write scenario");
+    (dir, path)
+}
+
+#[test]
+fn a_step_that_expects_an_unknown_kernel_may_name_one() {
+    let (_dir, path) = write(
+        "expects_unknown_kernel",
+        &format!(
+            "{HEADER}[host]\nprofile = \"h200\"\n[[step]]\naction = \"validate\"\nkernel = \"no_such\"\ndevice = \"cuda\"\n[step.expect]\nok = false\nerror = \"unknown-kernel\"\n"
+        ),
+    );
+    let scenario = load_scenario(&path, &Catalog::reference()).expect("loads");
+    assert_eq!(scenario.steps.len(), 1);
+}
+
+#[test]
+fn inline_host_fields_override_the_profile() {
+    let (_dir, path) = write(
+        "inline_overrides",
+        &format!(
+            "{HEADER}[host]\nprofile = \"amd_mixed\"\ncurrent = 1\nenv = {{ HIP_VISIBLE_DEVICES = \"1,0\" }}\n[[step]]\naction = \"discover\"\n"
+        ),
+    );
+    let scenario = load_scenario(&path, &Catalog::reference()).expect("loads");
+    assert_eq!(scenario.host.current, 1);
+    assert_eq!(scenario.host.gpus.len(), 2);
+    assert_eq!(scenario.host.visible().expect("mask"), [1, 0]);
+}
+
+#[test]
+fn a_missing_file_is_an_error_not_a_panic() {
+    let error = load_scenario(Path::new("/nonexistent/devsim.toml"), &Catalog::reference())
+        .expect_err("missing");
+    assert!(
+        error.to_string().contains("/nonexistent/devsim.toml:1:1"),
+        "{error}"
+    );
+}
+
+#[test]
+fn step_lines_are_found_in_a_long_file_without_recounting() {
+    // 32,000 steps took 14 s when every step recounted lines from the top; a line table makes it linear.
+    let mut text = format!("{HEADER}[host]\nprofile = \"h200\"\n");
+    for _ in 0..32_000 {
+        text.push_str("[[step]]\naction = \"normalize\"\ndevice = \"cuda\"\n");
+    }
+    let (_dir, path) = write("long", &text);
+    let started = std::time::Instant::now();
+    let scenario = load_scenario(&path, &Catalog::reference()).expect("loads");
+    let elapsed = started.elapsed();
+    assert_eq!(scenario.steps.len(), 32_000);
+    assert_eq!(scenario.steps[31_999].line, 5 + 3 * 31_999);
+    assert!(elapsed.as_secs() < 10, "took {elapsed:?}");
+}
+
+#[test]
+fn tests_leave_no_scratch_behind() {
+    // Every scratch folder in this suite is a TempDir: count the temp entries around a write.
+    let before = std::fs::read_dir(std::env::temp_dir())
+        .map(|d| d.count())
+        .unwrap_or(0);
+    drop(write("scratch", HEADER));
+    let after = std::fs::read_dir(std::env::temp_dir())
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert!(
+        after <= before,
+        "temp entries went from {before} to {after}"
+    );
+}

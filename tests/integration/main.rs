@@ -1,0 +1,21 @@
+//! devsim's integration tests, one binary with a module per topic (the scenario corpus, live replay, the
+//! fake drivers and the subjects are libtest-mimic binaries of their own: tests/*.rs with `harness = false`).
+
+mod catalog;
+mod ci_config;
+mod cli;
+mod common;
+mod drivers;
+mod family_model;
+mod format_reference;
+mod isolation;
+mod kernels;
+mod layering;
+mod loader;
+mod mock_runtime;
+mod mutants;
+mod pool;
+mod properties;
+mod schema;
+mod skills;
+mod tools;
