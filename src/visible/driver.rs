@@ -230,18 +230,8 @@ fn hip_runtime(value: &str, agents: &[usize], uuids: &[String]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::visible::test_support::{amd_serials, env};
     use rstest::rstest;
-
-    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    fn amd(n: usize) -> Vec<String> {
-        (0..n).map(|i| format!("{:016x}", 0xabc0 + i)).collect()
-    }
 
     #[rstest]
     #[case::no_mask(&[], 3, &[0, 1, 2])]
@@ -266,7 +256,7 @@ mod tests {
         #[case] expected: &[usize],
     ) {
         assert_eq!(
-            runtime_gpus(TorchBuild::Hip, &env(vars), &amd(gpus)),
+            runtime_gpus(TorchBuild::Hip, &env(vars), &amd_serials(0xabc0, gpus)),
             expected
         );
     }

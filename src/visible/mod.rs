@@ -116,20 +116,29 @@ impl VisibleError {
     }
 }
 
+/// Helpers the unit tests of both views share.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_support {
+    use std::collections::BTreeMap;
 
-    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    /// Visible-device variables from `(name, value)` pairs.
+    pub(crate) fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
     }
 
-    fn amd(n: usize) -> Vec<String> {
-        (0..n).map(|i| format!("{i:016x}")).collect()
+    /// `n` AMD serials (16 hex digits, as `hipDeviceGetUuid` answers), counting up from `first`.
+    pub(crate) fn amd_serials(first: usize, n: usize) -> Vec<String> {
+        (first..first + n).map(|i| format!("{i:016x}")).collect()
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::visible::test_support::{amd_serials, env};
 
     #[test]
     fn torch_counts_rocr_entries_the_runtime_refuses() {
@@ -137,7 +146,7 @@ mod tests {
             ("ROCR_VISIBLE_DEVICES", "a"),
             ("CUDA_VISIBLE_DEVICES", "a,1gpu,0"),
         ]);
-        let seen = visibility(TorchBuild::Hip, &vars, &amd(3)).expect("valid");
+        let seen = visibility(TorchBuild::Hip, &vars, &amd_serials(0, 3)).expect("valid");
         assert_eq!(
             seen,
             Visibility {
@@ -150,7 +159,7 @@ mod tests {
     #[test]
     fn other_variables_are_refused() {
         let vars = env(&[("LD_PRELOAD", "/tmp/x.so")]);
-        let error = visibility(TorchBuild::Cuda, &vars, &amd(1)).expect_err("refused");
+        let error = visibility(TorchBuild::Cuda, &vars, &amd_serials(0, 1)).expect_err("refused");
         assert!(error.to_string().contains("LD_PRELOAD"));
     }
 
@@ -161,7 +170,7 @@ mod tests {
         (0..3)
             .map(|_| {
                 let started = std::time::Instant::now();
-                let seen = visibility(TorchBuild::Cuda, &vars, &amd(4)).expect("valid");
+                let seen = visibility(TorchBuild::Cuda, &vars, &amd_serials(0, 4)).expect("valid");
                 assert_eq!(seen.torch_count, 4);
                 started.elapsed()
             })

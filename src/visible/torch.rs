@@ -258,6 +258,7 @@ pub fn device_count(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::visible::test_support::{amd_serials, env};
     use rstest::rstest;
 
     fn ordinals(value: &str) -> Vec<String> {
@@ -331,17 +332,6 @@ mod tests {
         assert_eq!(transform(&ids, &uuids, false), expected);
     }
 
-    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    fn amd(n: usize) -> Vec<String> {
-        (0..n).map(|i| format!("{i:016x}")).collect()
-    }
-
     // PyTorch counts ROCR_VISIBLE_DEVICES' entries and never parses them.
     #[rstest]
     #[case::one_entry_past_the_end(&[("ROCR_VISIBLE_DEVICES", "5")], 2, 1)]
@@ -357,7 +347,8 @@ mod tests {
         #[case] gpus: usize,
         #[case] expected: usize,
     ) {
-        let count = device_count(TorchBuild::Hip, &env(vars), &amd(gpus), 0).expect("valid");
+        let count =
+            device_count(TorchBuild::Hip, &env(vars), &amd_serials(0, gpus), 0).expect("valid");
         assert_eq!(count, expected);
     }
 
@@ -368,7 +359,7 @@ mod tests {
             ("HIP_VISIBLE_DEVICES", "0,1"),
         ]);
         assert_eq!(
-            device_count(TorchBuild::Hip, &vars, &amd(2), 0),
+            device_count(TorchBuild::Hip, &vars, &amd_serials(0, 2), 0),
             Err(VisibleError::HipMaskWiderThanRocr)
         );
     }

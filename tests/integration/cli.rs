@@ -4,6 +4,7 @@ use std::process::{Command, Output, Stdio};
 
 use tempfile::TempDir;
 
+use crate::common::WARMUP_ON_GPU1;
 use devsim::output::{KernelsOutput, Outcome, Place, RunOutput};
 
 fn devsim(args: &[&str]) -> Output {
@@ -33,22 +34,6 @@ fn arg(dir: &TempDir) -> &str {
     dir.path().to_str().expect("utf-8 temp path")
 }
 
-const WARMUP: &str = r#"format = 1
-description = "a warmup on GPU 1 from a GPU-0 context runs on GPU 1"
-
-[host]
-profile = "h200x2"
-
-[[step]]
-action = "warmup"
-kernel = "gptq_marlin"
-device = "cuda:1"
-
-[step.expect]
-ran_on = 1
-current_after = 0
-"#;
-
 #[test]
 fn run_passes_the_corpus_and_closes_with_the_counts() {
     let output = devsim(&["run"]);
@@ -60,7 +45,10 @@ fn run_passes_the_corpus_and_closes_with_the_counts() {
 
 #[test]
 fn a_flipped_expectation_fails_the_run_naming_the_scenario_and_the_difference() {
-    let root = scratch("flipped", &WARMUP.replace("ran_on = 1", "ran_on = 0"));
+    let root = scratch(
+        "flipped",
+        &WARMUP_ON_GPU1.replace("ran_on = 1", "ran_on = 0"),
+    );
     let output = devsim(&["run", arg(&root)]);
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
@@ -76,19 +64,22 @@ fn a_flipped_expectation_fails_the_run_naming_the_scenario_and_the_difference() 
             .unwrap_or_default()
             .contains("0 passed, 1 failed, 0 skipped")
     );
-    let unflipped = scratch("unflipped", WARMUP);
+    let unflipped = scratch("unflipped", WARMUP_ON_GPU1);
     assert!(devsim(&["run", arg(&unflipped)]).status.success());
 }
 
 #[test]
 fn a_malformed_scenario_gives_a_located_error_and_a_nonzero_exit() {
-    let root = scratch("malformed", &WARMUP.replace("gptq_marlin", "gptq_marln"));
+    let root = scratch(
+        "malformed",
+        &WARMUP_ON_GPU1.replace("gptq_marlin", "gptq_marln"),
+    );
     for command in ["run", "check"] {
         let output = devsim(&[command, arg(&root)]);
         assert!(!output.status.success(), "{command}");
         let errors = stderr(&output);
         assert!(
-            errors.contains("malformed.toml:9:10"),
+            errors.contains("malformed.toml:10:10"),
             "{command}: {errors}"
         );
         assert!(
@@ -100,7 +91,7 @@ fn a_malformed_scenario_gives_a_located_error_and_a_nonzero_exit() {
 
 #[test]
 fn run_writes_json_reports_on_request() {
-    let root = scratch("json", WARMUP);
+    let root = scratch("json", WARMUP_ON_GPU1);
     let output = devsim(&["run", "--format", "json", arg(&root)]);
     assert!(output.status.success());
     let run: RunOutput = serde_json::from_slice(&output.stdout).expect("a run document");
@@ -187,7 +178,7 @@ fn an_empty_folder_is_an_error_unless_allowed() {
 
 #[test]
 fn a_link_out_of_the_scenario_root_is_refused_and_never_read() {
-    let root = scratch("fine", WARMUP);
+    let root = scratch("fine", WARMUP_ON_GPU1);
     for (link, target) in [
         ("environ.toml", "/proc/self/environ"),
         ("zero.toml", "/dev/zero"),
@@ -252,7 +243,7 @@ fn fifos_devices_and_oversized_files_are_refused_without_hanging() {
 
 #[test]
 fn link_loops_terminate_and_folders_named_toml_are_folders() {
-    let root = scratch("fine", WARMUP);
+    let root = scratch("fine", WARMUP_ON_GPU1);
     std::os::unix::fs::symlink(".", root.path().join("again")).expect("link");
     std::os::unix::fs::symlink(".", root.path().join("and_again")).expect("link");
     std::fs::create_dir(root.path().join("folder.toml")).expect("dir");
@@ -269,7 +260,7 @@ fn link_loops_terminate_and_folders_named_toml_are_folders() {
 fn an_unreadable_entry_in_a_subfolder_is_reported_under_its_own_path() {
     // A dangling link named like a scenario cannot be read whoever runs the test (permissions would not
     // stop root); the error must name the link, not the folder given on the command line.
-    let root = scratch("fine", WARMUP);
+    let root = scratch("fine", WARMUP_ON_GPU1);
     let sub = root.path().join("topic");
     std::fs::create_dir(&sub).expect("dir");
     let broken = sub.join("broken.toml");
@@ -283,7 +274,7 @@ fn an_unreadable_entry_in_a_subfolder_is_reported_under_its_own_path() {
 
 #[test]
 fn profiles_come_from_the_folders_given_in_order() {
-    let root = scratch("custom", &WARMUP.replace("h200x2", "my_box"));
+    let root = scratch("custom", &WARMUP_ON_GPU1.replace("h200x2", "my_box"));
     let (_, errors) = refused(&["check", arg(&root)]);
     assert!(errors.contains("find host profile `my_box`"), "{errors}");
     assert!(
@@ -330,7 +321,11 @@ fn an_ancestors_hosts_folder_is_never_consulted() {
     std::fs::write(outer.path().join("hosts/sneaky.toml"), "torch = \"cpu\"\n").expect("write");
     let inner = outer.path().join("topic");
     std::fs::create_dir(&inner).expect("dir");
-    std::fs::write(inner.join("x.toml"), WARMUP.replace("h200x2", "sneaky")).expect("write");
+    std::fs::write(
+        inner.join("x.toml"),
+        WARMUP_ON_GPU1.replace("h200x2", "sneaky"),
+    )
+    .expect("write");
     let (_, errors) = refused(&["check", inner.to_str().expect("utf-8")]);
     assert!(errors.contains("find host profile `sneaky`"), "{errors}");
 }

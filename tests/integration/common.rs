@@ -86,3 +86,22 @@ pub fn corpus_files_or_exit() -> Vec<PathBuf> {
         std::process::exit(2);
     })
 }
+
+/// A passing scenario the CLI and tool tests vary: a warmup on GPU 1 from a GPU-0 context runs on GPU 1
+/// and restores GPU 0.
+pub const WARMUP_ON_GPU1: &str = r#"format = 1
+description = "a warmup on GPU 1 from a GPU-0 context runs on GPU 1"
+tags = ["placement"]
+
+[host]
+profile = "h200x2"
+
+[[step]]
+action = "warmup"
+kernel = "gptq_marlin"
+device = "cuda:1"
+
+[step.expect]
+ran_on = 1
+current_after = 0
+"#;

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use crate::common::WARMUP_ON_GPU1;
 use devsim::output::{CheckOutput, HostsOutput, Outcome, Place, RunOutput, TraceEntryOutput};
 use tempfile::TempDir;
 
@@ -50,44 +51,27 @@ impl Root {
     }
 }
 
-const PASSING: &str = r#"format = 1
-description = "a warmup on GPU 1 from a GPU-0 context runs on GPU 1"
-tags = ["placement"]
-
-[host]
-profile = "h200x2"
-
-[[step]]
-action = "warmup"
-kernel = "gptq_marlin"
-device = "cuda:1"
-
-[step.expect]
-ran_on = 1
-current_after = 0
-"#;
-
 fn failing() -> String {
-    PASSING.replace("ran_on = 1", "ran_on = 0")
+    WARMUP_ON_GPU1.replace("ran_on = 1", "ran_on = 0")
 }
 
 fn malformed() -> String {
-    PASSING.replace("gptq_marlin", "gptq_marln")
+    WARMUP_ON_GPU1.replace("gptq_marlin", "gptq_marln")
 }
 
 /// No machine has seven gfx1201 GPUs, so live replay skips this one everywhere.
 fn unsatisfiable() -> String {
-    PASSING
+    WARMUP_ON_GPU1
         .replace("profile = \"h200x2\"", "torch = \"hip\"\ngpus = [\"gfx1201\", \"gfx1201\", \"gfx1201\", \"gfx1201\", \"gfx1201\", \"gfx1201\", \"gfx1201\"]")
         .replace("gptq_marlin", "gptq_torch")
 }
 
 #[test]
 fn exit_codes_are_0_all_passed_1_scenario_failures_2_load_errors_for_run_and_check() {
-    let passing = Root::with(&[("placement/a.toml", PASSING)]);
+    let passing = Root::with(&[("placement/a.toml", WARMUP_ON_GPU1)]);
     let failing_text = failing();
     let failing = Root::with(&[
-        ("placement/a.toml", PASSING),
+        ("placement/a.toml", WARMUP_ON_GPU1),
         ("placement/b.toml", &failing_text),
     ]);
     let malformed_text = malformed();
@@ -138,7 +122,7 @@ fn the_exit_codes_are_documented_in_help_and_the_readme() {
 
 #[test]
 fn run_json_is_typed_and_ordinals_are_numbers_everywhere() {
-    let root = Root::with(&[("placement/a.toml", PASSING)]);
+    let root = Root::with(&[("placement/a.toml", WARMUP_ON_GPU1)]);
     let output = devsim(&["run", "--format", "json", root.path()]);
     let run: RunOutput = serde_json::from_slice(&output.stdout).expect("a run document");
     let step = &run.scenarios[0].steps[0];
@@ -167,7 +151,7 @@ fn run_json_is_typed_and_ordinals_are_numbers_everywhere() {
 fn check_and_hosts_write_typed_json() {
     let malformed_text = malformed();
     let root = Root::with(&[
-        ("placement/a.toml", PASSING),
+        ("placement/a.toml", WARMUP_ON_GPU1),
         ("placement/c.toml", &malformed_text),
     ]);
     let check: CheckOutput =
@@ -195,7 +179,7 @@ fn junit_has_one_case_per_scenario_with_skips_and_failures_with_the_diff() {
     let failing_text = failing();
     let skipped_text = unsatisfiable();
     let root = Root::with(&[
-        ("placement/a.toml", PASSING),
+        ("placement/a.toml", WARMUP_ON_GPU1),
         ("placement/b.toml", &failing_text),
         ("placement/s.toml", &skipped_text),
     ]);
@@ -251,7 +235,7 @@ fn run_selects_by_tag_and_by_name_pattern() {
 fn quiet_prints_only_failures_and_the_summary_and_no_progress_bar_off_a_terminal() {
     let failing_text = failing();
     let root = Root::with(&[
-        ("placement/a.toml", PASSING),
+        ("placement/a.toml", WARMUP_ON_GPU1),
         ("placement/b.toml", &failing_text),
     ]);
     let output = devsim(&["run", "--quiet", root.path()]);
