@@ -68,7 +68,7 @@
 //!
 //! Dependencies flow one way (a test fails on a cycle): [`vocab`] (vendors, families, archs, builds,
 //! targets) ← [`trace`] ← [`visible`] ← [`host`] ← [`runtime`] ← [`dispatch`] (selectors, normalization,
-//! errors) ← [`kernel`], [`pool`], [`discover`] ← [`scenario`] ← [`harness`] and [`cli`]. [`child`] (a child
+//! errors) ← [`kernel`], [`pool`], [`discover`] ← [`scenario`] ← [`harness`] and [`cli`]. `child` (a child
 //! process spoken to in lines, with timeouts) depends on nothing in devsim.
 
 pub mod baseline;
