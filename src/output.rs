@@ -206,6 +206,15 @@ pub enum TraceEntryOutput {
         /// What it judged.
         detail: String,
     },
+    /// A context switch the runtime made on its own inside a call (`context_switch` in trace rules).
+    ContextSwitch {
+        /// The device made current.
+        device: Place,
+        /// The call that made it.
+        during: String,
+        /// Whether it succeeded.
+        ok: bool,
+    },
     /// An event an out-of-process subject reported (the subject protocol).
     Reported {
         /// The call or gate name.

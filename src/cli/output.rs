@@ -87,6 +87,11 @@ fn entry(entry: &Entry) -> TraceEntryOutput {
             passed: *passed,
             detail: detail.clone(),
         },
+        Entry::ContextSwitch { device, during, ok } => TraceEntryOutput::ContextSwitch {
+            device: Place::parse(device),
+            during: during.to_string(),
+            ok: *ok,
+        },
         Entry::Reported { device, detail, .. } => TraceEntryOutput::Reported {
             event: entry.name().to_string(),
             device: device.as_deref().map(Place::parse),

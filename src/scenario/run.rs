@@ -1,5 +1,7 @@
 //! Running a scenario's steps against a runtime wrapped by the recorder.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::discover::discover;
@@ -9,7 +11,7 @@ use crate::dispatch::selector::to_torch_device;
 use crate::kernel::Catalog;
 use crate::kernel::select::select;
 use crate::pool::DevicePool;
-use crate::runtime::{Recorder, Runtime};
+use crate::runtime::{FaultInjector, Recorder, Runtime};
 use crate::scenario::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Scenario, Step};
 use crate::scenario::observed::Observed;
@@ -197,18 +199,24 @@ fn perform(
     }
 }
 
-/// Runs every step of `scenario` on `runtime` (wrapped in a fresh recorder) and checks every expectation.
+/// Runs every step of `scenario` on `runtime` and checks every expectation.
 ///
-/// `current` reads the thread's current device without recording it, for `current_after`.
+/// The runtime is wrapped in the host's faults ([`FaultInjector`]), and that in a fresh recorder, so an
+/// injected error is in the trace as the call that failed. The runner's own questions (the pool's device
+/// count, the current device for `current_after`) go to `runtime` directly: not traced, never faulted.
 pub fn run_scenario(
     scenario: &Scenario,
     catalog: &Catalog,
     runtime: Box<dyn Runtime>,
 ) -> ScenarioReport {
+    let runtime: Arc<dyn Runtime> = Arc::from(runtime);
     let current = CurrentProbe::new(&*runtime);
-    let recorder = Recorder::new(runtime);
+    let recorder = Recorder::new(Box::new(FaultInjector::new(
+        Arc::clone(&runtime),
+        scenario.host.faults.clone(),
+    )));
     let dispatch = Dispatch::new(&recorder, recorder.trace().clone());
-    let pool = match DevicePool::new(recorder.inner()) {
+    let pool = match DevicePool::new(&*runtime) {
         Ok(pool) => pool,
         Err(_) => DevicePool::with_gpus(0),
     };
@@ -219,7 +227,7 @@ pub fn run_scenario(
         let started = std::time::Instant::now();
         perform(&dispatch, catalog, &pool, &step.action, &mut observed);
         let elapsed = started.elapsed();
-        observed.current_after = current.read(recorder.inner());
+        observed.current_after = current.read(&*runtime);
         let trace = recorder.trace().since(mark);
         let mismatches = compare(&step.expect, &observed, &trace);
         steps.push(StepReport::of(step, observed, mismatches, trace, elapsed));
