@@ -69,6 +69,7 @@ fn observed(observed: &Observed) -> ObservedOutput {
         archs: observed.archs.clone(),
         torch_device_count: observed.torch_device_count,
         runtime_devices: observed.runtime_devices.clone(),
+        retained_bytes: observed.retained_bytes,
     }
 }
 
