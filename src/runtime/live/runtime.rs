@@ -326,6 +326,35 @@ impl Runtime for LiveRuntime {
         Ok(())
     }
 
+    /// Driver API: the driver's memory info on every GPU (each made current in turn, untraced, the
+    /// caller's device restored). With tch tensors: the bytes of the tensors this runtime still holds, since
+    /// tch exposes none of torch's caching-allocator statistics and the driver would show the cache.
+    fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError> {
+        #[cfg(feature = "torch")]
+        if self.tensors {
+            let held = self
+                .memory()
+                .iter()
+                .filter_map(|(_, stored)| match stored {
+                    Stored::Tensor(tensor) => {
+                        let on_gpu = crate::runtime::live::torch::place_of(tensor) != Place::Cpu;
+                        on_gpu.then(|| tensor.numel() as u64)
+                    }
+                    _ => None,
+                })
+                .sum();
+            return Ok(Some(held));
+        }
+        let Some(driver) = self.driver.as_deref() else {
+            return Ok(Some(0));
+        };
+        let mut total = 0;
+        for ordinal in 0..driver.device_count()? {
+            total += DeviceGuard::scope(driver, ordinal, || driver.memory_in_use())?;
+        }
+        Ok(Some(total))
+    }
+
     fn take_switches(&self) -> Vec<ContextSwitch> {
         let me = thread::current().id();
         let mut switches = self.switches.lock().unwrap_or_else(|e| e.into_inner());
@@ -407,6 +436,9 @@ mod tests {
         }
         fn synchronize(&self) -> Result<(), DriverError> {
             Ok(())
+        }
+        fn memory_in_use(&self) -> Result<u64, DriverError> {
+            Ok(0)
         }
     }
 
