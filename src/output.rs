@@ -178,6 +178,9 @@ pub struct ObservedOutput {
     /// Discovery: the runtime's view, the arch at each ordinal it exposes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_devices: Option<Vec<String>>,
+    /// Device bytes still allocated after the step's repetitions, against before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retained_bytes: Option<i64>,
 }
 
 /// One trace entry; `call` and `gate` are the names trace rules use.
@@ -205,6 +208,15 @@ pub enum TraceEntryOutput {
         passed: bool,
         /// What it judged.
         detail: String,
+    },
+    /// A context switch the runtime made on its own inside a call (`context_switch` in trace rules).
+    ContextSwitch {
+        /// The device made current.
+        device: Place,
+        /// The call that made it.
+        during: String,
+        /// Whether it succeeded.
+        ok: bool,
     },
     /// An event an out-of-process subject reported (the subject protocol).
     Reported {

@@ -168,6 +168,16 @@ pub enum Entry {
         /// What it judged.
         detail: String,
     },
+    /// A change of the current device that the runtime made on its own inside `during` (the live runtime
+    /// entering a GPU's context to allocate, copy or free there): named `context_switch` in trace rules.
+    ContextSwitch {
+        /// The device made current.
+        device: String,
+        /// The call that made the switch.
+        during: Call,
+        /// Whether it succeeded.
+        ok: bool,
+    },
     /// A call or gate a subject outside devsim recorded itself (its outcome is not reported).
     Reported {
         /// Which call or gate.
@@ -189,7 +199,12 @@ pub enum Event {
     Call(Call),
     /// A dispatch gate.
     Gate(Gate),
+    /// A context switch the runtime made on its own inside a call.
+    ContextSwitch,
 }
+
+/// The trace-rule name of [`Entry::ContextSwitch`].
+pub const CONTEXT_SWITCH: &str = "context_switch";
 
 impl Event {
     /// The name trace rules match.
@@ -197,6 +212,7 @@ impl Event {
         match self {
             Event::Call(call) => call.as_str(),
             Event::Gate(gate) => gate.as_str(),
+            Event::ContextSwitch => CONTEXT_SWITCH,
         }
     }
 }
@@ -207,6 +223,9 @@ impl FromStr for Event {
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         if let Ok(call) = name.parse::<Call>() {
             return Ok(Event::Call(call));
+        }
+        if name == CONTEXT_SWITCH {
+            return Ok(Event::ContextSwitch);
         }
         Gate::EVERY
             .into_iter()
@@ -236,6 +255,7 @@ impl Entry {
         match self {
             Entry::Call { call, .. } => call.as_str(),
             Entry::Gate { gate, .. } => gate.as_str(),
+            Entry::ContextSwitch { .. } => CONTEXT_SWITCH,
             Entry::Reported { event, .. } => event.as_str(),
         }
     }
@@ -270,6 +290,13 @@ impl fmt::Display for Entry {
                 gate.as_str(),
                 if *passed { "passed" } else { "refused" }
             ),
+            Entry::ContextSwitch { device, during, ok } => {
+                write!(f, "{CONTEXT_SWITCH}({device}, during {during})")?;
+                if !ok {
+                    write!(f, " -> error")?;
+                }
+                Ok(())
+            }
             Entry::Reported {
                 event,
                 device,
@@ -288,7 +315,7 @@ impl fmt::Display for Entry {
 
 /// Whether a name is one trace rules may use.
 pub fn is_event_name(name: &str) -> bool {
-    name.parse::<Call>().is_ok() || Gate::EVERY.iter().any(|gate| gate.as_str() == name)
+    name.parse::<Event>().is_ok()
 }
 
 /// Every name trace rules may use.
@@ -297,6 +324,7 @@ pub fn event_names() -> Vec<&'static str> {
         .iter()
         .map(|call| call.as_str())
         .chain(Gate::EVERY.iter().map(|gate| gate.as_str()))
+        .chain([CONTEXT_SWITCH])
         .collect()
 }
 

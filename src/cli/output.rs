@@ -69,6 +69,7 @@ fn observed(observed: &Observed) -> ObservedOutput {
         archs: observed.archs.clone(),
         torch_device_count: observed.torch_device_count,
         runtime_devices: observed.runtime_devices.clone(),
+        retained_bytes: observed.retained_bytes,
     }
 }
 
@@ -86,6 +87,11 @@ fn entry(entry: &Entry) -> TraceEntryOutput {
             gate: entry.name().to_string(),
             passed: *passed,
             detail: detail.clone(),
+        },
+        Entry::ContextSwitch { device, during, ok } => TraceEntryOutput::ContextSwitch {
+            device: Place::parse(device),
+            during: during.to_string(),
+            ok: *ok,
         },
         Entry::Reported { device, detail, .. } => TraceEntryOutput::Reported {
             event: entry.name().to_string(),

@@ -4,6 +4,7 @@
 //! the live runtime answers from real drivers. A [`Recorder`] wraps either and keeps the trace.
 
 mod error;
+mod faults;
 mod guard;
 // Not part of the public API: the CLI and the harness drive live replay; public only for devsim's own
 // driver-loading tests.
@@ -17,7 +18,8 @@ use std::fmt;
 use serde::Serialize;
 
 pub use error::DriverError;
-pub use guard::DeviceGuard;
+pub use faults::FaultInjector;
+pub use guard::{CurrentDevice, DeviceGuard};
 pub use recorder::Recorder;
 pub use sim::SimRuntime;
 
@@ -72,6 +74,16 @@ pub enum LaunchOn {
     CurrentDevice,
 }
 
+/// A change of the current device that a runtime made on its own inside one call (the live runtime
+/// enters a GPU's context to allocate, copy or free there), and whether the driver accepted it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextSwitch {
+    /// The device made current.
+    pub to: u32,
+    /// Whether the switch succeeded.
+    pub ok: bool,
+}
+
 /// Everything dispatch may ask of hardware. Each method but [`Runtime::build`] is one traced call.
 pub trait Runtime: Send + Sync {
     /// The torch build the process runs (process state, not a driver call: not traced).
@@ -111,6 +123,16 @@ pub trait Runtime: Send + Sync {
     fn synchronize(&self) -> Result<(), DriverError>;
     /// Loads a kernel's native extension.
     fn load_extension(&self, name: &str) -> Result<(), DriverError>;
+    /// The context switches this runtime made on its own on the calling thread since last asked, in order,
+    /// handed over once (the [`Recorder`] puts them in the trace after the call that made them). Not a call.
+    fn take_switches(&self) -> Vec<ContextSwitch> {
+        Vec::new()
+    }
+    /// Device memory in use, in bytes, summed over every visible GPU: what `retained_bytes` compares. Asked
+    /// outside the trace (not a call, never faulted); `None` when the runtime cannot tell.
+    fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError> {
+        Ok(None)
+    }
 }
 
 /// A shared runtime is a runtime: a test keeps one handle on a wrapper while the runner owns another.
@@ -120,6 +142,9 @@ impl<R: Runtime + ?Sized> Runtime for std::sync::Arc<R> {
     }
     fn device_count(&self) -> Result<u32, DriverError> {
         (**self).device_count()
+    }
+    fn torch_device_count(&self) -> Result<u32, DriverError> {
+        (**self).torch_device_count()
     }
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
         (**self).device_name(ordinal)
@@ -159,5 +184,11 @@ impl<R: Runtime + ?Sized> Runtime for std::sync::Arc<R> {
     }
     fn load_extension(&self, name: &str) -> Result<(), DriverError> {
         (**self).load_extension(name)
+    }
+    fn take_switches(&self) -> Vec<ContextSwitch> {
+        (**self).take_switches()
+    }
+    fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError> {
+        (**self).device_bytes_in_use()
     }
 }

@@ -1,7 +1,8 @@
-//! A runtime wrapper that records every call in a [`Trace`].
+//! A runtime wrapper that records every call in a [`Trace`], and every context switch the runtime made
+//! on its own inside a call.
 
 use crate::runtime::DriverError;
-use crate::runtime::{Buffer, LaunchOn, Place, Runtime};
+use crate::runtime::{Buffer, ContextSwitch, LaunchOn, Place, Runtime};
 use crate::trace::{Call, Entry, Trace};
 use crate::vocab::ComputeCapability;
 use crate::vocab::TorchBuild;
@@ -45,6 +46,13 @@ impl Recorder {
             detail: detail.map(str::to_string),
             ok: result.is_ok(),
         });
+        for switch in self.inner.take_switches() {
+            self.trace.push(Entry::ContextSwitch {
+                device: switch.to.to_string(),
+                during: call,
+                ok: switch.ok,
+            });
+        }
         result
     }
 }
@@ -151,5 +159,14 @@ impl Runtime for Recorder {
     fn load_extension(&self, name: &str) -> Result<(), DriverError> {
         let result = self.inner.load_extension(name);
         self.record(Call::ExtensionLoad, None, Some(name), result)
+    }
+
+    /// Switches are already in the trace: nothing is left to hand over.
+    fn take_switches(&self) -> Vec<ContextSwitch> {
+        Vec::new()
+    }
+
+    fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError> {
+        self.inner.device_bytes_in_use()
     }
 }

@@ -1,6 +1,6 @@
 //! A simulated runtime over a [`HostSpec`]: torch's device count beside the runtime's own ordinals
 //! (`crate::visible`), per-thread current device, real memory bookkeeping, HIP's
-//! answers to NVIDIA queries on AMD GPUs, and fault injection.
+//! answers to NVIDIA queries on AMD GPUs. Faults are injected around it by [`crate::runtime::FaultInjector`].
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, MutexGuard};
@@ -29,7 +29,6 @@ struct State {
     current: HashMap<ThreadId, u32>,
     memory: HashMap<u64, (Place, Vec<u8>)>,
     next_handle: u64,
-    fault_hits: Vec<u32>,
     extensions: BTreeSet<String>,
 }
 
@@ -50,7 +49,6 @@ impl SimRuntime {
         let visibility = host.visibility()?;
         let state = State {
             next_handle: 0x7f00_0000_0000,
-            fault_hits: vec![0; host.faults.len()],
             ..State::default()
         };
         Ok(Self {
@@ -90,44 +88,12 @@ impl SimRuntime {
         }
     }
 
-    /// Applies injected faults: counts matching calls and fails those past a fault's threshold.
-    fn check_faults(
-        &self,
-        state: &mut State,
-        call: Call,
-        device: Option<u32>,
-    ) -> Result<(), DriverError> {
-        for (index, fault) in self.host.faults.iter().enumerate() {
-            let call_matches = match fault.call {
-                Some(wanted) => wanted == call,
-                None => call.is_device_scoped(),
-            };
-            let device_matches = fault.device.is_none() || fault.device == device;
-            if !(call_matches && device_matches) {
-                continue;
-            }
-            if state.fault_hits[index] >= fault.after {
-                let message = (!fault.message.is_empty()).then_some(fault.message.as_str());
-                return Err(self.error(call, fault.code, message));
-            }
-            state.fault_hits[index] += 1;
-        }
-        Ok(())
-    }
-
     fn current(&self, state: &State) -> u32 {
         state
             .current
             .get(&thread::current().id())
             .copied()
             .unwrap_or(self.host.current)
-    }
-
-    /// The visible GPU `ordinal`, after fault checks for `call`.
-    fn gpu(&self, call: Call, ordinal: u32) -> Result<&Gpu, DriverError> {
-        let mut state = self.state();
-        self.check_faults(&mut state, call, Some(ordinal))?;
-        self.visible_gpu(call, ordinal)
     }
 
     fn visible_gpu(&self, call: Call, ordinal: u32) -> Result<&Gpu, DriverError> {
@@ -157,13 +123,6 @@ impl SimRuntime {
             TorchType::Xpu | TorchType::Mps => Err(self.error(call, NOT_SUPPORTED, None)),
         }
     }
-
-    fn device_of(place: Place) -> Option<u32> {
-        match place {
-            Place::Gpu(n) => Some(n),
-            Place::Cpu => None,
-        }
-    }
 }
 
 impl Runtime for SimRuntime {
@@ -172,23 +131,19 @@ impl Runtime for SimRuntime {
     }
 
     fn device_count(&self) -> Result<u32, DriverError> {
-        let mut state = self.state();
-        self.check_faults(&mut state, Call::DriverDeviceCount, None)?;
         Ok(u32::try_from(self.visible.len()).unwrap_or(u32::MAX))
     }
 
     fn torch_device_count(&self) -> Result<u32, DriverError> {
-        let mut state = self.state();
-        self.check_faults(&mut state, Call::DeviceCount, None)?;
         Ok(self.torch_count)
     }
 
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
-        Ok(self.gpu(Call::DeviceName, ordinal)?.name.clone())
+        Ok(self.visible_gpu(Call::DeviceName, ordinal)?.name.clone())
     }
 
     fn nvidia_capability(&self, ordinal: u32) -> Result<ComputeCapability, DriverError> {
-        match &self.gpu(Call::NvidiaCapability, ordinal)?.arch {
+        match &self.visible_gpu(Call::NvidiaCapability, ordinal)?.arch {
             Arch::Sm(cc) => Ok(*cc),
             // hipDeviceProp_t.major/minor: what HIP answers for an AMD GPU.
             Arch::Gfx(target) => Ok(target.hip_capability()),
@@ -196,11 +151,11 @@ impl Runtime for SimRuntime {
     }
 
     fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
-        Ok(self.gpu(Call::SmemOptin, ordinal)?.smem_optin)
+        Ok(self.visible_gpu(Call::SmemOptin, ordinal)?.smem_optin)
     }
 
     fn amd_arch(&self, ordinal: u32) -> Result<String, DriverError> {
-        match &self.gpu(Call::AmdArch, ordinal)?.arch {
+        match &self.visible_gpu(Call::AmdArch, ordinal)?.arch {
             Arch::Gfx(target) => Ok(target.to_string()),
             Arch::Sm(_) => Err(self.error(
                 Call::AmdArch,
@@ -211,8 +166,7 @@ impl Runtime for SimRuntime {
     }
 
     fn get_device(&self) -> Result<u32, DriverError> {
-        let mut state = self.state();
-        self.check_faults(&mut state, Call::GetDevice, None)?;
+        let state = self.state();
         if self.visible.is_empty() {
             return Err(self.error(Call::GetDevice, NO_DEVICE, None));
         }
@@ -221,7 +175,6 @@ impl Runtime for SimRuntime {
 
     fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
         let mut state = self.state();
-        self.check_faults(&mut state, Call::SetDevice, Some(ordinal))?;
         self.visible_gpu(Call::SetDevice, ordinal)?;
         state.current.insert(thread::current().id(), ordinal);
         Ok(())
@@ -230,7 +183,6 @@ impl Runtime for SimRuntime {
     fn alloc(&self, device: TorchDevice, bytes: usize) -> Result<Buffer, DriverError> {
         let mut state = self.state();
         let place = self.place_of(&state, Call::Alloc, device)?;
-        self.check_faults(&mut state, Call::Alloc, Self::device_of(place))?;
         let handle = state.next_handle;
         state.next_handle += (bytes as u64).max(1).next_multiple_of(256);
         state.memory.insert(handle, (place, vec![0; bytes]));
@@ -243,7 +195,6 @@ impl Runtime for SimRuntime {
 
     fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<(), DriverError> {
         let mut state = self.state();
-        self.check_faults(&mut state, Call::Copy, Self::device_of(dst.place))?;
         let invalid = self.error(Call::Copy, INVALID_VALUE, None);
         let (_, memory) = state.memory.get_mut(&dst.handle).ok_or(invalid.clone())?;
         if data.len() > memory.len() {
@@ -254,8 +205,7 @@ impl Runtime for SimRuntime {
     }
 
     fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>, DriverError> {
-        let mut state = self.state();
-        self.check_faults(&mut state, Call::Copy, Self::device_of(src.place))?;
+        let state = self.state();
         state
             .memory
             .get(&src.handle)
@@ -265,7 +215,6 @@ impl Runtime for SimRuntime {
 
     fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
         let mut state = self.state();
-        self.check_faults(&mut state, Call::Free, Self::device_of(buffer.place))?;
         state
             .memory
             .remove(&buffer.handle)
@@ -274,7 +223,7 @@ impl Runtime for SimRuntime {
     }
 
     fn launch(&self, on: LaunchOn, _kernel: &str) -> Result<Place, DriverError> {
-        let mut state = self.state();
+        let state = self.state();
         let place = match on {
             LaunchOn::Cpu => Place::Cpu,
             LaunchOn::CurrentDevice => {
@@ -284,21 +233,29 @@ impl Runtime for SimRuntime {
                 Place::Gpu(self.current(&state))
             }
         };
-        self.check_faults(&mut state, Call::Launch, Self::device_of(place))?;
         Ok(place)
     }
 
     fn synchronize(&self) -> Result<(), DriverError> {
-        let mut state = self.state();
-        let current = (!self.visible.is_empty()).then(|| self.current(&state));
-        self.check_faults(&mut state, Call::Synchronize, current)
+        Ok(())
     }
 
     fn load_extension(&self, name: &str) -> Result<(), DriverError> {
         let mut state = self.state();
-        self.check_faults(&mut state, Call::ExtensionLoad, None)?;
         state.extensions.insert(name.to_string());
         Ok(())
+    }
+
+    /// The allocation book's GPU buffers, byte for byte.
+    fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError> {
+        let state = self.state();
+        let bytes = state
+            .memory
+            .values()
+            .filter(|(place, _)| matches!(place, Place::Gpu(_)))
+            .map(|(_, data)| data.len() as u64)
+            .sum();
+        Ok(Some(bytes))
     }
 }
 
@@ -365,45 +322,5 @@ mod tests {
                 .code,
             INVALID_DEVICE
         );
-    }
-
-    #[test]
-    fn faults_fire_after_the_given_number_of_calls() {
-        let mut spec = host(TorchBuild::Cuda, &["sm_90", "sm_90"]);
-        spec.faults.push(crate::host::Fault {
-            call: Some(Call::Launch),
-            device: Some(1),
-            after: 1,
-            code: 719,
-            message: String::new(),
-        });
-        let sim = SimRuntime::new(spec).expect("host");
-        sim.launch(LaunchOn::CurrentDevice, "k")
-            .expect("device 0 is fine");
-        sim.set_device(1).expect("set");
-        sim.launch(LaunchOn::CurrentDevice, "k")
-            .expect("first call on 1 passes");
-        let error = sim
-            .launch(LaunchOn::CurrentDevice, "k")
-            .expect_err("second fails");
-        assert_eq!(error.code, 719);
-        assert!(error.message.contains("CUDA_ERROR_LAUNCH_FAILED"));
-    }
-
-    #[test]
-    fn a_lost_device_fails_every_call_on_it() {
-        let mut spec = host(TorchBuild::Hip, &["gfx942", "gfx942"]);
-        spec.faults.push(crate::host::Fault {
-            call: None,
-            device: Some(1),
-            after: 0,
-            code: 999,
-            message: String::new(),
-        });
-        let sim = SimRuntime::new(spec).expect("host");
-        assert!(sim.amd_arch(0).is_ok());
-        assert!(sim.amd_arch(1).is_err());
-        assert!(sim.device_name(1).is_err());
-        assert!(sim.set_device(1).is_err());
     }
 }

@@ -139,6 +139,12 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
         expect.torch_device_count.map(|n| n.to_string()).as_deref(),
         observed.torch_device_count.map(|n| n.to_string()),
     );
+    check(
+        &mut out,
+        "retained_bytes",
+        expect.retained_bytes.map(|n| n.to_string()).as_deref(),
+        observed.retained_bytes.map(|n| n.to_string()),
+    );
     for (key, expected, actual) in [
         ("archs", &expect.archs, &observed.archs),
         (

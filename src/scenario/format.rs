@@ -183,6 +183,10 @@ pub struct StepFields {
     pub mode: Option<Spanned<String>>,
     /// The ordinal: set_device.
     pub ordinal: Option<u32>,
+    /// How many times the action runs, 1 to 10000 (default 1); the step's result is the last run's, or the
+    /// first that failed.
+    #[schemars(with = "Option<u32>", range(min = 1, max = 10000))]
+    pub repeat: Option<Spanned<i64>>,
     /// What the step must produce.
     // Boxed, like the two below: most steps leave them empty, and a million-step file should not carry
     // three inline copies per step (2,176 bytes a step unboxed, 304 boxed).
@@ -241,6 +245,9 @@ pub struct StepExpectFields {
     pub torch_device_count: Option<u32>,
     /// discover: the runtime's view, the arch at each ordinal the driver or ROCm runtime exposes.
     pub runtime_devices: Option<Vec<String>>,
+    /// warmup, move: device bytes still allocated after every repetition, against before the first.
+    #[schemars(with = "Option<u64>")]
+    pub retained_bytes: Option<Spanned<u64>>,
     /// Rules over this step's trace.
     pub trace: Option<TraceRuleFields>,
 }

@@ -18,7 +18,7 @@
 //! `{name}` placeholder is replaced by the case's value (a whole `"{name}"` string whose value is an
 //! integer becomes that integer). `kernel` accepts `"*"`, a list of names, or a filter table over the
 //! kernel inventory (`{ rocm = "refused" }`, `{ family = "rocm" }`, `{ method = "gptq" }`,
-//! `{ alternative = true }`); a kernel case
+//! `{ alternative = true }`, `{ repacks = true }`); a kernel case
 //! also offers `{kernel.method}`, `{kernel.alternative}` and `{kernel.extension}`. `host = "*"` is every
 //! host profile the loader can see, and a host case offers `{host.family}` (the family its build runs). A placeholder with no parameter, an empty expansion and one larger than
 //! [`MAX_CASES`] are load errors; a derived placeholder a kernel lacks (`{kernel.alternative}` of a kernel
@@ -449,11 +449,17 @@ fn kernel_value(spec: &crate::kernel::KernelSpec) -> Value {
 fn kernel_filter(filter: &toml::Table, context: &MatrixContext) -> Result<Vec<Value>, String> {
     let mut kernels: Vec<&dyn crate::kernel::Kernel> = context.catalog.iter().collect();
     for (key, wanted) in filter {
-        if key == "alternative" {
-            let wanted = wanted.as_bool().ok_or_else(|| {
-                "read kernel filter `alternative`: expected true or false".to_string()
-            })?;
-            kernels.retain(|k| k.spec().alternative.is_some() == wanted);
+        if key == "alternative" || key == "repacks" {
+            let wanted = wanted
+                .as_bool()
+                .ok_or_else(|| format!("read kernel filter `{key}`: expected true or false"))?;
+            kernels.retain(|k| {
+                let has = match key.as_str() {
+                    "alternative" => k.spec().alternative.is_some(),
+                    _ => k.spec().repacks,
+                };
+                has == wanted
+            });
             continue;
         }
         let wanted = wanted
@@ -482,7 +488,7 @@ fn kernel_filter(filter: &toml::Table, context: &MatrixContext) -> Result<Vec<Va
             }
             other => {
                 return Err(format!(
-                    "read kernel filter `{other}`: expected method, family, rocm or alternative"
+                    "read kernel filter `{other}`: expected method, family, rocm, alternative or repacks"
                 ));
             }
         }

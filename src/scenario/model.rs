@@ -37,8 +37,15 @@ pub struct Step {
     pub description: Option<String>,
     /// What it does.
     pub action: Action,
+    /// How many times it runs (1 to [`Step::MAX_REPEAT`]).
+    pub repeat: u32,
     /// What it must produce.
     pub expect: Expectations,
+}
+
+impl Step {
+    /// The most repetitions a step may ask for.
+    pub const MAX_REPEAT: u32 = 10_000;
 }
 
 /// What a step does.
@@ -164,6 +171,8 @@ pub struct Expectations {
     pub torch_device_count: Option<u32>,
     /// The archs at the runtime's ordinals (discover).
     pub runtime_devices: Option<Vec<String>>,
+    /// Device bytes still allocated after the step's repetitions, against before the first.
+    pub retained_bytes: Option<u64>,
     /// Rules over the step's trace.
     pub trace: TraceRules,
     /// Checked only when the step succeeded.

@@ -44,4 +44,8 @@ pub struct Observed {
     /// The archs at the runtime's ordinals, as discovery read them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_devices: Option<Vec<String>>,
+    /// Device bytes still allocated after the step's repetitions, against before the first (negative when
+    /// the step freed more than it allocated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retained_bytes: Option<i64>,
 }

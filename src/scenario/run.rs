@@ -1,5 +1,7 @@
 //! Running a scenario's steps against a runtime wrapped by the recorder.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::discover::discover;
@@ -9,9 +11,9 @@ use crate::dispatch::selector::to_torch_device;
 use crate::kernel::Catalog;
 use crate::kernel::select::select;
 use crate::pool::DevicePool;
-use crate::runtime::{Recorder, Runtime};
+use crate::runtime::{FaultInjector, Recorder, Runtime};
 use crate::scenario::expect::{Mismatch, check_trace, compare};
-use crate::scenario::model::{Action, Scenario, Step};
+use crate::scenario::model::{Action, Expectations, Scenario, Step};
 use crate::scenario::observed::Observed;
 use crate::trace::Entry;
 
@@ -197,18 +199,24 @@ fn perform(
     }
 }
 
-/// Runs every step of `scenario` on `runtime` (wrapped in a fresh recorder) and checks every expectation.
+/// Runs every step of `scenario` on `runtime` and checks every expectation.
 ///
-/// `current` reads the thread's current device without recording it, for `current_after`.
+/// The runtime is wrapped in the host's faults ([`FaultInjector`]), and that in a fresh recorder, so an
+/// injected error is in the trace as the call that failed. The runner's own questions (the pool's device
+/// count, the current device for `current_after`) go to `runtime` directly: not traced, never faulted.
 pub fn run_scenario(
     scenario: &Scenario,
     catalog: &Catalog,
     runtime: Box<dyn Runtime>,
 ) -> ScenarioReport {
+    let runtime: Arc<dyn Runtime> = Arc::from(runtime);
     let current = CurrentProbe::new(&*runtime);
-    let recorder = Recorder::new(runtime);
+    let recorder = Recorder::new(Box::new(FaultInjector::new(
+        Arc::clone(&runtime),
+        scenario.host.faults.clone(),
+    )));
     let dispatch = Dispatch::new(&recorder, recorder.trace().clone());
-    let pool = match DevicePool::new(recorder.inner()) {
+    let pool = match DevicePool::new(&*runtime) {
         Ok(pool) => pool,
         Err(_) => DevicePool::with_gpus(0),
     };
@@ -216,12 +224,37 @@ pub fn run_scenario(
     for step in &scenario.steps {
         let mark = recorder.trace().len();
         let mut observed = Observed::default();
+        let before = wants_retained(&step.expect).then(|| bytes_in_use(&*runtime));
         let started = std::time::Instant::now();
-        perform(&dispatch, catalog, &pool, &step.action, &mut observed);
+        for _ in 0..step.repeat {
+            observed = Observed::default();
+            perform(&dispatch, catalog, &pool, &step.action, &mut observed);
+            if observed.error.is_some() {
+                break;
+            }
+        }
         let elapsed = started.elapsed();
-        observed.current_after = current.read(recorder.inner());
+        observed.current_after = current.read(&*runtime);
+        let measured = before.map(|before| -> Result<(u64, u64), String> {
+            Ok((before?, bytes_in_use(&*runtime)?))
+        });
+        let unmeasured = match measured {
+            None => None,
+            Some(Ok((before, after))) => {
+                observed.retained_bytes = Some(signed(after) - signed(before));
+                None
+            }
+            Some(Err(why)) => Some(why),
+        };
         let trace = recorder.trace().since(mark);
-        let mismatches = compare(&step.expect, &observed, &trace);
+        let mut mismatches = compare(&step.expect, &observed, &trace);
+        if let Some(why) = unmeasured {
+            mismatches.push(Mismatch {
+                key: "retained_bytes".into(),
+                expected: "a measurement".into(),
+                actual: format!("none: {why}"),
+            });
+        }
         steps.push(StepReport::of(step, observed, mismatches, trace, elapsed));
     }
     let trace_mismatches = check_trace(
@@ -243,6 +276,28 @@ pub fn run_scenario(
         steps,
         trace_mismatches,
     }
+}
+
+/// Whether any of a step's expectations (its branches included) compares retained device memory.
+fn wants_retained(expect: &Expectations) -> bool {
+    expect.retained_bytes.is_some()
+        || [&expect.when_ok, &expect.when_refused]
+            .into_iter()
+            .flatten()
+            .any(|branch| branch.retained_bytes.is_some())
+}
+
+/// Device memory in use, outside the trace and the faults, or why it cannot be known.
+fn bytes_in_use(runtime: &dyn Runtime) -> Result<u64, String> {
+    match runtime.device_bytes_in_use() {
+        Ok(Some(bytes)) => Ok(bytes),
+        Ok(None) => Err("this runtime cannot measure device memory".into()),
+        Err(error) => Err(format!("read device memory: {error}")),
+    }
+}
+
+fn signed(bytes: u64) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
 }
 
 /// Reads the current device outside the trace, where the build has GPUs.

@@ -184,6 +184,7 @@ pub fn observed(
         archs: message.archs.clone(),
         torch_device_count: message.torch_device_count,
         runtime_devices: message.runtime_devices.clone(),
+        retained_bytes: None,
     };
     Ok((observed, entries))
 }

@@ -251,6 +251,18 @@ impl ProcessSubject {
                 "the subject protocol carries no fault injection (host.fault)",
             );
         }
+        if scenario
+            .steps
+            .iter()
+            .any(|step| step.repeat > 1 || step.expect.retained_bytes.is_some())
+        {
+            // Repetitions and device memory are measured around devsim's runtime; protocol v1 sends one
+            // action per step and reports no memory.
+            return ScenarioReport::skipped(
+                scenario,
+                "the subject protocol carries no repeated steps or retained memory (repeat, retained_bytes)",
+            );
+        }
         if let Some(reason) = self.unsupported(scenario) {
             return ScenarioReport::skipped(scenario, reason);
         }

@@ -3,10 +3,11 @@
 
 use crate::common;
 
-use devsim::kernel::{Catalog, CatalogError, KernelSpec, Method, SpecKernel};
+use devsim::dispatch::{Dispatch, DispatchError};
+use devsim::kernel::{Catalog, CatalogError, Kernel, KernelSpec, Method, SpecKernel};
 use devsim::scenario::Status;
 use devsim::scenario::{load_all, run_simulated};
-use devsim::vocab::Family;
+use devsim::vocab::{Family, TorchDevice, TorchType};
 use rstest::rstest;
 
 fn spec(name: &str) -> KernelSpec {
@@ -100,4 +101,46 @@ fn a_method_of_the_users_own_is_a_string_and_known_methods_stay_typed() {
     assert_eq!(Method::named("GPTQ"), Method::Gptq);
     assert_eq!(Method::named("Downstream_Q").as_str(), "downstream_q");
     assert!("downstream_q".parse::<Method>().is_err());
+}
+
+/// A kernel that leaks on purpose: each repack allocates 4 KiB on the target and never frees it.
+struct Leaky(KernelSpec);
+
+impl Kernel for Leaky {
+    fn spec(&self) -> &KernelSpec {
+        &self.0
+    }
+
+    fn prepare_on_device(&self, dispatch: &Dispatch) -> Result<(), DispatchError> {
+        let current = TorchDevice {
+            kind: TorchType::Cuda,
+            index: None,
+        };
+        dispatch.runtime.alloc(current, 4096)?;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_retained_bytes_scenario_catches_a_kernel_that_leaks() {
+    let leaky = KernelSpec::new("leaky", Method::Gptq, vec![4], vec![Family::All]).repacks();
+    let catalog = Catalog::reference_builder()
+        .with(Leaky(leaky))
+        .build()
+        .expect("consistent");
+    let fixture =
+        std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/leak"));
+    let (scenarios, errors) = load_all(&[fixture], &catalog).expect("the folder is readable");
+    assert!(errors.is_empty(), "{errors:?}");
+    let [scenario] = scenarios.as_slice() else {
+        panic!("one leak scenario, got {}", scenarios.len())
+    };
+    let report = run_simulated(scenario, &catalog);
+    assert_eq!(report.status, Status::Failed);
+    let mismatches: Vec<String> = report.steps[0]
+        .mismatches
+        .iter()
+        .map(|m| format!("{}: expected {}, got {}", m.key, m.expected, m.actual))
+        .collect();
+    assert_eq!(mismatches, ["retained_bytes: expected 0, got 12288"]);
 }

@@ -130,6 +130,8 @@ pub type cuCtxSetCurrent_t = unsafe extern "C" fn(CUcontext) -> CUresult;
 pub type cuCtxGetDevice_t = unsafe extern "C" fn(*mut CUdevice) -> CUresult;
 /// `CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)`.
 pub type cuMemAlloc_v2_t = unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult;
+/// `CUresult cuMemGetInfo_v2(size_t *free, size_t *total)`: the current context's device.
+pub type cuMemGetInfo_v2_t = unsafe extern "C" fn(*mut usize, *mut usize) -> CUresult;
 /// `CUresult cuMemFree_v2(CUdeviceptr dptr)`.
 pub type cuMemFree_v2_t = unsafe extern "C" fn(CUdeviceptr) -> CUresult;
 /// `CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)`.

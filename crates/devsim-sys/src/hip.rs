@@ -258,6 +258,8 @@ pub type hipGetDevicePropertiesR0600_t =
     unsafe extern "C" fn(*mut hipDeviceProp_tR0600, c_int) -> hipError_t;
 /// `hipError_t hipMalloc(void **ptr, size_t size)`.
 pub type hipMalloc_t = unsafe extern "C" fn(*mut *mut c_void, usize) -> hipError_t;
+/// `hipError_t hipMemGetInfo(size_t *free, size_t *total)`: the current device.
+pub type hipMemGetInfo_t = unsafe extern "C" fn(*mut usize, *mut usize) -> hipError_t;
 /// `hipError_t hipFree(void *ptr)`.
 pub type hipFree_t = unsafe extern "C" fn(*mut c_void) -> hipError_t;
 /// `hipError_t hipMemcpy(void *dst, const void *src, size_t sizeBytes, hipMemcpyKind kind)`.

@@ -3,7 +3,9 @@
 //! - [`tiny_gemm`]: a pure contract (data only): NVIDIA sm_80 and newer, with a native extension.
 //! - [`TinyRepack`]: a kernel with behaviour: it repacks its weights on the device, inside the target's
 //!   context, at warmup and after a move.
-//! - [`catalog`]: devsim's reference catalog plus these two.
+//! - [`TinyLeak`]: a kernel that leaks on purpose (2 MiB of device memory per repack), so that a
+//!   `retained_bytes` scenario can be seen to catch a leak, simulated and live.
+//! - [`catalog`]: devsim's reference catalog plus these three.
 //! - [`LaunchLog`]: a custom [`Runtime`] wrapper that remembers every kernel launched, to show that a
 //!   scenario can run on any runtime the crate builds.
 
@@ -70,11 +72,48 @@ impl Kernel for TinyRepack {
     }
 }
 
-/// devsim's reference catalog plus [`tiny_gemm`] and [`TinyRepack`].
+/// What [`TinyLeak`] leaks per repack: 2 MiB, the granularity at which drivers report device memory.
+pub const LEAK_BYTES: usize = 2 << 20;
+
+/// A kernel that leaks on purpose: every repack allocates [`LEAK_BYTES`] on the target and never frees
+/// them (a "cache" that only grows). NVIDIA only, so its leak can be replayed on an NVIDIA GPU.
+pub struct TinyLeak(KernelSpec);
+
+impl TinyLeak {
+    /// Its contract: CUDA, 4 bits, repacking on moves.
+    pub fn new() -> Self {
+        Self(KernelSpec::new("tiny_leak", tinyq(), vec![4], vec![Family::Cuda]).repacks())
+    }
+}
+
+impl Default for TinyLeak {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Kernel for TinyLeak {
+    fn spec(&self) -> &KernelSpec {
+        &self.0
+    }
+
+    /// Allocates on the current device (the target) and drops the buffer without freeing it.
+    fn prepare_on_device(&self, dispatch: &Dispatch) -> Result<(), DispatchError> {
+        let current = TorchDevice {
+            kind: devsim::vocab::TorchType::Cuda,
+            index: None,
+        };
+        dispatch.runtime.alloc(current, LEAK_BYTES)?;
+        Ok(())
+    }
+}
+
+/// devsim's reference catalog plus [`tiny_gemm`], [`TinyRepack`] and [`TinyLeak`].
 pub fn catalog() -> Result<Catalog, CatalogError> {
     Catalog::reference_builder()
         .with_spec(tiny_gemm())
         .with(TinyRepack::new())
+        .with(TinyLeak::new())
         .build()
 }
 

@@ -93,12 +93,16 @@ fn the_crates_own_binary_runs_its_scenarios_and_devsims_cannot() {
         .expect("runs");
     let stdout = String::from_utf8_lossy(&own.stdout);
     assert!(own.status.success(), "{stdout}");
-    assert!(stdout.contains("7 passed, 0 failed, 0 skipped"), "{stdout}");
+    assert!(stdout.contains("8 passed, 0 failed, 0 skipped"), "{stdout}");
 
     let kernels = Command::new(env!("CARGO_BIN_EXE_downstream-devsim"))
         .arg("kernels")
         .output()
         .expect("runs");
     let listing = String::from_utf8_lossy(&kernels.stdout);
-    assert!(listing.contains("tiny_gemm") && listing.contains("tiny_repack"));
+    assert!(
+        listing.contains("tiny_gemm")
+            && listing.contains("tiny_repack")
+            && listing.contains("tiny_leak")
+    );
 }

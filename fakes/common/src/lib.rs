@@ -17,7 +17,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
-use devsim::runtime::{Buffer, LaunchOn};
+use devsim::runtime::{Buffer, FaultInjector, LaunchOn};
 use devsim::scenario::load_profile;
 use devsim::visible::VISIBLE_DEVICE_VARIABLES;
 use devsim::vocab::{TorchDevice, TorchType};
@@ -48,13 +48,18 @@ const _: () = assert!(NO_DEVICE == hip::hipErrorNoDevice);
 const _: () = assert!(INVALID_DEVICE == hip::hipErrorInvalidDevice);
 const _: () = assert!(UNKNOWN == hip::hipErrorUnknown);
 
+/// The page in which fake device memory is counted (as real drivers count it): 2 MiB.
+pub const PAGE_BYTES: usize = 2 << 20;
+/// Each fake GPU's memory: 80 GiB.
+pub const TOTAL_BYTES: usize = 80 << 30;
+
 /// The largest single allocation, in bytes. Fake device memory is host memory, and a request the
 /// host cannot satisfy would abort the process, so anything larger is `OUT_OF_MEMORY`.
 pub const MAX_ALLOCATION: usize = 1 << 30;
 
 /// One fake driver's state: the simulated runtime over the profile, and the live allocations.
 pub struct Fake {
-    runtime: SimRuntime,
+    runtime: FaultInjector<SimRuntime>,
     /// How many GPUs the process sees after the visible-device variables.
     visible: u32,
     /// The UUID of each visible GPU, by ordinal, as the profile writes it.
@@ -117,7 +122,10 @@ impl Fake {
             .map(|gpu| gpu.uuid.clone())
             .collect();
         let visible = u32::try_from(visible.len()).unwrap_or(u32::MAX);
+        let faults = host.faults.clone();
         let runtime = SimRuntime::new(host).map_err(|error| error.to_string())?;
+        // The profile's own `[[fault]]` tables fire at the C ABI, around the simulated machine.
+        let runtime = FaultInjector::new(runtime, faults);
         Ok(Self {
             runtime,
             visible,
@@ -128,7 +136,7 @@ impl Fake {
     }
 
     /// The simulated runtime: device queries, the current device, faults.
-    pub fn runtime(&self) -> &SimRuntime {
+    pub fn runtime(&self) -> &FaultInjector<SimRuntime> {
         &self.runtime
     }
 
@@ -181,6 +189,19 @@ impl Fake {
         let ptr = buffer.handle;
         self.buffers().insert(ptr, buffer);
         Ok(ptr)
+    }
+
+    /// `(free, total)` device memory of the calling thread's current device, as a driver reports it:
+    /// every live allocation there counted in whole pages of [`PAGE_BYTES`], out of [`TOTAL_BYTES`].
+    pub fn mem_info(&self) -> Result<(usize, usize), c_int> {
+        let current = self.runtime.get_device().map_err(code)?;
+        let used: usize = self
+            .buffers()
+            .values()
+            .filter(|buffer| buffer.place == devsim::runtime::Place::Gpu(current))
+            .map(|buffer| buffer.bytes.max(1).next_multiple_of(PAGE_BYTES))
+            .sum();
+        Ok((TOTAL_BYTES.saturating_sub(used), TOTAL_BYTES))
     }
 
     /// Frees the allocation at `ptr`; a freed or unknown address is `INVALID_VALUE`.

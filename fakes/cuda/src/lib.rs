@@ -51,6 +51,7 @@ const _: sys::cuCtxSetCurrent_t = cuCtxSetCurrent;
 const _: sys::cuCtxGetDevice_t = cuCtxGetDevice;
 const _: sys::cuMemAlloc_v2_t = cuMemAlloc_v2;
 const _: sys::cuMemFree_v2_t = cuMemFree_v2;
+const _: sys::cuMemGetInfo_v2_t = cuMemGetInfo_v2;
 const _: sys::cuMemcpyHtoD_v2_t = cuMemcpyHtoD_v2;
 const _: sys::cuMemcpyDtoH_v2_t = cuMemcpyDtoH_v2;
 const _: sys::cuMemsetD8_v2_t = cuMemsetD8_v2;
@@ -305,6 +306,24 @@ pub unsafe extern "C" fn cuMemAlloc_v2(ptr: *mut CUdeviceptr, bytes: usize) -> C
         let address = fake.alloc(bytes)?;
         // SAFETY: the caller passes a writable `CUdeviceptr` pointer (checked non-null above).
         unsafe { put(ptr, address) }
+    })
+}
+
+/// `CUresult cuMemGetInfo_v2(size_t *free, size_t *total)`: the current context's device, counted in
+/// 2 MiB pages.
+///
+/// # Safety
+///
+/// `free` and `total` are null or valid for writing one `size_t` each.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cuMemGetInfo_v2(free: *mut usize, total: *mut usize) -> CUresult {
+    call(|fake| {
+        bound()?;
+        let (available, all) = fake.mem_info()?;
+        // SAFETY: the caller passes writable `size_t` pointers (`put` refuses null ones).
+        unsafe { put(free, available) }?;
+        // SAFETY: as above.
+        unsafe { put(total, all) }
     })
 }
 

@@ -47,6 +47,7 @@ const _: sys::hipDeviceGetAttribute_t = hipDeviceGetAttribute;
 const _: sys::hipGetDevicePropertiesR0600_t = hipGetDevicePropertiesR0600;
 const _: sys::hipMalloc_t = hipMalloc;
 const _: sys::hipFree_t = hipFree;
+const _: sys::hipMemGetInfo_t = hipMemGetInfo;
 const _: sys::hipMemcpy_t = hipMemcpy;
 const _: sys::hipMemset_t = hipMemset;
 const _: sys::hipDeviceSynchronize_t = hipDeviceSynchronize;
@@ -249,7 +250,11 @@ pub unsafe extern "C" fn hipGetDevicePropertiesR0600(
         let ordinal = fake.ordinal(device)?;
         let runtime = fake.runtime();
         let arch = runtime.amd_arch(ordinal).map_err(code)?;
-        let gpu = runtime.host().visible_gpu(ordinal).ok_or(INVALID_DEVICE)?;
+        let gpu = runtime
+            .inner()
+            .host()
+            .visible_gpu(ordinal)
+            .ok_or(INVALID_DEVICE)?;
         let mut props = hipDeviceProp_tR0600::zeroed();
         write_c_chars(&mut props.name, &gpu.name);
         write_c_chars(&mut props.gcnArchName, &arch);
@@ -368,6 +373,22 @@ pub unsafe extern "C" fn hipMemcpy(
 #[unsafe(no_mangle)]
 pub extern "C" fn hipMemset(dst: *mut c_void, value: c_int, size: usize) -> HipError {
     call(|fake| fake.memset(dst.addr() as u64, value.to_le_bytes()[0], size))
+}
+
+/// `hipError_t hipMemGetInfo(size_t *free, size_t *total)`: the current device, counted in 2 MiB pages.
+///
+/// # Safety
+///
+/// `free` and `total` are null or valid for writing one `size_t` each.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipMemGetInfo(free: *mut usize, total: *mut usize) -> HipError {
+    call(|fake| {
+        let (available, all) = fake.mem_info()?;
+        // SAFETY: the caller passes writable `size_t` pointers (`put` refuses null ones).
+        unsafe { put(free, available) }?;
+        // SAFETY: as above.
+        unsafe { put(total, all) }
+    })
 }
 
 /// `hipError_t hipDeviceSynchronize(void)`.

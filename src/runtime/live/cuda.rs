@@ -58,6 +58,7 @@ pub struct CudaApi {
     pub cuMemcpyHtoD_v2: sys::cuMemcpyHtoD_v2_t,
     pub cuMemcpyDtoH_v2: sys::cuMemcpyDtoH_v2_t,
     pub cuMemsetD8_v2: sys::cuMemsetD8_v2_t,
+    pub cuMemGetInfo_v2: sys::cuMemGetInfo_v2_t,
     pub cuCtxSynchronize: sys::cuCtxSynchronize_t,
     pub cuGetErrorName: sys::cuGetErrorName_t,
     pub cuGetErrorString: sys::cuGetErrorString_t,
@@ -94,6 +95,7 @@ impl CudaApi {
                 cuMemcpyHtoD_v2: resolve(lib, p, "cuMemcpyHtoD_v2")?,
                 cuMemcpyDtoH_v2: resolve(lib, p, "cuMemcpyDtoH_v2")?,
                 cuMemsetD8_v2: resolve(lib, p, "cuMemsetD8_v2")?,
+                cuMemGetInfo_v2: resolve(lib, p, "cuMemGetInfo_v2")?,
                 cuCtxSynchronize: resolve(lib, p, "cuCtxSynchronize")?,
                 cuGetErrorName: resolve(lib, p, "cuGetErrorName")?,
                 cuGetErrorString: resolve(lib, p, "cuGetErrorString")?,
@@ -328,6 +330,16 @@ impl CudaDriver {
         // SAFETY: only device memory is written; the driver validates the range.
         let code = unsafe { (self.api.cuMemsetD8_v2)(ptr, value, len) };
         status::check(self, "cuMemsetD8_v2", code)
+    }
+
+    /// Device memory in use on the current context's device, in bytes: total minus free
+    /// (`cuMemGetInfo_v2`).
+    pub fn memory_in_use(&self) -> Result<u64, DriverError> {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: both out-pointers are live, writable `size_t`s.
+        let code = unsafe { (self.api.cuMemGetInfo_v2)(&mut free, &mut total) };
+        status::check(self, "cuMemGetInfo_v2", code)?;
+        Ok(total.saturating_sub(free) as u64)
     }
 
     /// Waits for all work in the calling thread's current context (`cuCtxSynchronize`).

@@ -43,6 +43,19 @@ pub trait GpuDriver: Send + Sync {
     fn memset(&self, ptr: u64, value: u8, len: usize) -> Result<(), DriverError>;
     /// Waits for the current device.
     fn synchronize(&self) -> Result<(), DriverError>;
+    /// Device memory in use on the current device, in bytes (the driver's total minus free).
+    fn memory_in_use(&self) -> Result<u64, DriverError>;
+}
+
+/// The driver as the thing a [`crate::runtime::DeviceGuard`] switches (untraced: the live runtime's own
+/// questions, such as reading every GPU's memory).
+impl crate::runtime::CurrentDevice for dyn GpuDriver + '_ {
+    fn current_device(&self) -> Result<u32, DriverError> {
+        GpuDriver::current_device(self)
+    }
+    fn make_current(&self, ordinal: u32) -> Result<(), DriverError> {
+        GpuDriver::set_device(self, ordinal)
+    }
 }
 
 /// Forwards the calls both `Result` layers share; `$capability` and `$arch` name what differs.
@@ -98,6 +111,9 @@ macro_rules! forward_gpu_driver {
             }
             fn synchronize(&self) -> Result<(), DriverError> {
                 <$driver>::synchronize(self)
+            }
+            fn memory_in_use(&self) -> Result<u64, DriverError> {
+                <$driver>::memory_in_use(self)
             }
         }
     };

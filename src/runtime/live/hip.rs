@@ -64,6 +64,7 @@ pub struct HipApi {
     pub hipFree: sys::hipFree_t,
     pub hipMemcpy: sys::hipMemcpy_t,
     pub hipMemset: sys::hipMemset_t,
+    pub hipMemGetInfo: sys::hipMemGetInfo_t,
     pub hipDeviceSynchronize: sys::hipDeviceSynchronize_t,
     pub hipGetErrorName: sys::hipGetErrorName_t,
     pub hipGetErrorString: sys::hipGetErrorString_t,
@@ -132,6 +133,7 @@ impl HipApi {
                 hipFree: resolve(lib, p, "hipFree")?,
                 hipMemcpy: resolve(lib, p, "hipMemcpy")?,
                 hipMemset: resolve(lib, p, "hipMemset")?,
+                hipMemGetInfo: resolve(lib, p, "hipMemGetInfo")?,
                 hipDeviceSynchronize: resolve(lib, p, "hipDeviceSynchronize")?,
                 hipGetErrorName: resolve(lib, p, "hipGetErrorName")?,
                 hipGetErrorString: resolve(lib, p, "hipGetErrorString")?,
@@ -359,6 +361,15 @@ impl HipDriver {
         // written.
         let code = unsafe { (self.api.hipMemset)(dst, c_int::from(value), len) };
         status::check(self, "hipMemset", code)
+    }
+
+    /// Device memory in use on the current device, in bytes: total minus free (`hipMemGetInfo`).
+    pub fn memory_in_use(&self) -> Result<u64, DriverError> {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: both out-pointers are live, writable `size_t`s.
+        let code = unsafe { (self.api.hipMemGetInfo)(&mut free, &mut total) };
+        status::check(self, "hipMemGetInfo", code)?;
+        Ok(total.saturating_sub(free) as u64)
     }
 
     /// Waits for all work on the calling thread's current device (`hipDeviceSynchronize`).

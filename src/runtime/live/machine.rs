@@ -78,11 +78,9 @@ impl RealMachine {
     /// A CPU-build scenario runs on any machine: it needs no GPU. Otherwise the build must match, the
     /// real machine must see exactly as many GPUs as the scenario (device counts, discovery and pool keys
     /// depend on it; [`RealMachine::restrict_to`] narrows a bigger machine), and at every ordinal a real
-    /// GPU of the same base arch (and, for NVIDIA, the same opt-in shared memory). Faults are simulated only.
+    /// GPU of the same base arch (and, for NVIDIA, the same opt-in shared memory). A host's faults are
+    /// no obstacle: they are injected around the live runtime as around the simulated one.
     pub fn satisfies(&self, host: &HostSpec) -> Result<(), String> {
-        if !host.faults.is_empty() {
-            return Err("fault injection is simulated only".into());
-        }
         if host.torch == TorchBuild::Cpu {
             return Ok(());
         }

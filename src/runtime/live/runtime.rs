@@ -3,10 +3,11 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::{self, ThreadId};
 
 use crate::runtime::DriverError;
 use crate::runtime::live::driver::GpuDriver;
-use crate::runtime::{Buffer, LaunchOn, Place, Runtime};
+use crate::runtime::{Buffer, ContextSwitch, CurrentDevice, DeviceGuard, LaunchOn, Place, Runtime};
 use crate::vocab::TorchBuild;
 use crate::vocab::{Arch, ComputeCapability};
 use crate::vocab::{TorchDevice, TorchType};
@@ -35,6 +36,8 @@ pub struct LiveRuntime {
     tensors: bool,
     memory: Mutex<HashMap<u64, Stored>>,
     next_handle: AtomicU64,
+    /// Context switches made inside calls, not yet handed to the recorder.
+    switches: Mutex<Vec<(ThreadId, ContextSwitch)>>,
 }
 
 impl LiveRuntime {
@@ -46,6 +49,7 @@ impl LiveRuntime {
             tensors,
             memory: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
+            switches: Mutex::new(Vec::new()),
         }
     }
 
@@ -57,6 +61,7 @@ impl LiveRuntime {
             tensors,
             memory: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
+            switches: Mutex::new(Vec::new()),
         }
     }
 
@@ -69,6 +74,7 @@ impl LiveRuntime {
             tensors: false,
             memory: Mutex::new(HashMap::new()),
             next_handle: AtomicU64::new(1),
+            switches: Mutex::new(Vec::new()),
         }
     }
 
@@ -114,56 +120,45 @@ impl LiveRuntime {
         }
     }
 
-    /// Runs `work` with `ordinal` current, restoring the previous device afterwards. A restore that fails
-    /// fails the call (the caller would otherwise go on with the wrong device current); on a panic the
-    /// restore is still attempted, from the guard's drop.
+    /// Runs `work` with `ordinal` current, restoring the previous device afterwards (the one
+    /// [`DeviceGuard`]: a failed restore fails the call, a panic still restores). Every switch it makes is
+    /// kept for [`Runtime::take_switches`], so the trace shows it.
     fn in_context<T>(
         &self,
         ordinal: u32,
         work: impl FnOnce(&dyn GpuDriver) -> Result<T, DriverError>,
     ) -> Result<T, DriverError> {
-        struct Restore<'a> {
-            driver: &'a dyn GpuDriver,
-            previous: Option<u32>,
-        }
-        impl Restore<'_> {
-            /// Restores now, reporting the driver's error.
-            fn finish(mut self) -> Result<(), DriverError> {
-                match self.previous.take() {
-                    Some(previous) => {
-                        self.driver
-                            .set_device(previous)
-                            .map_err(|error| DriverError {
-                                call: format!("restore current device {previous} ({})", error.call),
-                                ..error
-                            })
-                    }
-                    None => Ok(()),
-                }
-            }
-        }
-        impl Drop for Restore<'_> {
-            fn drop(&mut self) {
-                // Only reached on an early return or a panic: `finish` takes `previous` on the normal path.
-                if let Some(previous) = self.previous {
-                    let _ = self.driver.set_device(previous);
-                }
-            }
-        }
         let driver = self.gpu("set_device")?;
-        let current = driver.current_device()?;
-        let restore = Restore {
+        let switching = Switching {
             driver,
-            previous: (current != ordinal).then_some(current),
+            switches: &self.switches,
         };
-        if restore.previous.is_some() {
-            driver.set_device(ordinal)?;
-        }
-        let result = work(driver);
-        let restored = restore.finish();
-        let value = result?;
-        restored?;
-        Ok(value)
+        DeviceGuard::scope(&switching, ordinal, || work(driver))
+    }
+}
+
+/// The driver as a [`CurrentDevice`] that notes every switch it makes, with the calling thread.
+struct Switching<'a> {
+    driver: &'a dyn GpuDriver,
+    switches: &'a Mutex<Vec<(ThreadId, ContextSwitch)>>,
+}
+
+impl CurrentDevice for Switching<'_> {
+    fn current_device(&self) -> Result<u32, DriverError> {
+        self.driver.current_device()
+    }
+
+    fn make_current(&self, ordinal: u32) -> Result<(), DriverError> {
+        let result = self.driver.set_device(ordinal);
+        let switch = ContextSwitch {
+            to: ordinal,
+            ok: result.is_ok(),
+        };
+        self.switches
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((thread::current().id(), switch));
+        result
     }
 }
 
@@ -330,6 +325,43 @@ impl Runtime for LiveRuntime {
     fn load_extension(&self, _name: &str) -> Result<(), DriverError> {
         Ok(())
     }
+
+    /// Driver API: the driver's memory info on every GPU (each made current in turn, untraced, the
+    /// caller's device restored). With tch tensors: the bytes of the tensors this runtime still holds, since
+    /// tch exposes none of torch's caching-allocator statistics and the driver would show the cache.
+    fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError> {
+        #[cfg(feature = "torch")]
+        if self.tensors {
+            let held = self
+                .memory()
+                .iter()
+                .filter_map(|(_, stored)| match stored {
+                    Stored::Tensor(tensor) => {
+                        let on_gpu = crate::runtime::live::torch::place_of(tensor) != Place::Cpu;
+                        on_gpu.then(|| tensor.numel() as u64)
+                    }
+                    _ => None,
+                })
+                .sum();
+            return Ok(Some(held));
+        }
+        let Some(driver) = self.driver.as_deref() else {
+            return Ok(Some(0));
+        };
+        let mut total = 0;
+        for ordinal in 0..driver.device_count()? {
+            total += DeviceGuard::scope(driver, ordinal, || driver.memory_in_use())?;
+        }
+        Ok(Some(total))
+    }
+
+    fn take_switches(&self) -> Vec<ContextSwitch> {
+        let me = thread::current().id();
+        let mut switches = self.switches.lock().unwrap_or_else(|e| e.into_inner());
+        let (mine, others) = switches.drain(..).partition(|(thread, _)| *thread == me);
+        *switches = others;
+        mine.into_iter().map(|(_, switch)| switch).collect()
+    }
 }
 
 #[cfg(test)]
@@ -408,6 +440,9 @@ mod tests {
         fn synchronize(&self) -> Result<(), DriverError> {
             Ok(())
         }
+        fn memory_in_use(&self) -> Result<u64, DriverError> {
+            Ok(0)
+        }
     }
 
     fn runtime(refuse_restore: bool) -> LiveRuntime {
@@ -426,6 +461,48 @@ mod tests {
         let buffer = runtime.alloc(TorchDevice::cuda(1), 16).expect("allocates");
         assert_eq!(buffer.place, Place::Gpu(1));
         assert_eq!(runtime.get_device(), Ok(0));
+    }
+
+    fn names(trace: &[crate::trace::Entry]) -> Vec<String> {
+        trace.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn every_switch_the_runtime_makes_inside_a_call_is_in_the_trace() {
+        let recorder = crate::runtime::Recorder::new(Box::new(runtime(false)));
+        let buffer = recorder.alloc(TorchDevice::cuda(1), 16).expect("allocates");
+        recorder.free(&buffer).expect("frees");
+        let scratch = recorder.alloc(TorchDevice::cuda(0), 16).expect("allocates");
+        recorder.free(&scratch).expect("frees");
+        assert_eq!(
+            names(&recorder.trace().entries()),
+            [
+                "alloc(1)",
+                "context_switch(1, during alloc)",
+                "context_switch(0, during alloc)",
+                "free(1)",
+                "context_switch(1, during free)",
+                "context_switch(0, during free)",
+                "alloc(0)",
+                "free(0)",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_restore_is_in_the_trace_as_a_failed_switch_inside_a_failed_call() {
+        let recorder = crate::runtime::Recorder::new(Box::new(runtime(true)));
+        recorder
+            .alloc(TorchDevice::cuda(1), 16)
+            .expect_err("the restore to GPU 0 fails");
+        assert_eq!(
+            names(&recorder.trace().entries()),
+            [
+                "alloc(cuda:1) -> error",
+                "context_switch(1, during alloc)",
+                "context_switch(0, during alloc) -> error",
+            ]
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub(crate) fn unproducible(
     fields: &StepExpectFields,
     spec: &ActionSpec,
 ) -> Option<(&'static str, Option<Range<usize>>)> {
-    let given: [(&'static str, bool, Option<Range<usize>>); 12] = [
+    let given: [(&'static str, bool, Option<Range<usize>>); 13] = [
         (
             "family",
             fields.family.is_some(),
@@ -78,6 +78,11 @@ pub(crate) fn unproducible(
             None,
         ),
         ("runtime_devices", fields.runtime_devices.is_some(), None),
+        (
+            "retained_bytes",
+            fields.retained_bytes.is_some(),
+            fields.retained_bytes.as_ref().map(Spanned::span),
+        ),
     ];
     given
         .into_iter()
@@ -285,6 +290,7 @@ pub(crate) fn expectations(
         archs: fields.archs.as_ref().map(|a| a.get_ref().clone()),
         torch_device_count: fields.torch_device_count,
         runtime_devices: fields.runtime_devices.clone(),
+        retained_bytes: fields.retained_bytes.as_ref().map(|b| *b.get_ref()),
         trace: match &fields.trace {
             Some(rules) => trace_rules(source, rules)?,
             None => TraceRules::default(),

@@ -75,14 +75,14 @@ pub(crate) const ACTIONS: [ActionSpec; 9] = [
         name: "warmup",
         required: &["kernel", "device"],
         optional: &[],
-        produces: &[TARGET, &["ran_on"]],
+        produces: &[TARGET, &["ran_on", "retained_bytes"]],
         decode: warmup,
     },
     ActionSpec {
         name: "move",
         required: &["kernel", "device"],
         optional: &[],
-        produces: &[TARGET, &["lands_on"]],
+        produces: &[TARGET, &["lands_on", "retained_bytes"]],
         decode: move_weights,
     },
     ActionSpec {
@@ -393,11 +393,28 @@ pub(crate) fn load_step(
         expected_error: expect.error.as_deref(),
     };
     let action = (spec.decode)(&input)?;
+    let repeat = match &fields.repeat {
+        None => 1,
+        Some(repeat) => u32::try_from(*repeat.get_ref())
+            .ok()
+            .filter(|n| (1..=Step::MAX_REPEAT).contains(n))
+            .ok_or_else(|| {
+                source.error(
+                    repeat.span(),
+                    format!(
+                        "run step {number} ({name}) {} times: expected `repeat` from 1 to {}",
+                        repeat.get_ref(),
+                        Step::MAX_REPEAT
+                    ),
+                )
+            })?,
+    };
     Ok(Step {
         number,
         line: source.line_of(step.span().start),
         description: fields.description.clone(),
         action,
+        repeat,
         expect,
     })
 }
