@@ -213,6 +213,11 @@ impl LiveContext {
             return ScenarioReport::skipped(scenario, reason);
         }
         if let Some(workers) = &self.workers {
+            // What a worker would see is predicted here (the same prediction the harness lists by):
+            // a scenario it could not run is skipped without starting a worker for it.
+            if let Err(reason) = self.plan(scenario) {
+                return ScenarioReport::skipped(scenario, reason);
+            }
             if !scenario.host.env.is_empty() {
                 return workers.run(scenario, &self.live_env(scenario));
             }
