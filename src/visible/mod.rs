@@ -141,6 +141,21 @@ mod tests {
     use crate::visible::test_support::{amd_serials, env};
 
     #[test]
+    fn errors_have_stable_kinds_for_tools() {
+        let unknown = VisibleError::UnknownEnv { key: "X".into() };
+        assert_eq!(unknown.kind(), "unknown-env");
+        assert_eq!(
+            VisibleError::HipMaskWiderThanRocr.kind(),
+            "hip-wider-than-rocr"
+        );
+        let sign = VisibleError::NotAnInteger {
+            variable: "CUDA_VISIBLE_DEVICES",
+            entry: "-".into(),
+        };
+        assert_eq!(sign.kind(), "not-an-integer");
+    }
+
+    #[test]
     fn torch_counts_rocr_entries_the_runtime_refuses() {
         let vars = env(&[
             ("ROCR_VISIBLE_DEVICES", "a"),
