@@ -185,48 +185,37 @@ fn simulated() -> &'static BTreeMap<String, Value> {
     })
 }
 
-/// Each step's trace of a report.
-/// Each step's trace without `context_switch` entries: the switches the live runtime makes inside a call
-/// (entering another GPU's context to allocate, copy or free) are live-only, the simulator has none.
-fn traces(report: &Value) -> Vec<Value> {
-    report["steps"]
-        .as_array()
-        .map(|steps| {
-            steps
-                .iter()
-                .map(|step| {
-                    let entries = step["trace"].as_array().cloned().unwrap_or_default();
-                    Value::Array(
-                        entries
-                            .into_iter()
-                            .filter(|entry| entry["type"] != "context_switch")
-                            .collect(),
-                    )
-                })
-                .collect()
+/// Each step's trace entries, split by whether the entry is a `context_switch`: the switches the live
+/// runtime makes inside a call (entering another GPU's context to allocate, copy or free) are live-only,
+/// the simulator has none.
+fn split_traces(report: &Value) -> Vec<(Vec<Value>, Vec<Value>)> {
+    let steps = report["steps"].as_array().cloned().unwrap_or_default();
+    steps
+        .iter()
+        .map(|step| {
+            let entries = step["trace"].as_array().cloned().unwrap_or_default();
+            entries
+                .into_iter()
+                .partition(|entry| entry["type"] != "context_switch")
         })
-        .unwrap_or_default()
+        .collect()
 }
 
-/// How many `context_switch` entries a report's steps have; each switch into another GPU's context is
+/// Each step's trace without `context_switch` entries.
+fn traces(report: &Value) -> Vec<Value> {
+    split_traces(report)
+        .into_iter()
+        .map(|(calls, _)| Value::Array(calls))
+        .collect()
+}
+
+/// How many `context_switch` entries each step of a report has; each switch into another GPU's context is
 /// followed by the switch back, so a passing step has an even number.
 fn switches(report: &Value) -> Vec<usize> {
-    report["steps"]
-        .as_array()
-        .map(|steps| {
-            steps
-                .iter()
-                .map(|step| {
-                    step["trace"].as_array().map_or(0, |entries| {
-                        entries
-                            .iter()
-                            .filter(|entry| entry["type"] == "context_switch")
-                            .count()
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    split_traces(report)
+        .into_iter()
+        .map(|(_, switches)| switches.len())
+        .collect()
 }
 
 /// The machine a fake over `profile` shows a process whose visible-device variables are `env`:

@@ -57,15 +57,11 @@ impl LiveContext {
                 let driver = Arc::<dyn GpuDriver>::from(driver);
                 match RealMachine::read(driver.as_ref(), driver.build()) {
                     Ok(machine) => (machine, Some(driver), Vec::new(), DriverState::Gpus),
-                    Err(error) => {
-                        let why = format!("read the GPUs of {}: {error}", driver.path());
-                        (
-                            RealMachine::cpu_only(),
-                            None,
-                            vec![why.clone()],
-                            DriverState::Failing(why),
-                        )
-                    }
+                    Err(error) => unusable(
+                        RealMachine::cpu_only(),
+                        format!("read the GPUs of {}: {error}", driver.path()),
+                        DriverState::Failing,
+                    ),
                 }
             }
             DriverProbe::NoVisibleGpu {
@@ -82,16 +78,10 @@ impl LiveContext {
                         format!("; visible-device variables: {masks}")
                     }
                 );
-                let machine = RealMachine {
-                    build,
-                    library: Some(library),
-                    gpus: Vec::new(),
-                };
-                (
-                    machine,
-                    None,
-                    vec![why.clone()],
-                    DriverState::NoVisibleGpu(why),
+                unusable(
+                    RealMachine::without_gpus(build, library),
+                    why,
+                    DriverState::NoVisibleGpu,
                 )
             }
             DriverProbe::Failing {
@@ -99,32 +89,19 @@ impl LiveContext {
                 error,
                 build,
                 at_init: true,
-            } if !visible_masks().is_empty() => {
-                let why = format!(
+            } if !visible_masks().is_empty() => unusable(
+                RealMachine::without_gpus(build, library),
+                format!(
                     "the driver rejects the visible-device mask {}: {error}",
                     visible_masks()
-                );
-                let machine = RealMachine {
-                    build,
-                    library: Some(library),
-                    gpus: Vec::new(),
-                };
-                (
-                    machine,
-                    None,
-                    vec![why.clone()],
-                    DriverState::MaskRejected(why),
-                )
-            }
-            DriverProbe::Failing { library, error, .. } => {
-                let why = format!("{library} is present but failing: {error}");
-                (
-                    RealMachine::cpu_only(),
-                    None,
-                    vec![why.clone()],
-                    DriverState::Failing(why),
-                )
-            }
+                ),
+                DriverState::MaskRejected,
+            ),
+            DriverProbe::Failing { library, error, .. } => unusable(
+                RealMachine::cpu_only(),
+                format!("{library} is present but failing: {error}"),
+                DriverState::Failing,
+            ),
             DriverProbe::Absent(errors) => (
                 RealMachine::cpu_only(),
                 None,
@@ -356,6 +333,21 @@ impl LiveContext {
             })
             .collect()
     }
+}
+
+/// What [`LiveContext::detect`] keeps when no GPU work can run: the machine, no driver, the one reason, and
+/// the state that reason belongs to.
+fn unusable(
+    machine: RealMachine,
+    why: String,
+    state: fn(String) -> DriverState,
+) -> (
+    RealMachine,
+    Option<Arc<dyn GpuDriver>>,
+    Vec<String>,
+    DriverState,
+) {
+    (machine, None, vec![why.clone()], state(why))
 }
 
 /// A UUID as masks name it: `GPU-…` (an AMD serial gets the prefix), in the driver's own spelling.

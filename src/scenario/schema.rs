@@ -2,7 +2,7 @@
 //! ([`crate::scenario::format`]) and completed with the names the loader accepts (actions, error kinds,
 //! trace events, methods, lock modes), so editors (taplo) complete and check scenario TOML.
 //!
-//! The committed copies under `docs/schema/` are compared with these by `tests/schema.rs`.
+//! The committed copies under `docs/schema/` are compared with these by `tests/integration/schema.rs`.
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;

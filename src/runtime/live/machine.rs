@@ -43,6 +43,15 @@ impl RealMachine {
         }
     }
 
+    /// A GPU build whose driver, loaded from `library`, shows no GPU devsim can use.
+    pub fn without_gpus(build: TorchBuild, library: String) -> Self {
+        Self {
+            build,
+            library: Some(library),
+            gpus: Vec::new(),
+        }
+    }
+
     /// Reads every visible GPU from a driver.
     pub fn read(driver: &dyn GpuDriver, build: TorchBuild) -> Result<Self, DriverError> {
         let mut gpus = Vec::new();

@@ -2,7 +2,7 @@
 //!
 //! A separate binary, not a test: it has to rebuild devsim once per mutation, and a test that runs cargo
 //! would build inside `cargo test` and fight it for the target directory. It is a Rust workspace member
-//! rather than a script because it shares the data model and the anchor check with `tests/mutants.rs`.
+//! rather than a script because it shares the data model and the anchor check with `tests/integration/mutants.rs`.
 //!
 //! It copies the repository's files (those git tracks or would track) to a scratch folder under the build
 //! directory and removes it afterwards, builds and runs the unmutated corpus, then for each mutation in
