@@ -172,6 +172,26 @@ mod tests {
     }
 
     #[test]
+    fn the_runtime_view_answers_where_torch_raises() {
+        // HIP wider than ROCr: torch raises, the ROCm runtime still exposes ROCr's GPUs, HIP's order over them.
+        let vars = env(&[
+            ("ROCR_VISIBLE_DEVICES", "2,0"),
+            ("HIP_VISIBLE_DEVICES", "1,0,0"),
+        ]);
+        let serials = amd_serials(0, 3);
+        assert_eq!(
+            visibility(TorchBuild::Hip, &vars, &serials),
+            Err(VisibleError::HipMaskWiderThanRocr)
+        );
+        assert_eq!(runtime_view(TorchBuild::Hip, &vars, &serials), [0, 2]);
+        // Where torch does not raise, the runtime view is the one `visibility` reports.
+        let vars = env(&[("CUDA_VISIBLE_DEVICES", "2,0")]);
+        let seen = visibility(TorchBuild::Cuda, &vars, &serials).expect("valid");
+        assert_eq!(seen.runtime, [2, 0]);
+        assert_eq!(runtime_view(TorchBuild::Cuda, &vars, &serials), seen.runtime);
+    }
+
+    #[test]
     fn other_variables_are_refused() {
         let vars = env(&[("LD_PRELOAD", "/tmp/x.so")]);
         let error = visibility(TorchBuild::Cuda, &vars, &amd_serials(0, 1)).expect_err("refused");
