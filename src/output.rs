@@ -6,6 +6,7 @@
 //! [`VERSION`]; a field is only ever added within one version.
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +29,16 @@ impl Place {
         text.parse()
             .map(Place::Ordinal)
             .unwrap_or_else(|_| Place::Word(text.to_string()))
+    }
+}
+
+/// The ordinal's digits or the word: the form scenario expectations are written in.
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Ordinal(n) => write!(f, "{n}"),
+            Place::Word(word) => f.write_str(word),
+        }
     }
 }
 
@@ -136,7 +147,8 @@ pub struct ErrorOutput {
     pub message: String,
 }
 
-/// What a step produced; absent keys were not produced.
+/// What a step produced; absent keys were not produced. The same for every subject: devsim's runner fills
+/// it, a protocol subject's answer is read into it, and expectations are compared with it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObservedOutput {
     /// The error, if the step failed.

@@ -7,13 +7,11 @@ use crate::kernel::KernelSpec;
 use crate::kernel::audit::{Inventory, InventoryRow, RocmDecision};
 use crate::kernel::contract::NvidiaRule;
 use crate::output::{
-    ArchRulesOutput, AuditDecision, AuditOutput, CapabilityOutput, CheckedOutput, ErrorOutput,
-    FaultOutput, GpuOutput, HostOutput, KernelOutput, LoadErrorOutput, MismatchOutput,
-    NvidiaRuleOutput, ObservedOutput, Outcome, Place, ScenarioOutput, StepOutput, SummaryOutput,
-    TraceEntryOutput,
+    ArchRulesOutput, AuditDecision, AuditOutput, CapabilityOutput, CheckedOutput, FaultOutput,
+    GpuOutput, HostOutput, KernelOutput, LoadErrorOutput, MismatchOutput, NvidiaRuleOutput,
+    Outcome, Place, ScenarioOutput, StepOutput, SummaryOutput, TraceEntryOutput,
 };
 use crate::scenario::expect::Mismatch;
-use crate::scenario::observed::Observed;
 use crate::scenario::run::StepReport;
 use crate::scenario::suite::Summary;
 use crate::scenario::{LoadError, Scenario, ScenarioReport, Status};
@@ -45,31 +43,9 @@ fn step(report: &StepReport) -> StepOutput {
         number: report.number,
         line: report.line,
         action: report.action.clone(),
-        observed: observed(&report.observed),
+        observed: report.observed.clone(),
         mismatches: report.mismatches.iter().map(mismatch).collect(),
         trace: report.trace.iter().map(entry).collect(),
-    }
-}
-
-fn observed(observed: &Observed) -> ObservedOutput {
-    ObservedOutput {
-        error: observed.error.as_ref().map(|(kind, message)| ErrorOutput {
-            kind: kind.clone(),
-            message: message.clone(),
-        }),
-        family: observed.family.clone(),
-        ordinal: observed.ordinal,
-        torch_device: observed.torch_device.clone(),
-        ran_on: observed.ran_on.as_deref().map(Place::parse),
-        lands_on: observed.lands_on.as_deref().map(Place::parse),
-        current_after: observed.current_after,
-        selected: observed.selected.clone(),
-        covers: observed.covers.clone(),
-        vendor: observed.vendor.clone(),
-        archs: observed.archs.clone(),
-        torch_device_count: observed.torch_device_count,
-        runtime_devices: observed.runtime_devices.clone(),
-        retained_bytes: observed.retained_bytes,
     }
 }
 

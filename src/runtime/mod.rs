@@ -45,6 +45,15 @@ impl fmt::Display for Place {
     }
 }
 
+impl From<Place> for crate::output::Place {
+    fn from(place: Place) -> Self {
+        match place {
+            Place::Cpu => crate::output::Place::Word("cpu".into()),
+            Place::Gpu(n) => crate::output::Place::Ordinal(n),
+        }
+    }
+}
+
 impl Serialize for Place {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {

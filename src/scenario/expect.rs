@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::output::{ErrorOutput, ObservedOutput as Observed};
 use crate::scenario::model::{Expectations, ExpectedOrdinal, TraceRules};
-use crate::scenario::observed::Observed;
 use crate::trace::{Entry, count};
 
 /// One expected-versus-actual difference.
@@ -41,7 +41,7 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
             },
             actual: "true".into(),
         }),
-        Some((kind, message)) => {
+        Some(ErrorOutput { kind, message }) => {
             if expect.ok == Some(true) {
                 out.push(Mismatch {
                     key: "ok".into(),
@@ -94,13 +94,13 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
         &mut out,
         "ran_on",
         expect.ran_on.as_deref(),
-        observed.ran_on.clone(),
+        observed.ran_on.as_ref().map(ToString::to_string),
     );
     check(
         &mut out,
         "lands_on",
         expect.lands_on.as_deref(),
-        observed.lands_on.clone(),
+        observed.lands_on.as_ref().map(ToString::to_string),
     );
     check(
         &mut out,

@@ -8,7 +8,6 @@ pub(crate) mod live;
 pub(crate) mod load;
 pub(crate) mod matrix;
 pub(crate) mod model;
-pub(crate) mod observed;
 pub(crate) mod run;
 pub(crate) mod schema;
 pub(crate) mod suite;

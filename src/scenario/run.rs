@@ -10,11 +10,11 @@ use crate::dispatch::DispatchError;
 use crate::dispatch::selector::to_torch_device;
 use crate::kernel::Catalog;
 use crate::kernel::select::select;
+use crate::output::{ErrorOutput, ObservedOutput as Observed};
 use crate::pool::DevicePool;
 use crate::runtime::{FaultInjector, Recorder, Runtime};
 use crate::scenario::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Expectations, Scenario, Step};
-use crate::scenario::observed::Observed;
 use crate::trace::Entry;
 
 /// One step's result.
@@ -122,7 +122,10 @@ fn target_fields(observed: &mut Observed, target: crate::vocab::Target) {
 }
 
 fn fail(observed: &mut Observed, error: DispatchError) {
-    observed.error = Some((error.kind().to_string(), error.to_string()));
+    observed.error = Some(ErrorOutput {
+        kind: error.kind().to_string(),
+        message: error.to_string(),
+    });
 }
 
 /// Runs one action; fills `observed`.
@@ -153,13 +156,13 @@ fn perform(
                 let kernel = catalog.get(kernel)?;
                 let warmed = kernel.warmup(dispatch, device)?;
                 target_fields(observed, warmed.validated.target);
-                observed.ran_on = Some(warmed.ran_on.to_string());
+                observed.ran_on = Some(warmed.ran_on.into());
             }
             Action::Move { kernel, device } => {
                 let kernel = catalog.get(kernel)?;
                 let moved = kernel.move_weights(dispatch, device)?;
                 target_fields(observed, moved.validated.target);
-                observed.lands_on = Some(moved.lands_on.to_string());
+                observed.lands_on = Some(moved.lands_on.into());
             }
             Action::Select {
                 method,

@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 
 use crate::dispatch::DispatchError;
+use crate::output::{ErrorOutput, ObservedOutput as Observed};
 use crate::scenario::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Expectations, TraceRules};
-use crate::scenario::observed::Observed;
 use crate::subject::protocol::ObservedMessage;
 use crate::trace::{Entry, Event};
 
@@ -135,7 +135,10 @@ pub fn observed(
     let error = match (message.ok, &message.error) {
         (true, None) => None,
         (true, Some(_)) => return Err("`ok` is true but an `error` is given".into()),
-        (false, None) => Some(("(unclassified)".into(), "(no message)".into())),
+        (false, None) => Some(ErrorOutput {
+            kind: "(unclassified)".into(),
+            message: "(no message)".into(),
+        }),
         (false, Some(error)) => {
             let kind = match &error.kind {
                 Some(kind) if DispatchError::KINDS.contains(&kind.as_str()) => kind.clone(),
@@ -147,7 +150,10 @@ pub fn observed(
                 }
                 None => "(unclassified)".into(),
             };
-            Some((kind, error.message.clone()))
+            Some(ErrorOutput {
+                kind,
+                message: error.message.clone(),
+            })
         }
     };
     let mut entries = Vec::with_capacity(message.trace.len());
@@ -175,8 +181,8 @@ pub fn observed(
         family: message.family.clone(),
         ordinal: message.ordinal,
         torch_device: message.torch_device.clone(),
-        ran_on: message.ran_on.map(|p| p.to_string()),
-        lands_on: message.lands_on.map(|p| p.to_string()),
+        ran_on: message.ran_on.map(Into::into),
+        lands_on: message.lands_on.map(Into::into),
         current_after: message.current_after,
         selected: message.selected.clone(),
         covers: message.covers.clone(),

@@ -278,6 +278,15 @@ pub enum CpuWord {
     Cpu,
 }
 
+impl From<Place> for crate::output::Place {
+    fn from(place: Place) -> Self {
+        match place {
+            Place::Ordinal(n) => crate::output::Place::Ordinal(n),
+            Place::Cpu(_) => crate::output::Place::Word("cpu".into()),
+        }
+    }
+}
+
 impl std::fmt::Display for Place {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -188,7 +188,10 @@ mod tests {
         let vars = env(&[("CUDA_VISIBLE_DEVICES", "2,0")]);
         let seen = visibility(TorchBuild::Cuda, &vars, &serials).expect("valid");
         assert_eq!(seen.runtime, [2, 0]);
-        assert_eq!(runtime_view(TorchBuild::Cuda, &vars, &serials), seen.runtime);
+        assert_eq!(
+            runtime_view(TorchBuild::Cuda, &vars, &serials),
+            seen.runtime
+        );
     }
 
     #[test]
