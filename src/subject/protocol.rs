@@ -197,7 +197,9 @@ pub enum SelectorMessage {
     },
 }
 
-/// What a step produced; absent fields were not produced.
+/// What a step produced; absent fields were not produced. Read into [`crate::output::ObservedOutput`] for
+/// judging, but its own type: the protocol is versioned apart from devsim's JSON output, states `ok`
+/// explicitly, and refuses unknown fields (which serde cannot do through a flattened shared struct).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservedMessage {
