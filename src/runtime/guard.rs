@@ -46,11 +46,6 @@ impl<'a, D: CurrentDevice + ?Sized> DeviceGuard<'a, D> {
         })
     }
 
-    /// The device the guard will restore, when it switched.
-    pub fn previous(&self) -> Option<u32> {
-        self.previous
-    }
-
     /// Restores the caller's device now, reporting a failure (named as the restore it was) instead of
     /// swallowing it.
     pub fn restore(mut self) -> Result<(), DriverError> {

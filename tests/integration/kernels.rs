@@ -104,3 +104,38 @@ fn ties_break_by_name() {
         .collect();
     assert_eq!(names, ["a_kernel", "b_kernel"]);
 }
+
+/// bitsandbytes ships one path per vendor: a warmup launches the path of the target's family (the trace
+/// shows only the launch's name, which trace rules cannot match, so this is pinned here).
+#[rstest::rstest]
+#[case::nvidia("h200x2", "cuda:1", "bitsandbytes_cuda")]
+#[case::amd_through_the_cuda_spelling("r9700x2", "cuda:1", "bitsandbytes_rocm")]
+#[case::cpu("cpu", "cpu", "bitsandbytes_cpu")]
+fn bitsandbytes_launches_the_path_of_its_targets_family(
+    #[case] profile: &str,
+    #[case] device: &str,
+    #[case] launched: &str,
+) {
+    use devsim::trace::{Call, Entry};
+    let sim = Sim::profile(profile, 0);
+    Catalog::reference()
+        .get("bitsandbytes")
+        .expect("shipped")
+        .warmup(&sim.dispatch(), &device.into())
+        .expect("bitsandbytes runs on every family it declares");
+    let launches: Vec<String> = sim
+        .recorder
+        .trace()
+        .entries()
+        .into_iter()
+        .filter_map(|entry| match entry {
+            Entry::Call {
+                call: Call::Launch,
+                detail,
+                ..
+            } => detail,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(launches, [launched]);
+}

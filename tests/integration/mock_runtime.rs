@@ -143,3 +143,41 @@ fn a_warmup_whose_launch_fails_still_restores_the_callers_device() {
         .expect_err("launch fails");
     assert_eq!(error.kind(), "driver-error");
 }
+
+#[test]
+fn a_move_whose_weights_read_back_differently_fails_and_still_frees_the_buffer() {
+    let mut driver = MockDriver::new();
+    driver.expect_build().return_const(TorchBuild::Cpu);
+    driver.expect_device_count().returning(|| Ok(0));
+    driver.expect_load_extension().returning(|_| Ok(()));
+    driver.expect_alloc().times(1).returning(|_, bytes| {
+        Ok(Buffer {
+            place: Place::Cpu,
+            handle: 7,
+            bytes,
+        })
+    });
+    driver.expect_copy_in().times(1).returning(|_, _| Ok(()));
+    driver
+        .expect_copy_out()
+        .times(1)
+        .returning(|buffer| Ok(vec![0xA5; buffer.bytes]));
+    driver
+        .expect_free()
+        .withf(|buffer| buffer.handle == 7)
+        .times(1)
+        .returning(|_| Ok(()));
+    let catalog = Catalog::reference();
+    let dispatch = Dispatch::new(&driver, Trace::new());
+    let error = catalog
+        .get("gptq_torch")
+        .expect("kernel")
+        .move_weights(&dispatch, &Selector::from("cpu"))
+        .expect_err("the weights came back changed");
+    assert_eq!(error.kind(), "driver-error");
+    // devsim's own check, not a driver status: a negative code no driver uses.
+    assert_eq!(
+        error.to_string(),
+        "call the runtime: copy: weights read back differ from what was written (driver code -1)"
+    );
+}
