@@ -334,11 +334,12 @@ impl Runtime for LiveRuntime {
         if self.tensors {
             let held = self
                 .memory()
-                .iter()
-                .filter_map(|(_, stored)| match stored {
+                .values()
+                .filter_map(|stored| match stored {
                     Stored::Tensor(tensor) => {
                         let on_gpu = crate::runtime::live::torch::place_of(tensor) != Place::Cpu;
-                        on_gpu.then(|| tensor.numel() as u64)
+                        let bytes = tensor.numel() * tensor.kind().elt_size_in_bytes();
+                        on_gpu.then_some(bytes as u64)
                     }
                     _ => None,
                 })
