@@ -101,9 +101,10 @@ fn cuda_driver(value: &str, uuids: &[String]) -> Vec<usize> {
 /// ordinal list (no GPU): only a live driver, or a fake, needs to know that init itself fails.
 pub(super) fn rejection(build: TorchBuild, env: &BTreeMap<String, String>) -> Option<String> {
     let value = env.get("CUDA_VISIBLE_DEVICES")?;
-    if build != TorchBuild::Cuda || value.starts_with("GPU-") || value.starts_with("MIG-") {
+    if build != TorchBuild::Cuda {
         return None;
     }
+    // A UUID mask (`GPU-…`, `MIG-…`) is not a number: its first entry ends the check below.
     let mut seen = HashSet::new();
     for entry in value.split(',') {
         let ordinal = c_number(entry)?;

@@ -365,6 +365,47 @@ mod tests {
     }
 
     #[test]
+    fn a_decimal_run_ends_after_its_nine() {
+        // U+0660..U+0669 are Arabic-Indic digits; U+066A (the Arabic percent sign) right after them is not.
+        assert_eq!(decimal_value('\u{669}'), Some(9));
+        assert_eq!(decimal_value('\u{66a}'), None);
+    }
+
+    // UUID masks: NVML's UUIDs on CUDA, amdsmi's lower-cased serials on HIP (after one `GPU-` is dropped);
+    // `runtime_count` (the driver's own count) only answers for MIG ids.
+    #[rstest]
+    #[case::cuda_prefix_picks_one(TorchBuild::Cuda, "GPU-0000000000000001", 1)]
+    #[case::cuda_repeated_id_counts_none(
+        TorchBuild::Cuda,
+        "GPU-0000000000000001,GPU-0000000000000001",
+        0
+    )]
+    #[case::hip_drops_the_gpu_prefix(TorchBuild::Hip, "GPU-0000000000000001", 1)]
+    #[case::hip_repeated_id_counts_none(TorchBuild::Hip, "GPU-0,GPU-0", 0)]
+    fn counts_uuid_masks_like_pytorch(
+        #[case] build: TorchBuild,
+        #[case] mask: &str,
+        #[case] expected: usize,
+    ) {
+        let variable = if build == TorchBuild::Hip {
+            "HIP_VISIBLE_DEVICES"
+        } else {
+            "CUDA_VISIBLE_DEVICES"
+        };
+        let serials = amd_serials(0, 2);
+        let uuids: Vec<String> = if build == TorchBuild::Hip {
+            serials
+        } else {
+            serials
+                .iter()
+                .map(|serial| format!("GPU-{serial}"))
+                .collect()
+        };
+        let vars = env(&[(variable, mask)]);
+        assert_eq!(device_count(build, &vars, &uuids, 5), Ok(expected));
+    }
+
+    #[test]
     fn a_cuda_mig_mask_is_the_drivers_count() {
         let vars = env(&[("CUDA_VISIBLE_DEVICES", "MIG-1")]);
         let uuids = vec!["GPU-1".to_string()];

@@ -353,6 +353,27 @@ mod tests {
     use super::*;
     use rstest::rstest;
 
+    // The CUDA programming guide's maximum opt-in shared memory per block, per compute capability.
+    #[rstest]
+    #[case::v100("sm_70", 98_304)]
+    #[case::t4("sm_75", 65_536)]
+    #[case::a100("sm_80", 166_912)]
+    #[case::a10("sm_86", 101_376)]
+    #[case::orin("sm_87", 166_912)]
+    #[case::rtx4090("sm_89", 101_376)]
+    #[case::h200("sm_90", 232_448)]
+    #[case::b200("sm_100", 232_448)]
+    #[case::rtx5090("sm_120", 101_376)]
+    #[case::pascal("sm_61", 49_152)]
+    #[case::amd("gfx942", 65_536)]
+    fn default_opt_in_shared_memory_is_what_the_part_reports(
+        #[case] arch: &str,
+        #[case] bytes: u32,
+    ) {
+        let arch: Arch = arch.parse().expect("a known arch");
+        assert_eq!(arch.default_smem_optin(), bytes);
+    }
+
     #[rstest]
     #[case("sm_90", "sm_90")]
     #[case("SM_80", "sm_80")]

@@ -107,6 +107,14 @@ def test_selection_on_hip_and_cuda(driver):
     assert cpu["ok"] and cpu["selected"] == "gptq_torch_aten"
 
 
+def test_cpu_selection_does_not_depend_on_the_machines_cpu(driver):
+    """The simulated host has no AVX512-BF16, whatever /proc/cpuinfo of the runner says: GPTQModel does not
+    try its AVX512 CPU kernel, so it loads no extension (on an AVX512-BF16 runner it loaded two)."""
+    cpu = driver.step(CPU, {"action": "select", "method": "gptq", "bits": 4, "device": s("cpu")})
+    assert cpu["ok"] and cpu["selected"] == "gptq_torch_aten"
+    assert "extension_load" not in events(cpu)
+
+
 def test_unknown_selector_is_an_error_observation(driver):
     answer = driver.step(R9700X2, {"action": "normalize", "device": s("gpu")})
     assert answer["ok"] is False

@@ -197,6 +197,21 @@ class Subject:
         threadx._RWLock.acquire_read = acquire_read
         threadx._RWLock.acquire_write = acquire_write
 
+        # The simulated host's CPU is a plain x86-64 without AVX512-BF16 (devsim's hosts model no CPU ISA).
+        # GPTQModel reads /proc/cpuinfo of the machine the subject runs on; left alone, a runner with
+        # AVX512-BF16 makes CPU selection try TorchCpuAvx512Linear first and load its native extension, so
+        # outcomes would depend on the CI machine. Rebound wherever it was imported by name.
+        from gptqmodel.utils import cpu_features
+
+        machine_probe = cpu_features.has_avx512_bf16
+
+        def no_avx512_bf16() -> bool:
+            return False
+
+        for module in [m for n, m in sys.modules.items() if n.startswith("gptqmodel") and m]:
+            if vars(module).get("has_avx512_bf16") is machine_probe:
+                module.has_avx512_bf16 = no_avx512_bf16
+
         # the family kernel selection and validation assign to a selector: importer._device_family
         import gptqmodel.utils.importer as importer
 
