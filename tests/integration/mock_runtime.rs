@@ -2,7 +2,7 @@
 
 use devsim::dispatch::Dispatch;
 use devsim::dispatch::selector::Selector;
-use devsim::kernel::Catalog;
+use devsim::kernel::{Catalog, Kernel};
 use devsim::runtime::DriverError;
 use devsim::runtime::{Buffer, LaunchOn, Place, Runtime};
 use devsim::trace::Trace;
@@ -32,6 +32,17 @@ mock! {
     }
 }
 
+/// Runs `path` on the reference catalog's kernel `name`, dispatching through `driver` with a fresh trace.
+fn with_kernel<T>(
+    driver: &MockDriver,
+    name: &str,
+    path: impl FnOnce(&dyn Kernel, &Dispatch) -> T,
+) -> T {
+    let catalog = Catalog::reference();
+    let dispatch = Dispatch::new(driver, Trace::new());
+    path(catalog.get(name).expect("a reference kernel"), &dispatch)
+}
+
 fn hip_with_two_gpus() -> MockDriver {
     let mut driver = MockDriver::new();
     driver.expect_build().return_const(TorchBuild::Hip);
@@ -55,12 +66,10 @@ fn validating_an_amd_target_asks_only_its_amd_arch() {
         .with(eq("allspark"))
         .times(1)
         .returning(|_| Ok(()));
-    let catalog = Catalog::reference();
-    let dispatch = Dispatch::new(&driver, Trace::new());
-    let kernel = catalog.get("gptq_allspark").expect("kernel");
-    kernel
-        .validate(&dispatch, &Selector::from("cuda:1"))
-        .expect("gfx1201 is accepted");
+    with_kernel(&driver, "gptq_allspark", |kernel, dispatch| {
+        kernel.validate(dispatch, &Selector::from("cuda:1"))
+    })
+    .expect("gfx1201 is accepted");
 }
 
 #[test]
@@ -69,13 +78,10 @@ fn a_cuda_only_kernel_on_hip_is_refused_without_any_device_query_or_load() {
     driver.expect_nvidia_capability().never();
     driver.expect_amd_arch().never();
     driver.expect_load_extension().never();
-    let catalog = Catalog::reference();
-    let dispatch = Dispatch::new(&driver, Trace::new());
-    let error = catalog
-        .get("gptq_marlin")
-        .expect("kernel")
-        .validate(&dispatch, &Selector::from("cuda"))
-        .expect_err("marlin is NVIDIA-only");
+    let error = with_kernel(&driver, "gptq_marlin", |kernel, dispatch| {
+        kernel.validate(dispatch, &Selector::from("cuda"))
+    })
+    .expect_err("marlin is NVIDIA-only");
     assert_eq!(error.kind(), "unsupported-family");
 }
 
@@ -90,13 +96,10 @@ fn a_driver_error_during_the_arch_gate_is_reported_not_swallowed() {
         })
     });
     driver.expect_load_extension().never();
-    let catalog = Catalog::reference();
-    let dispatch = Dispatch::new(&driver, Trace::new());
-    let error = catalog
-        .get("awq_allspark")
-        .expect("kernel")
-        .validate(&dispatch, &Selector::from("rocm:0"))
-        .expect_err("driver failed");
+    let error = with_kernel(&driver, "awq_allspark", |kernel, dispatch| {
+        kernel.validate(dispatch, &Selector::from("rocm:0"))
+    })
+    .expect_err("driver failed");
     assert_eq!(error.kind(), "driver-error");
     assert!(
         error.to_string().contains("hipErrorInvalidDevice"),
@@ -134,13 +137,10 @@ fn a_warmup_whose_launch_fails_still_restores_the_callers_device() {
         .times(1)
         .in_sequence(&mut sequence)
         .returning(|_| Ok(()));
-    let catalog = Catalog::reference();
-    let dispatch = Dispatch::new(&driver, Trace::new());
-    let error = catalog
-        .get("gptq_torch")
-        .expect("kernel")
-        .warmup(&dispatch, &Selector::from("cuda:1"))
-        .expect_err("launch fails");
+    let error = with_kernel(&driver, "gptq_torch", |kernel, dispatch| {
+        kernel.warmup(dispatch, &Selector::from("cuda:1"))
+    })
+    .expect_err("launch fails");
     assert_eq!(error.kind(), "driver-error");
 }
 
@@ -167,13 +167,10 @@ fn a_move_whose_weights_read_back_differently_fails_and_still_frees_the_buffer()
         .withf(|buffer| buffer.handle == 7)
         .times(1)
         .returning(|_| Ok(()));
-    let catalog = Catalog::reference();
-    let dispatch = Dispatch::new(&driver, Trace::new());
-    let error = catalog
-        .get("gptq_torch")
-        .expect("kernel")
-        .move_weights(&dispatch, &Selector::from("cpu"))
-        .expect_err("the weights came back changed");
+    let error = with_kernel(&driver, "gptq_torch", |kernel, dispatch| {
+        kernel.move_weights(dispatch, &Selector::from("cpu"))
+    })
+    .expect_err("the weights came back changed");
     assert_eq!(error.kind(), "driver-error");
     // devsim's own check, not a driver status: a negative code no driver uses.
     assert_eq!(
