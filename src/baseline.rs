@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+use crate::findings::Finding;
 use crate::scenario::{ScenarioReport, Status};
 
 /// Every scenario's outcome for one subject.
@@ -16,8 +17,12 @@ use crate::scenario::{ScenarioReport, Status};
 pub struct Baseline {
     /// The subject the outcomes belong to.
     pub subject: String,
-    /// Scenario name → `passed`, `failed: <first difference>` or `skipped: <reason>`.
+    /// Scenario name → `passed`, `failed: <first difference>`, `skipped: <reason>`, `not applicable:
+    /// <reason>` or `set aside: <reason>`.
     pub outcomes: BTreeMap<String, String>,
+    /// Each distinct finding (its signature, `crate::findings`) → the scenarios that show it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub findings: BTreeMap<String, Vec<String>>,
 }
 
 /// One scenario whose outcome is not the baseline's.
@@ -71,7 +76,9 @@ pub enum BaselineError {
 pub fn outcome(report: &ScenarioReport) -> String {
     match &report.status {
         Status::Passed => "passed".into(),
-        Status::Skipped(reason) => format!("skipped: {}", first_line(reason)),
+        Status::Skipped(reason) | Status::NotApplicable(reason) | Status::SetAside(reason) => {
+            format!("{}: {}", report.status.word(), first_line(reason))
+        }
         Status::Failed => {
             let first = report
                 .steps
@@ -89,8 +96,13 @@ pub fn outcome(report: &ScenarioReport) -> String {
 }
 
 fn line(m: &crate::scenario::expect::Mismatch) -> String {
+    let level = m
+        .conformance
+        .as_ref()
+        .map(|c| format!(" [{c}]"))
+        .unwrap_or_default();
     first_line(&format!(
-        "{}: expected {}, got {}",
+        "{}{level}: expected {}, got {}",
         m.key, m.expected, m.actual
     ))
 }
@@ -100,13 +112,17 @@ fn first_line(text: &str) -> String {
 }
 
 impl Baseline {
-    /// The outcomes of a run.
-    pub fn of(subject: &str, reports: &[ScenarioReport]) -> Self {
+    /// The outcomes of a run and its distinct findings.
+    pub fn of(subject: &str, reports: &[ScenarioReport], findings: &[Finding]) -> Self {
         Self {
             subject: subject.to_string(),
             outcomes: reports
                 .iter()
                 .map(|r| (r.name.clone(), outcome(r)))
+                .collect(),
+            findings: findings
+                .iter()
+                .map(|f| (f.signature.to_string(), f.scenarios.clone()))
                 .collect(),
         }
     }
@@ -138,8 +154,31 @@ impl Baseline {
         })
     }
 
-    /// Every scenario whose outcome differs, in either direction, plus scenarios only one side has.
+    /// Every scenario whose outcome differs, in either direction, plus scenarios only one side has; then
+    /// every finding that appeared, went, or is now shown by other scenarios (named `finding: <signature>`).
     pub fn compare(&self, now: &Baseline) -> Vec<Difference> {
+        let mut differences = self.compare_outcomes(now);
+        let mut signatures: Vec<&String> =
+            self.findings.keys().chain(now.findings.keys()).collect();
+        signatures.sort();
+        signatures.dedup();
+        let show = |scenarios: Option<&Vec<String>>| {
+            scenarios.map(|s| format!("{} scenario(s): {}", s.len(), s.join(", ")))
+        };
+        for signature in signatures {
+            let (before, after) = (self.findings.get(signature), now.findings.get(signature));
+            if before != after {
+                differences.push(Difference {
+                    scenario: format!("finding: {signature}"),
+                    expected: show(before),
+                    actual: show(after),
+                });
+            }
+        }
+        differences
+    }
+
+    fn compare_outcomes(&self, now: &Baseline) -> Vec<Difference> {
         let mut names: Vec<&String> = self.outcomes.keys().chain(now.outcomes.keys()).collect();
         names.sort();
         names.dedup();
@@ -169,6 +208,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            findings: BTreeMap::new(),
         }
     }
 

@@ -191,7 +191,7 @@ fn simulated(scenario: &Scenario, catalog: &Catalog) -> Result<(), Failed> {
     match report.status {
         Status::Passed => Ok(()),
         Status::Failed => Err(report::human(&report).into()),
-        Status::Skipped(reason) => {
+        Status::Skipped(reason) | Status::NotApplicable(reason) | Status::SetAside(reason) => {
             Err(format!("a simulated run cannot be skipped: {reason}").into())
         }
     }
@@ -201,7 +201,7 @@ fn replayed(scenario: &Scenario, context: &LiveContext, catalog: &Catalog) -> Re
     let report = context.run(scenario, catalog);
     match report.status {
         Status::Passed => Ok(()),
-        Status::Skipped(reason) => {
+        Status::Skipped(reason) | Status::NotApplicable(reason) | Status::SetAside(reason) => {
             Err(format!("listed as runnable here, but skipped when run: {reason}").into())
         }
         Status::Failed => Err(report::human(&report).into()),

@@ -74,8 +74,10 @@
 pub mod baseline;
 pub(crate) mod child;
 pub mod cli;
+pub mod conformance;
 pub mod discover;
 pub mod dispatch;
+pub mod findings;
 pub mod harness;
 pub mod host;
 pub mod kernel;

@@ -72,6 +72,9 @@ pub struct RunOutput {
     pub load_errors: Vec<LoadErrorOutput>,
     /// The counts.
     pub summary: SummaryOutput,
+    /// The failures' distinct findings, most shown first.
+    #[serde(default)]
+    pub findings: Vec<FindingOutput>,
 }
 
 /// The subject a run judged.
@@ -95,6 +98,10 @@ pub enum Outcome {
     Failed,
     /// It could not run in this mode; `reason` says why.
     Skipped,
+    /// Nothing in it applies to the subject; `reason` says why.
+    NotApplicable,
+    /// What was observed held, but some applicable expectation could not be observed; `reason` says which.
+    SetAside,
 }
 
 /// One scenario's result.
@@ -248,10 +255,38 @@ pub enum TraceEntryOutput {
 pub struct MismatchOutput {
     /// The expectation key (`ran_on`, `trace.never` ...).
     pub key: String,
+    /// Its level and rule (`policy:no-cross-vendor-probe`, `contract`, `reference`); absent for a
+    /// breakdown of the harness or the subject's process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<String>,
     /// What the scenario expects.
     pub expected: String,
     /// What happened.
     pub actual: String,
+}
+
+/// One distinct finding: what the failure shows and every scenario that shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingOutput {
+    /// `policy:<rule>`, `contract`, `reference` or `breakdown`.
+    pub check: String,
+    /// The action (`scenario` for a scenario-level rule).
+    pub action: String,
+    /// The selector's form.
+    pub form: String,
+    /// The torch build.
+    pub build: String,
+    /// The kernel, for a rule that depends on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// The expectation key.
+    pub key: String,
+    /// What was expected.
+    pub expected: String,
+    /// What was observed, without the subject's wording.
+    pub actual: String,
+    /// Every scenario that shows it.
+    pub scenarios: Vec<String>,
 }
 
 /// A file that failed to load.
@@ -279,6 +314,12 @@ pub struct SummaryOutput {
     pub failed: usize,
     /// Scenarios that could not run in this mode.
     pub skipped: usize,
+    /// Scenarios none of whose expectations apply to the subject.
+    #[serde(default)]
+    pub not_applicable: usize,
+    /// Scenarios whose observed expectations held while others could not be observed.
+    #[serde(default)]
+    pub set_aside: usize,
     /// Of `failed`, the files that did not load.
     pub load_errors: usize,
 }

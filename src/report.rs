@@ -22,6 +22,12 @@ fn human_raw(report: &ScenarioReport) -> String {
         Status::Skipped(reason) => {
             let _ = writeln!(out, "skipped {} ({reason})", report.name);
         }
+        Status::NotApplicable(reason) => {
+            let _ = writeln!(out, "n/a     {} ({reason})", report.name);
+        }
+        Status::SetAside(reason) => {
+            let _ = writeln!(out, "partial {} ({reason})", report.name);
+        }
         Status::Failed => {
             let _ = writeln!(out, "FAILED  {}", report.name);
             let _ = writeln!(out, "  scenario: {}", report.path);
@@ -38,8 +44,11 @@ fn human_raw(report: &ScenarioReport) -> String {
                 for m in &step.mismatches {
                     let _ = writeln!(
                         out,
-                        "    {}: expected {}, got {}",
-                        m.key, m.expected, m.actual
+                        "    {}{}: expected {}, got {}",
+                        m.key,
+                        level_tag(m),
+                        m.expected,
+                        m.actual
                     );
                 }
                 let _ = writeln!(out, "    trace of the step:");
@@ -53,13 +62,33 @@ fn human_raw(report: &ScenarioReport) -> String {
             for m in &report.trace_mismatches {
                 let _ = writeln!(
                     out,
-                    "  {}: expected {}, got {}",
-                    m.key, m.expected, m.actual
+                    "  {}{}: expected {}, got {}",
+                    m.key,
+                    level_tag(m),
+                    m.expected,
+                    m.actual
                 );
             }
         }
     }
     out
+}
+
+/// The first `n` names, then how many more: `a, b, c and 4 more`.
+pub fn first_names(names: &[String], n: usize) -> String {
+    let shown: Vec<&str> = names.iter().take(n).map(String::as_str).collect();
+    match names.len().saturating_sub(n) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
+}
+
+/// ` [policy:rule]` after a mismatch's key, or nothing for a breakdown.
+fn level_tag(m: &crate::scenario::Mismatch) -> String {
+    m.conformance
+        .as_ref()
+        .map(|c| format!(" [{c}]"))
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

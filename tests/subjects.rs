@@ -91,6 +91,8 @@ fn run_case(case: Case) -> Result<(), Failed> {
         let (actual, reason) = match &report.status {
             Status::Passed => ("passed", String::new()),
             Status::Skipped(reason) => ("skipped", reason.clone()),
+            Status::NotApplicable(reason) => ("not applicable", reason.clone()),
+            Status::SetAside(reason) => ("set aside", reason.clone()),
             Status::Failed => ("failed", devsim::report::human(&report)),
         };
         if actual != status {
@@ -165,7 +167,7 @@ fn cli_run_and_baseline() -> Result<(), Failed> {
     let (ok, out, err) = devsim(&["run", &scenarios, "--subject", &good])?;
     expect(
         !ok,
-        "the fixture corpus has one wrong expectation, so the run fails",
+        "the fixture corpus has a wrong expectation and a claim the subject cannot back, so the run fails",
         &out,
         &err,
     )?;
@@ -176,8 +178,9 @@ fn cli_run_and_baseline() -> Result<(), Failed> {
         &err,
     )?;
     expect(
-        out.trim_end()
-            .ends_with("subject fixture: 2 passed, 1 failed, 2 skipped"),
+        out.trim_end().ends_with(
+            "subject fixture: 2 passed, 2 failed, 0 skipped, 2 not applicable, 1 set aside",
+        ),
         "the closing line",
         &out,
         &err,
@@ -218,18 +221,18 @@ fn cli_run_and_baseline() -> Result<(), Failed> {
         "--baseline",
         &baseline,
     ])?;
-    expect(!ok && out.contains("baseline changed: spellings_on_hip.toml: baseline passed, now failed: step 1 family: expected rocm, got cuda"),
+    expect(!ok && out.contains("baseline changed: spellings_on_hip.toml: baseline passed, now failed: step 1 family [policy:normalize-aliases]: expected rocm, got cuda"),
         "a regression is a difference", &out, &err)?;
     // Edit the baseline to claim a failure that now passes: a fix is a difference too.
     let text = std::fs::read_to_string(&baseline).map_err(|e| Failed::from(e.to_string()))?;
     let edited = text.replacen(
-        "\"refusals.toml\" = \"passed\"",
-        "\"refusals.toml\" = \"failed: step 1 ok\"",
+        "\"spellings_on_hip.toml\" = \"passed\"",
+        "\"spellings_on_hip.toml\" = \"failed: step 1 ok\"",
         1,
     );
     expect(
         edited != text,
-        "the baseline lists refusals.toml as passed",
+        "the baseline lists spellings_on_hip.toml as passed",
         &text,
         "",
     )?;
@@ -243,9 +246,9 @@ fn cli_run_and_baseline() -> Result<(), Failed> {
         &baseline,
     ])?;
     expect(
-        !ok && out
-            .contains("baseline changed: refusals.toml: baseline failed: step 1 ok, now passed")
-            && err.contains("1 scenario(s) changed outcome"),
+        !ok && out.contains(
+            "baseline changed: spellings_on_hip.toml: baseline failed: step 1 ok, now passed",
+        ) && err.contains("1 scenario(s) changed outcome"),
         "a fix is a difference",
         &out,
         &err,
@@ -260,7 +263,7 @@ fn cli_check_live_and_bench() -> Result<(), Failed> {
     let (ok, out, err) = devsim(&["check", "--subject", &good])?;
     expect(
         ok && out.contains("subject: fixture 0.0.1 (process)")
-            && out.contains("actions: normalize, resolve"),
+            && out.contains("actions: normalize, resolve, validate"),
         "check prints the handshake",
         &out,
         &err,
@@ -268,7 +271,7 @@ fn cli_check_live_and_bench() -> Result<(), Failed> {
     let version = subject_file(dir.path(), "wrong-version")?;
     let (ok, out, err) = devsim(&["check", "--subject", &version])?;
     expect(
-        !ok && err.contains("error: failed to speak protocol 2 with subject `fixture`"),
+        !ok && err.contains("error: failed to speak protocol 3 with subject `fixture`"),
         "a wrong version aborts naming the subject",
         &out,
         &err,
@@ -293,7 +296,7 @@ fn cli_check_live_and_bench() -> Result<(), Failed> {
         ok && out.contains("step median (us)")
             && out.contains("corpus, start included (ms)")
             && out
-                .contains("fixture 0.0.1 (process): 9 steps timed; 2 passed, 1 failed, 2 skipped"),
+                .contains("fixture 0.0.1 (process): 12 steps timed; 2 passed, 2 failed, 0 skipped, 2 not applicable, 1 set aside"),
         "bench compares the reference and the subject",
         &out,
         &err,

@@ -19,9 +19,9 @@ pub fn render(
         total += *took;
         let status = match &scenario.status {
             Status::Passed => TestCaseStatus::success(),
-            Status::Skipped(reason) => {
+            Status::Skipped(reason) | Status::NotApplicable(reason) | Status::SetAside(reason) => {
                 let mut status = TestCaseStatus::skipped();
-                status.set_message(reason.as_str());
+                status.set_message(format!("{}: {reason}", scenario.status.word()));
                 status
             }
             Status::Failed => {

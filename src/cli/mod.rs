@@ -464,7 +464,8 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         say!("{}", serde_json::to_string(&answer)?);
         return verdict(errors.len(), failed);
     }
-    let outcomes = Baseline::of(subject.name(), &plain);
+    let findings = crate::findings::findings(scenarios.iter().zip(&plain));
+    let outcomes = Baseline::of(subject.name(), &plain, &findings);
     let differences = match &args.baseline {
         Some(path) => Some(Baseline::read(path)?.compare(&outcomes)),
         None => None,
@@ -479,6 +480,21 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
             }
             if let Some(path) = &args.write_baseline {
                 say!("baseline written to {}", path.display());
+            }
+            if failed > 0 {
+                say!(
+                    "{failed} failed scenario(s) hold {} distinct finding(s):",
+                    findings.len()
+                );
+                for (n, finding) in findings.iter().enumerate() {
+                    say!(
+                        "  finding {}: {}\n    shown by {} scenario(s): {}",
+                        n + 1,
+                        finding.signature,
+                        finding.scenarios.len(),
+                        crate::report::first_names(&finding.scenarios, 5)
+                    );
+                }
             }
             say!("subject {}: {summary}", subject.name());
         }
@@ -508,6 +524,7 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
                     .collect(),
                 load_errors: errors.iter().map(output::load_error).collect(),
                 summary: output::summary(&summary, errors.len()),
+                findings: findings.iter().map(output::finding).collect(),
             };
             say!("{}", serde_json::to_string_pretty(&document)?);
         }

@@ -24,6 +24,8 @@ pub fn scenario(report: &ScenarioReport, tags: &[String], took: Duration) -> Sce
         Status::Passed => (Outcome::Passed, None),
         Status::Failed => (Outcome::Failed, None),
         Status::Skipped(reason) => (Outcome::Skipped, Some(reason.clone())),
+        Status::NotApplicable(reason) => (Outcome::NotApplicable, Some(reason.clone())),
+        Status::SetAside(reason) => (Outcome::SetAside, Some(reason.clone())),
     };
     ScenarioOutput {
         name: report.name.clone(),
@@ -80,8 +82,25 @@ fn entry(entry: &Entry) -> TraceEntryOutput {
 fn mismatch(m: &Mismatch) -> MismatchOutput {
     MismatchOutput {
         key: m.key.clone(),
+        level: m.conformance.as_ref().map(ToString::to_string),
         expected: m.expected.clone(),
         actual: m.actual.clone(),
+    }
+}
+
+/// One distinct finding.
+pub fn finding(finding: &crate::findings::Finding) -> crate::output::FindingOutput {
+    let s = &finding.signature;
+    crate::output::FindingOutput {
+        check: s.check.clone(),
+        action: s.action.clone(),
+        form: s.form.clone(),
+        build: s.build.clone(),
+        kernel: s.kernel.clone(),
+        key: s.key.clone(),
+        expected: s.expected.clone(),
+        actual: s.actual.clone(),
+        scenarios: finding.scenarios.clone(),
     }
 }
 
@@ -102,6 +121,8 @@ pub fn summary(summary: &Summary, load_errors: usize) -> SummaryOutput {
         passed: summary.passed,
         failed: summary.failed,
         skipped: summary.skipped,
+        not_applicable: summary.not_applicable,
+        set_aside: summary.set_aside,
         load_errors,
     }
 }

@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::conformance::{Conformance, Levels, ORDER_KEY, trace_key};
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
 use crate::scenario::model::{Expectations, ExpectedOrdinal, TraceRules};
 use crate::trace::{Entry, count};
@@ -15,6 +16,27 @@ pub struct Mismatch {
     pub expected: String,
     /// What happened.
     pub actual: String,
+    /// The expectation's level and rule; `None` for a difference that is no expectation of the scenario
+    /// (the harness or the subject's process broke down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conformance: Option<Conformance>,
+}
+
+impl Mismatch {
+    /// A difference that is no expectation of the scenario: the harness or the subject's process broke
+    /// down.
+    pub fn breakdown(
+        key: impl Into<String>,
+        expected: impl Into<String>,
+        actual: impl Into<String>,
+    ) -> Self {
+        Self {
+            key: key.into(),
+            expected: expected.into(),
+            actual: actual.into(),
+            conformance: None,
+        }
+    }
 }
 
 fn check(out: &mut Vec<Mismatch>, key: &str, expected: Option<&str>, actual: Option<String>) {
@@ -25,12 +47,37 @@ fn check(out: &mut Vec<Mismatch>, key: &str, expected: Option<&str>, actual: Opt
             key: key.into(),
             expected: expected.into(),
             actual,
+            conformance: None,
         });
     }
 }
 
-/// Every difference between a step's expectations and what it produced.
+/// Every difference between a step's expectations and what it produced, each with its expectation's level.
 pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) -> Vec<Mismatch> {
+    let mut out = compare_fields(expect, observed);
+    for mismatch in &mut out {
+        mismatch.conformance = expect.levels.get(&mismatch.key).cloned();
+    }
+    out.extend(check_trace(&expect.trace, entries, "trace", &expect.levels));
+    let (branch, prefix) = match observed.error {
+        None => (&expect.when_ok, "when_ok"),
+        Some(_) => (&expect.when_refused, "when_refused"),
+    };
+    if let Some(branch) = branch {
+        out.extend(
+            compare(branch, observed, entries)
+                .into_iter()
+                .map(|m| Mismatch {
+                    key: format!("{prefix}.{}", m.key),
+                    ..m
+                }),
+        );
+    }
+    out
+}
+
+/// The differences of the table's own fields (not its trace rules or conditional tables).
+fn compare_fields(expect: &Expectations, observed: &Observed) -> Vec<Mismatch> {
     let mut out = Vec::new();
     match &observed.error {
         None if expect.ok == Some(false) => out.push(Mismatch {
@@ -40,6 +87,7 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
                 None => "false".into(),
             },
             actual: "true".into(),
+            conformance: None,
         }),
         Some(ErrorOutput { kind, message }) => {
             if expect.ok == Some(true) {
@@ -47,6 +95,7 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
                     key: "ok".into(),
                     expected: "true".into(),
                     actual: format!("false ({kind}: {message})"),
+                    conformance: None,
                 });
             }
             check(
@@ -61,6 +110,7 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
                         key: "message".into(),
                         expected: format!("a message containing {fragment:?}"),
                         actual: message.clone(),
+                        conformance: None,
                     });
                 }
             }
@@ -124,6 +174,7 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
                 key: "covers".into(),
                 expected: format!("{expected:?}"),
                 actual: format!("{actual:?}"),
+                conformance: None,
             });
         }
     }
@@ -160,30 +211,21 @@ pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) ->
                     key: key.into(),
                     expected: format!("{expected:?}"),
                     actual: format!("{actual:?}"),
+                    conformance: None,
                 });
             }
         }
     }
-    out.extend(check_trace(&expect.trace, entries, "trace"));
-    let (branch, prefix) = match observed.error {
-        None => (&expect.when_ok, "when_ok"),
-        Some(_) => (&expect.when_refused, "when_refused"),
-    };
-    if let Some(branch) = branch {
-        out.extend(
-            compare(branch, observed, entries)
-                .into_iter()
-                .map(|m| Mismatch {
-                    key: format!("{prefix}.{}", m.key),
-                    ..m
-                }),
-        );
-    }
     out
 }
 
-/// Every way `entries` breaks `rules`; keys are prefixed with `prefix`.
-pub fn check_trace(rules: &TraceRules, entries: &[Entry], prefix: &str) -> Vec<Mismatch> {
+/// Every way `entries` breaks `rules`; keys are prefixed with `prefix`, levels come from `levels`.
+pub fn check_trace(
+    rules: &TraceRules,
+    entries: &[Entry],
+    prefix: &str,
+    levels: &Levels,
+) -> Vec<Mismatch> {
     let mut out = Vec::new();
     let mut expect_count = |rule: &str, name: &str, wanted: usize| {
         let seen = count(entries, name);
@@ -192,6 +234,7 @@ pub fn check_trace(rules: &TraceRules, entries: &[Entry], prefix: &str) -> Vec<M
                 key: format!("{prefix}.{rule}"),
                 expected: format!("{name} x{wanted}"),
                 actual: format!("{name} x{seen}"),
+                conformance: levels.get(&trace_key(rule, name)).cloned(),
             });
         }
     };
@@ -217,6 +260,7 @@ pub fn check_trace(rules: &TraceRules, entries: &[Entry], prefix: &str) -> Vec<M
                 key: format!("{prefix}.order"),
                 expected: rules.order.join(" .. "),
                 actual: names.join(", "),
+                conformance: levels.get(ORDER_KEY).cloned(),
             });
         }
     }

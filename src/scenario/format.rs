@@ -112,6 +112,9 @@ pub struct FaultFields {
 pub struct ScenarioExpect {
     /// Rules over the whole scenario's trace.
     pub trace: Option<TraceRuleFields>,
+    /// Levels of these rules where the default does not fit or is ambiguous (`docs/conformance.md`).
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
+    pub levels: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
 }
 
 /// Trace rules.
@@ -250,4 +253,8 @@ pub struct StepExpectFields {
     pub retained_bytes: Option<Spanned<u64>>,
     /// Rules over this step's trace.
     pub trace: Option<TraceRuleFields>,
+    /// Expectation key → `policy:<rule>`, `contract` or `reference`, where the default does not fit or is
+    /// ambiguous (`docs/conformance.md`).
+    #[schemars(with = "Option<BTreeMap<String, String>>")]
+    pub levels: Option<Spanned<BTreeMap<String, Spanned<String>>>>,
 }

@@ -423,12 +423,5 @@ fn tensors_match(build: crate::vocab::TorchBuild, gpus: usize) -> bool {
 }
 
 fn failed(scenario: &Scenario, key: &str, actual: String) -> ScenarioReport {
-    ScenarioReport::failed(
-        scenario,
-        Mismatch {
-            key: key.into(),
-            expected: "a live run".into(),
-            actual,
-        },
-    )
+    ScenarioReport::failed(scenario, Mismatch::breakdown(key, "a live run", actual))
 }

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::conformance::{Levels, ORDER_KEY, trace_key};
 use crate::dispatch::selector::Selector;
 use crate::host::HostSpec;
 use crate::kernel::Method;
@@ -22,6 +23,8 @@ pub struct Scenario {
     pub host: HostSpec,
     /// Rules over the whole trace.
     pub trace_rules: TraceRules,
+    /// The level of each scenario-level trace rule.
+    pub trace_levels: Levels,
     /// The steps.
     pub steps: Vec<Step>,
 }
@@ -179,6 +182,71 @@ pub struct Expectations {
     pub when_ok: Option<Box<Expectations>>,
     /// Checked only when the step failed.
     pub when_refused: Option<Box<Expectations>>,
+    /// The level of each expectation above (conditional tables have their own).
+    pub levels: Levels,
+}
+
+impl Expectations {
+    /// The key of every expectation this table holds (not its conditional tables'): field names and trace
+    /// keys (`trace.never.nvidia_capability`, `trace.order`).
+    pub fn keys(&self) -> Vec<String> {
+        let fields: [(&str, bool); 16] = [
+            ("ok", self.ok.is_some()),
+            ("error", self.error.is_some()),
+            ("message", self.message.is_some()),
+            ("family", self.family.is_some()),
+            ("ordinal", self.ordinal.is_some()),
+            ("torch_device", self.torch_device.is_some()),
+            ("ran_on", self.ran_on.is_some()),
+            ("lands_on", self.lands_on.is_some()),
+            ("current_after", self.current_after.is_some()),
+            ("selected", self.selected.is_some()),
+            ("covers", self.covers.is_some()),
+            ("vendor", self.vendor.is_some()),
+            ("archs", self.archs.is_some()),
+            ("torch_device_count", self.torch_device_count.is_some()),
+            ("runtime_devices", self.runtime_devices.is_some()),
+            ("retained_bytes", self.retained_bytes.is_some()),
+        ];
+        let mut keys: Vec<String> = fields
+            .iter()
+            .filter(|(_, present)| *present)
+            .map(|(key, _)| key.to_string())
+            .collect();
+        keys.extend(self.trace.keys());
+        keys
+    }
+
+    /// Drops every expectation of this table whose key `keep` refuses (trace rules one event at a time; an
+    /// `order` rule whole). Conditional tables are left alone.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        macro_rules! field {
+            ($($name:ident),*) => {
+                $(if self.$name.is_some() && !keep(stringify!($name)) {
+                    self.$name = None;
+                })*
+            };
+        }
+        field!(
+            ok,
+            error,
+            message,
+            family,
+            ordinal,
+            torch_device,
+            ran_on,
+            lands_on,
+            current_after,
+            selected,
+            covers,
+            vendor,
+            archs,
+            torch_device_count,
+            runtime_devices,
+            retained_bytes
+        );
+        self.trace.retain(keep);
+    }
 }
 
 /// Rules over a trace; names are call names or `gate:*`.
@@ -195,6 +263,31 @@ pub struct TraceRules {
 }
 
 impl TraceRules {
+    /// The key of every expectation: one per event of `never`, `once` and `count`, one for `order`.
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys: Vec<String> = self
+            .never
+            .iter()
+            .map(|n| trace_key("never", n))
+            .chain(self.once.iter().map(|n| trace_key("once", n)))
+            .chain(self.count.iter().map(|(n, _)| trace_key("count", n)))
+            .collect();
+        if !self.order.is_empty() {
+            keys.push(ORDER_KEY.to_string());
+        }
+        keys
+    }
+
+    /// Drops every rule whose key `keep` refuses.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str) -> bool) {
+        self.never.retain(|n| keep(&trace_key("never", n)));
+        self.once.retain(|n| keep(&trace_key("once", n)));
+        self.count.retain(|(n, _)| keep(&trace_key("count", n)));
+        if !self.order.is_empty() && !keep(ORDER_KEY) {
+            self.order.clear();
+        }
+    }
+
     /// Whether there is no rule.
     pub fn is_empty(&self) -> bool {
         self.never.is_empty()

@@ -60,14 +60,43 @@ impl StepReport {
 
 /// How a scenario ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", content = "reason", rename_all = "lowercase")]
+#[serde(tag = "status", content = "reason", rename_all = "snake_case")]
 pub enum Status {
-    /// Every expectation held.
+    /// Every applicable expectation was observed and held, at least one of them at the policy level.
     Passed,
     /// At least one expectation failed.
     Failed,
     /// It could not run in this mode, for the reason given.
     Skipped(String),
+    /// Nothing in it applies to the subject (a kernel or action it does not have, only levels it does not
+    /// claim): why.
+    NotApplicable(String),
+    /// Everything observed held, but some applicable expectation could not be observed: what was and was
+    /// not. Never a pass.
+    SetAside(String),
+}
+
+impl Status {
+    /// The reason of a status that has one.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Status::Passed | Status::Failed => None,
+            Status::Skipped(reason) | Status::NotApplicable(reason) | Status::SetAside(reason) => {
+                Some(reason)
+            }
+        }
+    }
+
+    /// How reports name it: `passed`, `failed`, `skipped`, `not applicable`, `set aside`.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Status::Passed => "passed",
+            Status::Failed => "failed",
+            Status::Skipped(_) => "skipped",
+            Status::NotApplicable(_) => "not applicable",
+            Status::SetAside(_) => "set aside",
+        }
+    }
 }
 
 /// One scenario's result.
@@ -256,6 +285,7 @@ pub fn run_scenario(
                 key: "retained_bytes".into(),
                 expected: "a measurement".into(),
                 actual: format!("none: {why}"),
+                conformance: step.expect.levels.get("retained_bytes").cloned(),
             });
         }
         steps.push(StepReport::of(step, observed, mismatches, trace, elapsed));
@@ -264,6 +294,7 @@ pub fn run_scenario(
         &scenario.trace_rules,
         &recorder.trace().entries(),
         "expect.trace",
+        &scenario.trace_levels,
     );
     let failed = !trace_mismatches.is_empty() || steps.iter().any(|s| !s.mismatches.is_empty());
     ScenarioReport {

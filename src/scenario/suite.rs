@@ -21,6 +21,10 @@ pub struct Summary {
     pub failed: usize,
     /// Scenarios that could not run in this mode.
     pub skipped: usize,
+    /// Scenarios none of whose expectations apply to the subject.
+    pub not_applicable: usize,
+    /// Scenarios whose observed expectations held while others could not be observed.
+    pub set_aside: usize,
 }
 
 impl Summary {
@@ -35,6 +39,8 @@ impl Summary {
                 Status::Passed => summary.passed += 1,
                 Status::Failed => summary.failed += 1,
                 Status::Skipped(_) => summary.skipped += 1,
+                Status::NotApplicable(_) => summary.not_applicable += 1,
+                Status::SetAside(_) => summary.set_aside += 1,
             }
         }
         summary
@@ -47,7 +53,15 @@ impl std::fmt::Display for Summary {
             f,
             "{} passed, {} failed, {} skipped",
             self.passed, self.failed, self.skipped
-        )
+        )?;
+        if self.not_applicable + self.set_aside > 0 {
+            write!(
+                f,
+                ", {} not applicable, {} set aside",
+                self.not_applicable, self.set_aside
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -87,11 +101,11 @@ pub fn run_simulated(scenario: &Scenario, catalog: &Catalog) -> ScenarioReport {
         // Hosts are validated at load; this is a second line of defence, reported as a failure.
         Err(error) => ScenarioReport::failed(
             scenario,
-            crate::scenario::expect::Mismatch {
-                key: "host".into(),
-                expected: "a host the simulator accepts".into(),
-                actual: error.to_string(),
-            },
+            crate::scenario::expect::Mismatch::breakdown(
+                "host",
+                "a host the simulator accepts",
+                error.to_string(),
+            ),
         ),
     }
 }

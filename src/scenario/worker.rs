@@ -221,11 +221,7 @@ fn tail_text(tail: &str) -> String {
 fn failed(scenario: &Scenario, actual: String) -> ScenarioReport {
     ScenarioReport::failed(
         scenario,
-        Mismatch {
-            key: "live worker".into(),
-            expected: "a live run".into(),
-            actual,
-        },
+        Mismatch::breakdown("live worker", "a live run", actual),
     )
 }
 

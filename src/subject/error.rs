@@ -63,7 +63,7 @@ pub enum SubjectError {
     },
     /// The subject speaks another protocol version.
     #[error(
-        "speak protocol {got} with subject `{subject}`: this devsim speaks protocol {expected} only"
+        "speak protocol {got} with subject `{subject}`: this devsim speaks protocol {expected} and still accepts 1 (deprecated)"
     )]
     ProtocolVersion {
         /// The subject's name.

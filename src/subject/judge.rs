@@ -1,126 +1,362 @@
-//! Judging a subject's answers with the same code as in-process runs, without false green: expectations on
-//! events the subject does not record are set aside, and a scenario that needed them cannot pass. So are
-//! `message` fragments: they pin devsim's own wording, and another implementation words its errors its own
-//! way (the error *kind* is still compared).
+//! Judging a subject's answers as a conformance suite judges an implementation: each expectation at its
+//! level (`crate::conformance`), only the conditional branch that applied, and without false green.
+//!
+//! - `policy` expectations bind every subject. One the subject cannot observe (an event it does not
+//!   record, a field it does not observe for the action) is *set aside* alone; the rest are still judged.
+//! - `contract` expectations are the reference catalog's declarations: for a subject they are not
+//!   applicable. A subject that declares its own kernels is judged against *its* declarations instead
+//!   (rule `declared-families`).
+//! - `reference` expectations bind only a subject that claims the level; one that claims it and cannot
+//!   observe them fails.
+//!
+//! A scenario passes only when every applicable expectation was observed and held and at least one of them
+//! was a policy expectation; with something set aside it is [`Status::SetAside`], with nothing applicable
+//! [`Status::NotApplicable`].
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
+use crate::conformance::{Conformance, Level, Levels};
 use crate::dispatch::DispatchError;
+use crate::dispatch::selector::{Selector, normalize};
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
+use crate::scenario::Status;
 use crate::scenario::expect::{Mismatch, check_trace, compare};
-use crate::scenario::model::{Expectations, TraceRules};
-use crate::subject::protocol::ObservedMessage;
+use crate::scenario::model::{Action, Expectations, Step, TraceRules};
+use crate::subject::process::Capabilities;
+use crate::subject::protocol::{KernelDeclaration, ObservedMessage};
 use crate::trace::{Entry, Event};
+use crate::vocab::{Family, TorchBuild};
 
-/// What the subject records, and the trace rules it could not be judged on.
-pub struct Judge {
-    recorded: BTreeSet<String>,
-    /// Event names some rule needed but the subject does not record.
-    pub unrecorded: BTreeSet<String>,
-    /// Whether `message` fragments are compared (the subject words its errors as devsim does).
-    compares_messages: bool,
-    /// Whether some `message` fragment was set aside.
-    pub messages_set_aside: bool,
+/// What happens to one expectation for this subject.
+enum Decision {
+    /// Compared with what the subject produced.
+    Check,
+    /// Not compared: the subject cannot observe it (why).
+    SetAside(String),
+    /// Not compared: it does not bind this subject (why).
+    NotApplicable(String),
+    /// Required but unobservable: the subject claimed a level it cannot back (why).
+    Unbacked(String),
 }
 
-impl Judge {
-    /// A judge for a subject that records `events`; `compares_messages` when it words its errors as devsim
-    /// does.
-    pub fn new(events: &[String], compares_messages: bool) -> Self {
+/// One scenario's judge for one subject.
+pub struct Judge<'a> {
+    capabilities: &'a Capabilities,
+    build: TorchBuild,
+    visible_count: u32,
+    /// Policy expectations compared (the scenario's own and those derived from the subject's contract).
+    policy_observed: usize,
+    /// Expectations of other claimed levels compared.
+    others_observed: usize,
+    /// Why expectations were set aside → their keys.
+    set_aside: BTreeMap<String, BTreeSet<String>>,
+    /// Why expectations did not apply → their keys.
+    not_applicable: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl<'a> Judge<'a> {
+    /// A judge for a scenario on a host of `build` with `visible_count` GPUs.
+    pub fn new(capabilities: &'a Capabilities, build: TorchBuild, visible_count: u32) -> Self {
         Self {
-            recorded: events.iter().cloned().collect(),
-            unrecorded: BTreeSet::new(),
-            compares_messages,
-            messages_set_aside: false,
+            capabilities,
+            build,
+            visible_count,
+            policy_observed: 0,
+            others_observed: 0,
+            set_aside: BTreeMap::new(),
+            not_applicable: BTreeMap::new(),
         }
     }
 
-    /// The rules it can check; every name it cannot is remembered in [`Judge::unrecorded`]. An `order`
-    /// rule with one unrecorded name is set aside whole.
-    fn checkable(&mut self, rules: &TraceRules) -> TraceRules {
-        let mut keep = |name: &String| {
-            let known = self.recorded.contains(name);
-            if !known {
-                self.unrecorded.insert(name.clone());
+    fn claims(&self, level: Level) -> bool {
+        level == Level::Policy || self.capabilities.levels.contains(&level)
+    }
+
+    /// Whether the subject can observe expectation `key` of an `action` step (`None`: scenario level).
+    fn observable(&self, key: &str, action: Option<&str>, ordinal_absent: bool) -> Option<String> {
+        let subject = &self.capabilities.name;
+        if let Some(rest) = key.strip_prefix("trace.") {
+            let names: Vec<&str> = match rest.split_once('.') {
+                Some((_, event)) => vec![event],
+                None => Vec::new(),
+            };
+            return names
+                .into_iter()
+                .find(|event| !self.capabilities.events.iter().any(|e| e == event))
+                .map(|event| format!("subject {subject} does not record {event}"));
+        }
+        match key {
+            "ok" => None,
+            // A message comes with every error; whether it can be compared depends on its wording.
+            "message" => (!self.capabilities.compares_messages())
+                .then(|| format!("subject {subject} words its errors its own way")),
+            "ordinal" if ordinal_absent => Some(format!("subject {subject} reported no ordinal")),
+            _ => {
+                let action = action?;
+                let observes = self.capabilities.observes.as_ref()?;
+                let listed = observes.get(action).is_some_and(|keys| keys.contains(key));
+                (!listed).then(|| format!("subject {subject} does not observe {key} on {action}"))
             }
-            known
-        };
-        let never = rules.never.iter().filter(|n| keep(n)).cloned().collect();
-        let once = rules.once.iter().filter(|n| keep(n)).cloned().collect();
-        let count = rules
-            .count
-            .iter()
-            .filter(|(n, _)| keep(n))
-            .cloned()
-            .collect();
-        // Every name is visited (not short-circuited) so each unrecorded one is remembered.
-        let order_kept = rules.order.iter().filter(|n| keep(n)).count();
-        let order_ok = order_kept == rules.order.len();
-        TraceRules {
-            never,
-            once,
-            count,
-            order: if order_ok {
-                rules.order.clone()
+        }
+    }
+
+    fn decide(
+        &self,
+        key: &str,
+        conformance: Option<&Conformance>,
+        action: Option<&str>,
+        ordinal_absent: bool,
+    ) -> Decision {
+        let level = conformance.map_or(Level::Reference, |c| c.level);
+        if level == Level::Contract {
+            return Decision::NotApplicable(if self.capabilities.declared.is_empty() {
+                "the reference catalog's declarations (the subject declares no contract)".into()
             } else {
-                Vec::new()
-            },
+                "the reference catalog's declarations (judged against the subject's own)".into()
+            });
+        }
+        if !self.claims(level) {
+            return Decision::NotApplicable("details of devsim's reference model".into());
+        }
+        match self.observable(key, action, ordinal_absent) {
+            None => Decision::Check,
+            Some(why) if level == Level::Reference => {
+                Decision::Unbacked(format!("{why}, but claims the reference level"))
+            }
+            Some(why) => Decision::SetAside(why),
         }
     }
 
-    /// The expectations that can be checked, conditional tables included: trace rules on recorded
-    /// events, and no `message` fragment.
-    fn checkable_expectations(&mut self, expect: &Expectations) -> Expectations {
-        let compares = self.compares_messages;
-        if expect.message.is_some() && !compares {
-            self.messages_set_aside = true;
-        }
-        Expectations {
-            trace: self.checkable(&expect.trace),
-            message: expect.message.clone().filter(|_| compares),
-            when_ok: expect
-                .when_ok
-                .as_ref()
-                .map(|branch| Box::new(self.checkable_expectations(branch))),
-            when_refused: expect
-                .when_refused
-                .as_ref()
-                .map(|branch| Box::new(self.checkable_expectations(branch))),
-            ..expect.clone()
-        }
+    /// Keeps the expectations of one table this subject is judged on, remembering the rest; a claimed level
+    /// the subject cannot back becomes a failure.
+    fn filter(
+        &mut self,
+        table: &mut Expectations,
+        action: Option<&str>,
+        ordinal_absent: bool,
+        prefix: &str,
+        unbacked: &mut Vec<Mismatch>,
+    ) {
+        let levels = table.levels.clone();
+        table.retain(|key| {
+            let conformance = levels.get(key);
+            match self.decide(key, conformance, action, ordinal_absent) {
+                Decision::Check => {
+                    if conformance.is_some_and(|c| c.level == Level::Policy) {
+                        self.policy_observed += 1;
+                    } else {
+                        self.others_observed += 1;
+                    }
+                    true
+                }
+                Decision::SetAside(why) => {
+                    self.set_aside
+                        .entry(why)
+                        .or_default()
+                        .insert(format!("{prefix}{key}"));
+                    false
+                }
+                Decision::NotApplicable(why) => {
+                    self.not_applicable
+                        .entry(why)
+                        .or_default()
+                        .insert(format!("{prefix}{key}"));
+                    false
+                }
+                Decision::Unbacked(why) => {
+                    unbacked.push(Mismatch {
+                        key: format!("{prefix}{key}"),
+                        expected: "an observation (the subject claims this level)".into(),
+                        actual: why,
+                        conformance: conformance.cloned(),
+                    });
+                    false
+                }
+            }
+        });
     }
 
-    /// Compares a step with its checkable expectations.
+    /// Judges one step: its expectations at the subject's levels, the branch that applied, and the checks
+    /// derived from the subject's declared contract.
     pub fn step(
         &mut self,
-        expect: &Expectations,
+        step: &Step,
+        message: &ObservedMessage,
         observed: &Observed,
         entries: &[Entry],
     ) -> Vec<Mismatch> {
-        let expect = self.checkable_expectations(expect);
-        compare(&expect, observed, entries)
+        let action = Some(step.action.name());
+        // Protocol 2 tells an ordinal that was not observed (absent) from a family target (null).
+        let ordinal_absent = self.capabilities.protocol >= 2 && message.ordinal.is_none();
+        let mut expect = step.expect.clone();
+        let mut unbacked = Vec::new();
+        // Only the branch that applied is judged: the other says nothing about this run.
+        let refused = observed.error.is_some();
+        if refused {
+            expect.when_ok = None;
+        } else {
+            expect.when_refused = None;
+        }
+        self.filter(&mut expect, action, ordinal_absent, "", &mut unbacked);
+        for (branch, prefix) in [
+            (&mut expect.when_ok, "when_ok."),
+            (&mut expect.when_refused, "when_refused."),
+        ] {
+            if let Some(branch) = branch {
+                self.filter(branch, action, ordinal_absent, prefix, &mut unbacked);
+            }
+        }
+        let mut mismatches = compare(&expect, observed, entries);
+        mismatches.extend(unbacked);
+        mismatches.extend(self.declared(step, observed));
+        mismatches
     }
 
-    /// Why a scenario whose checkable expectations all held still cannot pass, if it cannot.
-    pub fn unchecked(&self, subject: &str) -> Option<String> {
-        let mut parts = Vec::new();
-        if !self.unrecorded.is_empty() {
-            let names: Vec<&str> = self.unrecorded.iter().map(String::as_str).collect();
-            parts.push(format!("does not record {}", names.join(", ")));
-        }
-        if self.messages_set_aside {
-            parts.push(
-                "words its errors its own way (devsim's message fragments were not checked)".into(),
-            );
-        }
-        (!parts.is_empty()).then(|| format!("subject {subject} {}", parts.join(", and ")))
+    /// Checks the scenario-level trace rules the subject is judged on.
+    pub fn scenario(
+        &mut self,
+        rules: &TraceRules,
+        levels: &Levels,
+        entries: &[Entry],
+    ) -> Vec<Mismatch> {
+        let mut table = Expectations {
+            ok: None,
+            trace: rules.clone(),
+            levels: levels.clone(),
+            ..Expectations::default()
+        };
+        let mut unbacked = Vec::new();
+        self.filter(&mut table, None, false, "expect.", &mut unbacked);
+        let mut mismatches = check_trace(&table.trace, entries, "expect.trace", levels);
+        mismatches.extend(unbacked);
+        mismatches
     }
 
-    /// Checks the scenario-level rules, checkable ones only.
-    pub fn scenario(&mut self, rules: &TraceRules, entries: &[Entry]) -> Vec<Mismatch> {
-        let rules = self.checkable(rules);
-        check_trace(&rules, entries, "expect.trace")
+    /// The checks the subject's own declarations imply for a kernel step (rule `declared-families`): a
+    /// kernel refuses a family it does not declare, never refuses one it declares as `unsupported-family`,
+    /// and selection never picks a kernel that does not declare the target's family.
+    fn declared(&mut self, step: &Step, observed: &Observed) -> Vec<Mismatch> {
+        if !self.claims(Level::Contract) || self.capabilities.declared.is_empty() {
+            return Vec::new();
+        }
+        let (kernel, device) = match &step.action {
+            Action::Validate { kernel, device }
+            | Action::Warmup { kernel, device }
+            | Action::Move { kernel, device } => (Some(kernel.as_str()), device),
+            Action::Select { device, .. } => (None, device),
+            _ => return Vec::new(),
+        };
+        let Some(family) = self.true_family(device) else {
+            return Vec::new();
+        };
+        let rule = || Some(Conformance::policy("declared-families"));
+        let mut out = Vec::new();
+        match kernel {
+            Some(kernel) => {
+                let Some(declaration) = self.declaration(kernel) else {
+                    return out;
+                };
+                self.policy_observed += 1;
+                let declares = declares(declaration, family);
+                match &observed.error {
+                    None if !declares => out.push(Mismatch {
+                        key: "ok".into(),
+                        expected: format!(
+                            "false (the subject's {kernel} declares {}; the target is {family})",
+                            declaration.families.join(", ")
+                        ),
+                        actual: "true".into(),
+                        conformance: rule(),
+                    }),
+                    Some(ErrorOutput { kind, message })
+                        if declares && kind == "unsupported-family" =>
+                    {
+                        out.push(Mismatch {
+                            key: "error".into(),
+                            expected: format!(
+                                "no unsupported-family refusal (the subject's {kernel} declares {family})"
+                            ),
+                            actual: format!("{kind}: {message}"),
+                            conformance: rule(),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            None => {
+                if let Some(selected) = &observed.selected {
+                    if let Some(declaration) = self.declaration(selected) {
+                        self.policy_observed += 1;
+                        if !declares(declaration, family) {
+                            out.push(Mismatch {
+                                key: "selected".into(),
+                                expected: format!("a kernel the subject declares for {family}"),
+                                actual: format!(
+                                    "{selected} (declares {})",
+                                    declaration.families.join(", ")
+                                ),
+                                conformance: rule(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
+
+    fn declaration(&self, kernel: &str) -> Option<&'a KernelDeclaration> {
+        self.capabilities.declared.iter().find(|d| d.name == kernel)
+    }
+
+    /// The family the policy says the selector means on this host (`cuda` on a HIP build is ROCm).
+    fn true_family(&self, device: &Selector) -> Option<Family> {
+        let count = self.visible_count;
+        normalize(device, self.build, || Ok::<u32, DispatchError>(count))
+            .ok()
+            .map(|target| target.family)
+    }
+
+    /// The outcome of a scenario in which nothing failed and nothing was skipped.
+    pub fn verdict(&self) -> Status {
+        let subject = &self.capabilities.name;
+        let listed = |reasons: &BTreeMap<String, BTreeSet<String>>| {
+            reasons
+                .iter()
+                .map(|(why, keys)| {
+                    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+                    format!("{why} ({})", keys.join(", "))
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        match (self.policy_observed, self.set_aside.is_empty()) {
+            (0, true) if self.others_observed > 0 => Status::NotApplicable(format!(
+                "no policy expectation in it for subject {subject}: {} expectation(s) held at the levels it claims, which alone make no pass",
+                self.others_observed
+            )),
+            (0, true) => Status::NotApplicable(format!(
+                "no policy expectation applies to subject {subject}: {}",
+                listed(&self.not_applicable)
+            )),
+            (0, false) => Status::SetAside(format!(
+                "no policy expectation observed; set aside: {}",
+                listed(&self.set_aside)
+            )),
+            (n, false) => Status::SetAside(format!(
+                "{n} policy expectation(s) held; set aside: {}",
+                listed(&self.set_aside)
+            )),
+            (_, true) => Status::Passed,
+        }
+    }
+}
+
+fn declares(declaration: &KernelDeclaration, family: Family) -> bool {
+    declaration
+        .families
+        .iter()
+        .any(|f| f == "all" || f == family.as_str())
 }
 
 /// An answer devsim cannot accept as an observation.
@@ -179,7 +415,7 @@ pub fn observed(
     let observed = Observed {
         error,
         family: message.family.clone(),
-        ordinal: message.ordinal,
+        ordinal: message.ordinal.flatten(),
         torch_device: message.torch_device.clone(),
         ran_on: message.ran_on.map(Into::into),
         lands_on: message.lands_on.map(Into::into),
@@ -193,30 +429,4 @@ pub fn observed(
         retained_bytes: None,
     };
     Ok((observed, entries))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn rules(never: &[&str], order: &[&str]) -> TraceRules {
-        TraceRules {
-            never: never.iter().map(|s| s.to_string()).collect(),
-            order: order.iter().map(|s| s.to_string()).collect(),
-            ..TraceRules::default()
-        }
-    }
-
-    #[test]
-    fn a_rule_on_an_unrecorded_event_is_set_aside_and_remembered() {
-        let mut judge = Judge::new(&["set_device".into()], true);
-        let kept = judge.checkable(&rules(
-            &["nvidia_capability", "set_device"],
-            &["set_device", "launch"],
-        ));
-        assert_eq!(kept.never, ["set_device"]);
-        assert!(kept.order.is_empty(), "an order rule needs every name");
-        let unrecorded: Vec<&str> = judge.unrecorded.iter().map(String::as_str).collect();
-        assert_eq!(unrecorded, ["launch", "nvidia_capability"]);
-    }
 }

@@ -4,23 +4,29 @@
 //! with the offending line and the tail of its stderr; it is killed and a fresh process starts for the
 //! next scenario. A scenario that needs what the subject cannot do or record is skipped, never passed.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::child::{Connection, Incoming, Silence};
+use crate::conformance::Level;
 use crate::kernel::Catalog;
 use crate::scenario::expect::Mismatch;
 use crate::scenario::model::Action;
 use crate::scenario::run::StepReport;
 use crate::scenario::{Scenario, ScenarioReport, Status};
 use crate::subject::judge::{self, Judge};
-use crate::subject::protocol::{FromSubject, PROTOCOL, ToSubject, Wording};
+use crate::subject::protocol::{
+    ACCEPTED, FromSubject, KernelDeclaration, KernelEntry, PROTOCOL, ToSubject, Wording,
+};
 use crate::subject::{Subject, SubjectError, SubjectKind, SubjectSpec, encode};
 use crate::trace::is_event_name;
 
 /// What a subject said it can do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
+    /// The protocol version it speaks.
+    pub protocol: u32,
     /// Its name.
     pub name: String,
     /// Its version.
@@ -33,6 +39,29 @@ pub struct Capabilities {
     pub events: Vec<String>,
     /// Whose wording its error messages use.
     pub messages: Wording,
+    /// Its kernels' own declared contracts (protocol 2; empty for protocol 1).
+    pub declared: Vec<KernelDeclaration>,
+    /// The levels it claims beyond `policy`.
+    pub levels: BTreeSet<Level>,
+    /// Per action, the fields it observes; `None`: every field (protocol 1).
+    pub observes: Option<BTreeMap<String, BTreeSet<String>>>,
+}
+
+impl Capabilities {
+    /// Whether its error messages are devsim's, word for word.
+    pub fn compares_messages(&self) -> bool {
+        self.messages == Wording::Devsim
+    }
+
+    /// A warning for the run's output, if the subject speaks a deprecated protocol.
+    pub fn deprecation(&self) -> Option<String> {
+        (self.protocol < PROTOCOL).then(|| {
+            format!(
+                "warning: subject {} speaks protocol {}, which is deprecated: it declares no contract, so contract expectations are not applicable to it; protocol {PROTOCOL} adds declared kernels, levels and observed fields (docs/subject-protocol.md)",
+                self.name, self.protocol
+            )
+        })
+    }
 }
 
 /// Dispatch code in another process, speaking the subject protocol.
@@ -77,11 +106,11 @@ impl ProcessSubject {
         for step in &scenario.steps {
             let action = step.action.name();
             if !self.capabilities.actions.iter().any(|a| a == action) {
-                return Some(format!("subject {name} does not support action {action}"));
+                return Some(format!("subject {name} does not have action {action}"));
             }
             if let Some(kernel) = encode::kernel_of(step) {
                 if !self.capabilities.kernels.iter().any(|k| k == kernel) {
-                    return Some(format!("subject {name} does not support kernel {kernel}"));
+                    return Some(format!("subject {name} does not have kernel {kernel}"));
                 }
             }
         }
@@ -99,11 +128,11 @@ impl ProcessSubject {
             steps,
             ..ScenarioReport::failed(
                 scenario,
-                Mismatch {
-                    key: format!("subject {}", self.capabilities.name),
+                Mismatch::breakdown(
+                    format!("subject {}", self.capabilities.name),
                     expected,
                     actual,
-                },
+                ),
             )
         }
     }
@@ -115,7 +144,6 @@ impl ProcessSubject {
         steps: &mut Vec<StepReport>,
     ) -> Result<ScenarioReport, Fault> {
         let name = scenario.name.clone();
-        let subject = self.capabilities.name.clone();
         let events = self.capabilities.events.clone();
         let timeout = self.spec.step_timeout;
         let host = encode::host(&scenario.host).map_err(|error| Fault {
@@ -150,7 +178,9 @@ impl ProcessSubject {
             } if s == name => skipped = Some(reason),
             _ => return Err(out_of_order(expected, &line)),
         }
-        let mut judge = Judge::new(&events, self.capabilities.messages == Wording::Devsim);
+        let visible_count =
+            u32::try_from(scenario.host.visible().map_or(0, |v| v.len())).unwrap_or(u32::MAX);
+        let mut judge = Judge::new(&self.capabilities, scenario.host.torch, visible_count);
         let mut entries = Vec::new();
         if skipped.is_none() {
             for step in &scenario.steps {
@@ -168,7 +198,7 @@ impl ProcessSubject {
                                 expected: expected.clone(),
                                 problem: format!("{why} in `{}`", clip(&line)),
                             })?;
-                        let mismatches = judge.step(&step.expect, &observed, &trace);
+                        let mismatches = judge.step(step, &message, &observed, &trace);
                         entries.extend(trace.iter().cloned());
                         steps.push(StepReport::of(step, observed, mismatches, trace, elapsed));
                     }
@@ -195,7 +225,7 @@ impl ProcessSubject {
             return Err(out_of_order(expected, &line));
         }
         let trace_mismatches = if skipped.is_none() {
-            judge.scenario(&scenario.trace_rules, &entries)
+            judge.scenario(&scenario.trace_rules, &scenario.trace_levels, &entries)
         } else {
             Vec::new()
         };
@@ -204,10 +234,8 @@ impl ProcessSubject {
             Status::Failed
         } else if let Some(reason) = skipped {
             Status::Skipped(reason)
-        } else if let Some(reason) = judge.unchecked(&subject) {
-            Status::Skipped(reason)
         } else {
-            Status::Passed
+            judge.verdict()
         };
         Ok(ScenarioReport {
             status,
@@ -264,7 +292,10 @@ impl ProcessSubject {
             );
         }
         if let Some(reason) = self.unsupported(scenario) {
-            return ScenarioReport::skipped(scenario, reason);
+            return ScenarioReport {
+                status: Status::NotApplicable(reason),
+                ..ScenarioReport::skipped(scenario, "")
+            };
         }
         if self.connection.is_none() {
             match connect(&self.spec) {
@@ -446,7 +477,10 @@ fn connect(spec: &SubjectSpec) -> Result<(Connection, Capabilities), SubjectErro
     if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) {
         if value.get("type").and_then(|t| t.as_str()) == Some("handshake") {
             let protocol = value.get("protocol");
-            if protocol.and_then(|p| p.as_u64()) != Some(u64::from(PROTOCOL)) {
+            let accepted = protocol
+                .and_then(|p| p.as_u64())
+                .is_some_and(|p| ACCEPTED.iter().any(|a| u64::from(*a) == p));
+            if !accepted {
                 connection.kill();
                 return Err(SubjectError::ProtocolVersion {
                     subject: spec.name.clone(),
@@ -458,19 +492,22 @@ fn connect(spec: &SubjectSpec) -> Result<(Connection, Capabilities), SubjectErro
     }
     let capabilities = match serde_json::from_str::<FromSubject>(&line) {
         Ok(FromSubject::Handshake {
-            protocol: _,
+            protocol,
             subject,
             actions,
             kernels,
             events,
             messages,
-        }) => Capabilities {
-            name: subject.name,
-            version: subject.version,
-            actions,
-            kernels,
-            events,
-            messages,
+            levels,
+            observes,
+        }) => match capabilities(
+            protocol, subject, actions, kernels, events, messages, levels, observes,
+        ) {
+            Ok(capabilities) => capabilities,
+            Err(problem) => {
+                let problem = format!("{problem} in `{}`", clip(&line));
+                return Err(handshake_error(&mut connection, problem));
+            }
         },
         Ok(_) => {
             let problem = format!("expected a handshake, got `{}`", clip(&line));
@@ -486,6 +523,77 @@ fn connect(spec: &SubjectSpec) -> Result<(Connection, Capabilities), SubjectErro
         return Err(error);
     }
     Ok((connection, capabilities))
+}
+
+/// The capabilities a handshake states, checked against its protocol version: protocol 1 names kernels,
+/// protocol 2 declares each once, with families devsim knows.
+#[allow(clippy::too_many_arguments)]
+fn capabilities(
+    protocol: u32,
+    subject: crate::subject::protocol::SubjectInfo,
+    actions: Vec<String>,
+    kernels: Vec<KernelEntry>,
+    events: Vec<String>,
+    messages: Wording,
+    levels: Vec<Level>,
+    observes: Option<BTreeMap<String, Vec<String>>>,
+) -> Result<Capabilities, String> {
+    let mut names = Vec::with_capacity(kernels.len());
+    let mut declared = Vec::new();
+    for entry in kernels {
+        if names.iter().any(|n: &String| n == entry.name()) {
+            return Err(format!("kernel `{}` is declared twice", entry.name()));
+        }
+        names.push(entry.name().to_string());
+        match entry {
+            KernelEntry::Name(name) if protocol >= 2 => {
+                return Err(format!(
+                    "kernel `{name}` is a bare name: protocol 2 declares each kernel as an object with its `name` and `families`"
+                ));
+            }
+            KernelEntry::Name(_) => {}
+            KernelEntry::Declared(declaration) if protocol < 2 => {
+                return Err(format!(
+                    "kernel `{}` is declared as an object: protocol 1 lists names only",
+                    declaration.name
+                ));
+            }
+            KernelEntry::Declared(declaration) => {
+                for family in &declaration.families {
+                    let known = crate::vocab::Family::EVERY
+                        .iter()
+                        .any(|f| f.as_str() == family);
+                    if !known {
+                        return Err(format!(
+                            "kernel `{}` declares family `{family}`, which does not exist (expected cpu, cuda, rocm, xpu, mps or all)",
+                            declaration.name
+                        ));
+                    }
+                }
+                declared.push(declaration);
+            }
+        }
+    }
+    if protocol < 2 && (!levels.is_empty() || observes.is_some()) {
+        return Err("`levels` and `observes` are protocol 2 fields".into());
+    }
+    let observes = observes.map(|map| {
+        map.into_iter()
+            .map(|(action, keys)| (action, keys.into_iter().collect()))
+            .collect()
+    });
+    Ok(Capabilities {
+        protocol,
+        name: subject.name,
+        version: subject.version,
+        actions,
+        kernels: names,
+        events,
+        messages,
+        declared,
+        levels: levels.into_iter().collect(),
+        observes,
+    })
 }
 
 /// Every kernel must be in devsim's reference catalog, every action and event one of devsim's.

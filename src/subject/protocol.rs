@@ -8,8 +8,11 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The protocol version this devsim speaks.
-pub const PROTOCOL: u32 = 1;
+/// The protocol version this devsim speaks (and sends in `hello`).
+pub const PROTOCOL: u32 = 2;
+
+/// Every version this devsim accepts in a handshake; 1 is deprecated (no declared contract).
+pub const ACCEPTED: [u32; 2] = [1, 2];
 
 /// A message from devsim to the subject.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -61,14 +64,24 @@ pub enum FromSubject {
         subject: SubjectInfo,
         /// The scenario actions it performs.
         actions: Vec<String>,
-        /// The devsim catalog names it maps to its own kernels.
-        kernels: Vec<String>,
+        /// Its kernels: devsim catalog names (protocol 1) or, from protocol 2, each kernel's own declared
+        /// contract.
+        kernels: Vec<KernelEntry>,
         /// The trace events it records.
         events: Vec<String>,
         /// Whose wording its error messages use: `own` (the default; devsim's `message` fragments are
         /// then set aside, never compared) or `devsim` (it reproduces devsim's messages word for word).
         #[serde(default)]
         messages: Wording,
+        /// Protocol 2: the conformance levels it claims beyond `policy` (`contract`: judge me against my
+        /// declared kernels; `reference`: devsim's reference-model details bind me too).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        levels: Vec<crate::conformance::Level>,
+        /// Protocol 2: per action, the `observed` fields it really observes (`ok` and `error` included);
+        /// an expected field it does not list is set aside, one it lists and then omits fails. Absent:
+        /// every field is observed (protocol 1).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        observes: Option<BTreeMap<String, Vec<String>>>,
     },
     /// The subject is ready for the scenario's steps.
     Ready {
@@ -92,6 +105,51 @@ pub enum FromSubject {
         /// The scenario it answers.
         scenario: String,
     },
+}
+
+/// One kernel of a handshake: a devsim name (protocol 1) or a declaration (protocol 2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum KernelEntry {
+    /// Protocol 1: the devsim catalog name only.
+    Name(String),
+    /// Protocol 2: the kernel's own declared contract.
+    Declared(KernelDeclaration),
+}
+
+impl KernelEntry {
+    /// The devsim catalog name.
+    pub fn name(&self) -> &str {
+        match self {
+            KernelEntry::Name(name) => name,
+            KernelEntry::Declared(declaration) => &declaration.name,
+        }
+    }
+}
+
+/// A kernel's contract as the subject's own code declares it (read from its classes, never typed by hand).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KernelDeclaration {
+    /// The devsim catalog name it maps to.
+    pub name: String,
+    /// The families it declares: `cpu`, `cuda` (NVIDIA), `rocm`, `xpu`, `mps`, or `all`.
+    pub families: Vec<String>,
+    /// The quantization methods it serves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub methods: Vec<String>,
+    /// The bit widths it serves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bits: Vec<u32>,
+    /// Its selection priority, where the subject has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<i64>,
+    /// The devsim names of the kernels it names as alternatives.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<String>,
+    /// Where the declaration was read: `module:Class`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// A subject's name and version.
@@ -215,9 +273,14 @@ pub struct ObservedMessage {
     /// The normalized family.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
-    /// The normalized ordinal; null for a family target.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ordinal: Option<u32>,
+    /// The normalized ordinal: null for a family target; absent when not observed (protocol 2).
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<u32>")]
+    pub ordinal: Option<Option<u32>>,
     /// The torch device at the boundary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub torch_device: Option<String>,
@@ -250,6 +313,15 @@ pub struct ObservedMessage {
     pub runtime_devices: Option<Vec<String>>,
     /// The recorded events, in order.
     pub trace: Vec<TraceEvent>,
+}
+
+/// Reads a field that is present (null or not) as `Some`, so absent and null differ.
+fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(deserializer).map(Some)
 }
 
 /// A failed step's error.

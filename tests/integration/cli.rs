@@ -53,7 +53,10 @@ fn a_flipped_expectation_fails_the_run_naming_the_scenario_and_the_difference() 
     let text = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{text}");
     assert!(text.contains("FAILED  flipped.toml"), "{text}");
-    assert!(text.contains("ran_on: expected 0, got 1"), "{text}");
+    assert!(
+        text.contains("ran_on [policy:target-context]: expected 0, got 1"),
+        "{text}"
+    );
     assert!(
         text.contains("launch(1, gptq_marlin)"),
         "the step's trace is shown: {text}"

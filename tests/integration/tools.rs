@@ -193,7 +193,7 @@ fn junit_has_one_case_per_scenario_with_skips_and_failures_with_the_diff() {
     );
     assert!(xml.contains("<failure message=\""), "{xml}");
     assert!(
-        xml.contains("ran_on: expected 0, got 1"),
+        xml.contains("ran_on [policy:target-context]: expected 0, got 1"),
         "the human diff: {xml}"
     );
     let live = devsim(&[

@@ -32,14 +32,37 @@ fn hang() -> ! {
 pub fn serve(mode: &str) -> i32 {
     let stdin = std::io::stdin();
     let mut lines = stdin.lock().lines();
-    let Some(Ok(_hello)) = lines.next() else {
+    let Some(Ok(hello)) = lines.next() else {
         return 1;
     };
     eprintln!("fixture subject: mode {mode}");
-    let kernels: Vec<&str> = if mode == "unknown-kernel" {
-        vec!["gptq_torch", "gptq_tourch"]
-    } else {
-        vec![]
+    let offered = serde_json::from_str::<Value>(&hello)
+        .ok()
+        .and_then(|h| h["protocol"].as_u64())
+        .unwrap_or(1);
+    let protocol = match mode {
+        "wrong-version" => 3,
+        "v1" => 1,
+        _ => offered.min(2),
+    };
+    // Its own contract: Marlin declares NVIDIA only, the torch kernel every family.
+    let declared = |name: &str, families: &[&str]| json!({"name": name, "families": families});
+    let kernels: Vec<Value> = match mode {
+        "unknown-kernel" => vec![
+            declared("gptq_torch", &["all"]),
+            declared("gptq_tourch", &["all"]),
+        ],
+        "declared-twice" => vec![
+            declared("gptq_torch", &["all"]),
+            declared("gptq_torch", &["cpu"]),
+        ],
+        "unknown-family" => vec![declared("gptq_torch", &["amd"])],
+        "bare-name-v2" => vec![json!("gptq_torch")],
+        "v1" => vec![],
+        _ => vec![
+            declared("gptq_marlin", &["cuda"]),
+            declared("gptq_torch", &["all"]),
+        ],
     };
     match mode {
         "silent" => hang(),
@@ -49,15 +72,35 @@ pub fn serve(mode: &str) -> i32 {
         }
         _ => {}
     }
-    say(json!({
+    let mut handshake = json!({
         "type": "handshake",
-        "protocol": if mode == "wrong-version" { 2 } else { 1 },
+        "protocol": protocol,
         "subject": {"name": "fixture", "version": "0.0.1"},
         "actions": ["normalize", "resolve"],
         "kernels": kernels,
         "events": ["device_count", "gate:normalize"],
         "messages": if mode == "own-wording" { "own" } else { "devsim" },
-    }));
+    });
+    if protocol >= 2 {
+        let target = [
+            "ok",
+            "error",
+            "family",
+            "ordinal",
+            "torch_device",
+            "current_after",
+        ];
+        handshake["actions"] = json!(["normalize", "resolve", "validate"]);
+        // It reproduces devsim's reference model, wording included, unless it words errors its own way.
+        handshake["levels"] = if mode == "own-wording" {
+            json!(["contract"])
+        } else {
+            json!(["contract", "reference"])
+        };
+        handshake["observes"] =
+            json!({"normalize": target, "resolve": target, "validate": ["ok", "error"]});
+    }
+    say(handshake);
     let crash_once = std::env::var_os(STATE).map(|dir| PathBuf::from(dir).join("crashed"));
     let mut host = Value::Null;
     for line in lines {
@@ -107,6 +150,10 @@ pub fn serve(mode: &str) -> i32 {
                         std::process::exit(0);
                     }
                     "wrong" => answer["family"] = json!("cuda"),
+                    "admits-undeclared" if message["action"] == "validate" => {
+                        answer = json!({"type": "observed", "scenario": scenario, "number": number,
+                                        "ok": true, "trace": []});
+                    }
                     "undeclared-event" => answer["trace"] = json!([{"event": "launch"}]),
                     "unsupported-step" => {
                         answer = json!({"type": "unsupported", "scenario": scenario,
@@ -120,6 +167,40 @@ pub fn serve(mode: &str) -> i32 {
         }
     }
     0
+}
+
+fn build_of(host: &Value) -> TorchBuild {
+    match host["torch"].as_str() {
+        Some("cuda") => TorchBuild::Cuda,
+        Some("hip") => TorchBuild::Hip,
+        _ => TorchBuild::Cpu,
+    }
+}
+
+/// Validation by the fixture's own declarations: `gptq_marlin` runs on NVIDIA only, `gptq_torch` anywhere.
+fn validate(host: &Value, step: &Value) -> Value {
+    let visible = host["visible"].as_array().map_or(0, Vec::len) as u32;
+    let family = normalize(&selector(&step["device"]), build_of(host), || Ok(visible))
+        .map(|target| target.family);
+    let declared = match step["kernel"].as_str() {
+        Some("gptq_marlin") => vec![Family::Cuda],
+        _ => Family::EVERY.to_vec(),
+    };
+    let mut answer = json!({"type": "observed", "scenario": step["scenario"],
+                            "number": step["number"], "trace": []});
+    match family {
+        Ok(family) if declared.contains(&family) => answer["ok"] = json!(true),
+        Ok(family) => {
+            answer["ok"] = json!(false);
+            answer["error"] = json!({"kind": "unsupported-family",
+                                     "message": format!("the fixture's kernel refuses {family}")});
+        }
+        Err(error) => {
+            answer["ok"] = json!(false);
+            answer["error"] = json!({"kind": error.kind(), "message": error.to_string()});
+        }
+    }
+    answer
 }
 
 /// A selector message as the value devsim's normalization takes.
@@ -144,13 +225,12 @@ fn selector(device: &Value) -> Selector {
     }
 }
 
-/// The right answer to a normalize or resolve step.
+/// The right answer to a normalize, resolve or validate step.
 fn good(host: &Value, step: &Value) -> Value {
-    let build = match host["torch"].as_str() {
-        Some("cuda") => TorchBuild::Cuda,
-        Some("hip") => TorchBuild::Hip,
-        _ => TorchBuild::Cpu,
-    };
+    if step["action"] == "validate" {
+        return validate(host, step);
+    }
+    let build = build_of(host);
     let visible = host["visible"].as_array().map_or(0, Vec::len) as u32;
     let mut trace = Vec::new();
     let asked = std::cell::Cell::new(false);

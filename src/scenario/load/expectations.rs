@@ -297,6 +297,7 @@ pub(crate) fn expectations(
         },
         when_ok: None,
         when_refused: None,
+        levels: Default::default(),
     })
 }
 

@@ -13,11 +13,13 @@
 pub(crate) mod corpus;
 mod expectations;
 pub(crate) mod hosts;
+mod levels;
 mod source;
 mod steps;
 
 use std::path::Path;
 
+use crate::conformance::StepContext;
 use crate::kernel::Catalog;
 use crate::kernel::audit::Inventory;
 use crate::scenario::error::LoadError;
@@ -166,16 +168,30 @@ pub fn parse_scenario(
         ));
     }
     let host = hosts::merged_host(&source, &file.host, profiles)?;
-    let trace_rules = match file.expect.and_then(|e| e.trace) {
-        Some(rules) => trace_rules(&source, &rules)?,
+    let expect = file.expect.unwrap_or_default();
+    let trace_rules = match &expect.trace {
+        Some(rules) => trace_rules(&source, rules)?,
         None => TraceRules::default(),
     };
+    let trace_levels = levels::resolve(
+        &source,
+        expect.levels.as_ref(),
+        &trace_rules.keys(),
+        &StepContext {
+            action: None,
+            build: host.torch,
+            explicit_ordinal: false,
+            expects_ok: None,
+        },
+        "expect",
+        expect.levels.as_ref().map_or(0..0, |levels| levels.span()),
+    )?;
     // Consumed one by one, so each step's parsed fields are freed as soon as it is checked.
     let steps = file
         .steps
         .into_iter()
         .enumerate()
-        .map(|(i, step)| load_step(&source, catalog, i + 1, &step))
+        .map(|(i, step)| load_step(&source, catalog, i + 1, &step, host.torch))
         .collect::<Result<Vec<_>, _>>()?;
     if steps.is_empty() {
         let end = text.trim_end().len();
@@ -191,6 +207,7 @@ pub fn parse_scenario(
         tags: file.tags,
         host,
         trace_rules,
+        trace_levels,
         steps,
     })
 }

@@ -3,6 +3,7 @@
 
 use toml::Spanned;
 
+use crate::conformance::StepContext;
 use crate::dispatch::DispatchError;
 use crate::dispatch::selector::{Selector, check_spelling};
 use crate::kernel::{Catalog, Method};
@@ -12,8 +13,10 @@ use crate::scenario::format::{SelectorValue, StepFields};
 use crate::scenario::load::expectations::{
     Branch, branch_expectations, expectations, unproducible,
 };
+use crate::scenario::load::levels;
 use crate::scenario::load::source::{Source, did_you_mean, shown};
 use crate::scenario::model::{Action, Step};
+use crate::vocab::TorchBuild;
 
 /// Expectation keys every action can produce.
 const ALWAYS: &[&str] = &["ok", "error", "message", "current_after", "trace"];
@@ -314,6 +317,7 @@ pub(crate) fn load_step(
     catalog: &Catalog,
     number: usize,
     step: &Spanned<StepFields>,
+    build: TorchBuild,
 ) -> Result<Step, LoadError> {
     let fields = step.get_ref();
     let name = fields.action.get_ref().as_str();
@@ -393,6 +397,23 @@ pub(crate) fn load_step(
         expected_error: expect.error.as_deref(),
     };
     let action = (spec.decode)(&input)?;
+    let context = StepContext {
+        action: Some(spec.name),
+        build,
+        explicit_ordinal: selector_of(&action).is_some_and(levels::explicit_ordinal),
+        expects_ok: None,
+    };
+    levels::resolve_step(
+        source,
+        &mut expect,
+        [
+            fields.expect.levels.as_ref(),
+            fields.when_ok.as_ref().and_then(|t| t.levels.as_ref()),
+            fields.when_refused.as_ref().and_then(|t| t.levels.as_ref()),
+        ],
+        context,
+        step.span(),
+    )?;
     let repeat = match &fields.repeat {
         None => 1,
         Some(repeat) => u32::try_from(*repeat.get_ref())
@@ -417,6 +438,19 @@ pub(crate) fn load_step(
         repeat,
         expect,
     })
+}
+
+/// The selector a step's action is about, if any.
+fn selector_of(action: &Action) -> Option<&Selector> {
+    match action {
+        Action::Normalize(device) | Action::Resolve(device) => Some(device),
+        Action::Validate { device, .. }
+        | Action::Warmup { device, .. }
+        | Action::Move { device, .. }
+        | Action::Select { device, .. } => Some(device),
+        Action::Lock { scope, .. } => Some(scope),
+        Action::SetDevice(_) | Action::Discover => None,
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,234 @@
+//! Conformance levels: which expectations bind which subject.
+//!
+//! The corpus is a conformance suite. Every expectation belongs to one [`Level`]:
+//! - [`Level::Policy`]: what the accelerator-family policy (AGENTS.md, the seed) requires of any correct
+//!   dispatch code; it names the [`Rule`] it checks, so a failure is attributed by data.
+//! - [`Level::Contract`]: a fact of one catalog's declarations (which kernel declares which family, which
+//!   kernel selection picks). A subject is judged against its *own* declared contract, never devsim's.
+//! - [`Level::Reference`]: a detail of devsim's reference model (exact call counts, message wording,
+//!   extension-load timing beyond the seed's requirement); binding only for a subject that claims it.
+//!
+//! Levels default by expectation key ([`default_for`]); a scenario overrides a default, or settles one that
+//! is ambiguous, in a `levels` table (`docs/conformance.md`).
+
+mod assign;
+mod rules;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+pub use assign::{DefaultLevel, StepContext, default_for};
+pub use rules::{Rule, rule, rules};
+
+/// How binding an expectation is, and for whom.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Level {
+    /// Required of any correct dispatch code by the accelerator-family policy.
+    Policy,
+    /// A fact of one catalog's declarations, judged against the subject's own contract.
+    Contract,
+    /// A detail of devsim's reference model.
+    Reference,
+}
+
+impl Level {
+    /// Every level, most binding first.
+    pub const EVERY: [Level; 3] = [Level::Policy, Level::Contract, Level::Reference];
+
+    /// Its name in files and reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Policy => "policy",
+            Level::Contract => "contract",
+            Level::Reference => "reference",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Level::EVERY
+            .into_iter()
+            .find(|level| level.as_str() == text)
+            .ok_or_else(|| text.to_string())
+    }
+}
+
+/// An expectation's level, and for a policy expectation the rule it checks.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Conformance {
+    /// The level.
+    pub level: Level,
+    /// The policy rule id (`inventory/rules.toml`); only with [`Level::Policy`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
+}
+
+impl Conformance {
+    /// A policy expectation checking `rule` (an id of [`rules`]).
+    pub fn policy(rule: &str) -> Self {
+        Self {
+            level: Level::Policy,
+            rule: Some(rule.to_string()),
+        }
+    }
+
+    /// A contract expectation.
+    pub fn contract() -> Self {
+        Self {
+            level: Level::Contract,
+            rule: None,
+        }
+    }
+
+    /// A reference-model expectation.
+    pub fn reference() -> Self {
+        Self {
+            level: Level::Reference,
+            rule: None,
+        }
+    }
+}
+
+impl fmt::Display for Conformance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.rule {
+            Some(rule) => write!(f, "{}:{rule}", self.level),
+            None => write!(f, "{}", self.level),
+        }
+    }
+}
+
+/// Why a written level cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LevelError {
+    /// Not `policy:<rule>`, `contract` or `reference`.
+    #[error("read level `{0}`: expected `policy:<rule>`, `contract` or `reference`")]
+    UnknownLevel(String),
+    /// `policy` without a rule id.
+    #[error(
+        "read level `policy`: a policy expectation names its rule, `policy:<rule>` ({})",
+        rule_ids()
+    )]
+    PolicyWithoutRule,
+    /// A rule id the table lacks.
+    #[error("find policy rule `{id}`: expected one of {ids}", id = .0, ids = rule_ids())]
+    UnknownRule(String),
+    /// A rule given to a level that takes none.
+    #[error("read level `{0}`: only `policy` names a rule")]
+    RuleOnNonPolicy(String),
+}
+
+fn rule_ids() -> String {
+    rules()
+        .iter()
+        .map(|r| r.id.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+impl FromStr for Conformance {
+    type Err = LevelError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let (level, rule) = match text.split_once(':') {
+            Some((level, rule)) => (level, Some(rule)),
+            None => (text, None),
+        };
+        let level: Level = level
+            .parse()
+            .map_err(|_| LevelError::UnknownLevel(text.to_string()))?;
+        match (level, rule) {
+            (Level::Policy, None) => Err(LevelError::PolicyWithoutRule),
+            (Level::Policy, Some(id)) => match rules::rule(id) {
+                Some(_) => Ok(Conformance::policy(id)),
+                None => Err(LevelError::UnknownRule(id.to_string())),
+            },
+            (_, Some(_)) => Err(LevelError::RuleOnNonPolicy(text.to_string())),
+            (level, None) => Ok(Conformance { level, rule: None }),
+        }
+    }
+}
+
+/// The key of a trace rule's expectation on one event: `trace.never.nvidia_capability`.
+pub fn trace_key(rule: &str, event: &str) -> String {
+    format!("trace.{rule}.{event}")
+}
+
+/// The key of an `order` rule (one expectation over its whole list).
+pub const ORDER_KEY: &str = "trace.order";
+
+/// The resolved level of every expectation of one table, by key (`ok`, `family`,
+/// `trace.never.nvidia_capability`, `trace.order` ...).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Levels(BTreeMap<String, Conformance>);
+
+impl Levels {
+    /// The level of the expectation `key`, if it has one.
+    pub fn get(&self, key: &str) -> Option<&Conformance> {
+        self.0.get(key)
+    }
+
+    /// Sets `key`'s level.
+    pub fn insert(&mut self, key: String, conformance: Conformance) {
+        self.0.insert(key, conformance);
+    }
+
+    /// Every key with its level.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Conformance)> {
+        self.0.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn written_levels_read_back_and_bad_ones_say_what_was_expected() {
+        for text in ["policy:no-cross-vendor-probe", "contract", "reference"] {
+            let read: Conformance = text.parse().expect("a level");
+            assert_eq!(read.to_string(), text);
+        }
+        assert_eq!(
+            "policy".parse::<Conformance>(),
+            Err(LevelError::PolicyWithoutRule)
+        );
+        assert_eq!(
+            "policy:nope".parse::<Conformance>(),
+            Err(LevelError::UnknownRule("nope".into()))
+        );
+        assert_eq!(
+            "contract:declared-families".parse::<Conformance>(),
+            Err(LevelError::RuleOnNonPolicy(
+                "contract:declared-families".into()
+            ))
+        );
+        let unknown = "strict".parse::<Conformance>().expect_err("unknown");
+        assert!(unknown.to_string().contains("expected `policy:<rule>`"));
+    }
+}

@@ -1,0 +1,204 @@
+//! Distinct findings: failures grouped by what they show, not by how many scenarios show it.
+//!
+//! A failed expectation has a [`Signature`]: the rule (or level and key) it checks, the action, the selector
+//! form, the build, and the expected versus observed values. For a rule that does not depend on the
+//! kernel (`inventory/rules.toml`, `per_kernel = false`) the kernel is left out, so one behaviour of a
+//! kernel-independent path seen through 33 kernels is one finding. Each finding names every scenario
+//! that shows it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::conformance::{Level, rule};
+use crate::dispatch::selector::{WrittenForm, written_form};
+use crate::scenario::expect::Mismatch;
+use crate::scenario::model::{Action, Scenario};
+use crate::scenario::{ScenarioReport, Status};
+
+/// What one failure shows, independent of the scenario it was seen in.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Signature {
+    /// `policy:<rule>`, `contract`, `reference`, or `breakdown` (the harness or the subject's process).
+    pub check: String,
+    /// The action, or `scenario` for a scenario-level trace rule.
+    pub action: String,
+    /// The selector's form (`string`, `ordinal`, `family_enum`, `torch_device`), or `-`.
+    pub form: String,
+    /// The host's torch build.
+    pub build: String,
+    /// The kernel, for a rule that depends on it.
+    pub kernel: Option<String>,
+    /// The expectation key.
+    pub key: String,
+    /// What was expected.
+    pub expected: String,
+    /// What was observed, without the subject's own wording.
+    pub actual: String,
+}
+
+impl fmt::Display for Signature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "[{}] {} ({} selector, {} build",
+            self.check, self.action, self.form, self.build
+        )?;
+        if let Some(kernel) = &self.kernel {
+            write!(f, ", kernel {kernel}")?;
+        }
+        write!(
+            f,
+            "): {} expected {}, got {}",
+            self.key, self.expected, self.actual
+        )
+    }
+}
+
+/// One distinct finding and every scenario that shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finding {
+    /// What it shows.
+    pub signature: Signature,
+    /// The scenarios that show it, sorted.
+    pub scenarios: Vec<String>,
+}
+
+impl Finding {
+    /// The policy rule it is attributed to, if any.
+    pub fn rule(&self) -> Option<&str> {
+        self.signature.check.strip_prefix("policy:")
+    }
+}
+
+/// The observed value with the subject's own message removed: `false (unsupported-arch: …)` →
+/// `false (unsupported-arch)`, `unsupported-family: …` → `unsupported-family`.
+fn without_wording(actual: &str) -> String {
+    let first = actual.lines().next().unwrap_or_default();
+    if let Some(inner) = first.strip_prefix("false (") {
+        let kind = inner.split([':', ')']).next().unwrap_or_default();
+        return format!("false ({kind})");
+    }
+    match first.split_once(": ") {
+        Some((kind, _)) if !kind.contains(' ') => kind.to_string(),
+        _ => first.to_string(),
+    }
+}
+
+fn form_and_kernel(action: &Action) -> (&'static str, Option<&str>) {
+    let form = |selector| match written_form(selector) {
+        WrittenForm::Text(_) => "string",
+        WrittenForm::Ordinal(_) => "ordinal",
+        WrittenForm::FamilyEnum(_) => "family_enum",
+        WrittenForm::TorchDevice(_) => "torch_device",
+    };
+    match action {
+        Action::Normalize(device) | Action::Resolve(device) | Action::Select { device, .. } => {
+            (form(device), None)
+        }
+        Action::Validate { kernel, device }
+        | Action::Warmup { kernel, device }
+        | Action::Move { kernel, device } => (form(device), Some(kernel.as_str())),
+        Action::Lock { scope, .. } => (form(scope), None),
+        Action::SetDevice(_) | Action::Discover => ("-", None),
+    }
+}
+
+fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> Signature {
+    let action = step.and_then(|n| scenario.steps.get(n.wrapping_sub(1)));
+    let (form, kernel) = action.map_or(("-", None), |s| form_and_kernel(&s.action));
+    let check = match &mismatch.conformance {
+        Some(c) => c.to_string(),
+        None => "breakdown".into(),
+    };
+    let per_kernel = match &mismatch.conformance {
+        Some(c) if c.level == Level::Policy => c
+            .rule
+            .as_deref()
+            .and_then(rule)
+            .is_some_and(|r| r.per_kernel),
+        // Declarations and reference details are facts of one kernel.
+        Some(_) => true,
+        None => false,
+    };
+    Signature {
+        check,
+        action: action.map_or("scenario", |s| s.action.name()).to_string(),
+        form: form.to_string(),
+        build: scenario.host.torch.to_string(),
+        kernel: kernel.filter(|_| per_kernel).map(str::to_string),
+        key: mismatch.key.clone(),
+        expected: mismatch.expected.clone(),
+        actual: without_wording(&mismatch.actual),
+    }
+}
+
+/// Every distinct finding of the failed reports, each with the scenarios that show it, most shown first.
+pub fn findings<'a>(
+    runs: impl IntoIterator<Item = (&'a Scenario, &'a ScenarioReport)>,
+) -> Vec<Finding> {
+    let mut grouped: BTreeMap<Signature, Vec<String>> = BTreeMap::new();
+    for (scenario, report) in runs {
+        if report.status != Status::Failed {
+            continue;
+        }
+        let mut seen = Vec::new();
+        for step in &report.steps {
+            for m in &step.mismatches {
+                seen.push(signature(m, scenario, Some(step.number)));
+            }
+        }
+        for m in &report.trace_mismatches {
+            seen.push(signature(m, scenario, None));
+        }
+        seen.sort();
+        seen.dedup();
+        for signature in seen {
+            grouped
+                .entry(signature)
+                .or_default()
+                .push(report.name.clone());
+        }
+    }
+    let mut out: Vec<Finding> = grouped
+        .into_iter()
+        .map(|(signature, mut scenarios)| {
+            scenarios.sort();
+            scenarios.dedup();
+            Finding {
+                signature,
+                scenarios,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.scenarios
+            .len()
+            .cmp(&a.scenarios.len())
+            .then_with(|| a.signature.cmp(&b.signature))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_subjects_wording_is_not_part_of_a_finding() {
+        assert_eq!(
+            without_wording("false (unsupported-arch: W4A needs cc 12.1; device 0 reports 10.0.)"),
+            "false (unsupported-arch)"
+        );
+        assert_eq!(
+            without_wording("unsupported-family: TritonV2Linear refuses rocm"),
+            "unsupported-family"
+        );
+        assert_eq!(
+            without_wording("nvidia_capability x1"),
+            "nvidia_capability x1"
+        );
+        assert_eq!(without_wording("cuda:0"), "cuda:0");
+    }
+}
