@@ -14,6 +14,9 @@ pub struct StepContext {
     pub explicit_ordinal: bool,
     /// What the step's `ok` expects, if anything.
     pub expects_ok: Option<bool>,
+    /// Whether the selector is spelled as the policy speaks about it ([`crate::conformance::policy_spelling`]);
+    /// expectations about what another spelling means are reference details.
+    pub policy_spelling: bool,
 }
 
 /// A key's default level, or why it has none.
@@ -54,6 +57,9 @@ pub fn default_for(key: &str, context: &StepContext) -> DefaultLevel {
             _ => L(Conformance::reference()),
         };
     }
+    if !context.policy_spelling && context.action.is_some() {
+        return L(Conformance::reference());
+    }
     match key {
         "ok" => match context.action {
             _ if kernel_action => L(Conformance::contract()),
@@ -88,6 +94,7 @@ mod tests {
             build,
             explicit_ordinal: false,
             expects_ok: Some(true),
+            policy_spelling: true,
         }
     }
 
@@ -161,6 +168,20 @@ mod tests {
             default_for("trace.never.extension_load", &family),
             DefaultLevel::Ambiguous(_)
         ));
+    }
+
+    #[test]
+    fn what_a_non_policy_spelling_means_is_a_reference_detail_but_probes_stay_policy() {
+        let hip = StepContext {
+            policy_spelling: false,
+            ..on("resolve", TorchBuild::Hip)
+        };
+        assert_eq!(level("family", &hip).level, Level::Reference);
+        assert_eq!(level("ok", &hip).level, Level::Reference);
+        assert_eq!(
+            level("trace.never.nvidia_capability", &hip),
+            Conformance::policy("no-cross-vendor-probe")
+        );
     }
 
     #[test]

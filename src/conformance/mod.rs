@@ -13,6 +13,7 @@
 
 mod assign;
 mod rules;
+mod spelling;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 
 pub use assign::{DefaultLevel, StepContext, default_for};
 pub use rules::{Rule, rule, rules};
+pub use spelling::policy_spelling;
 
 /// How binding an expectation is, and for whom.
 #[derive(

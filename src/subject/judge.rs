@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::conformance::{Conformance, Level, Levels};
+use crate::conformance::{Conformance, Level, Levels, policy_spelling};
 use crate::dispatch::DispatchError;
 use crate::dispatch::selector::{Selector, normalize};
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
@@ -73,7 +73,12 @@ impl<'a> Judge<'a> {
     }
 
     /// Whether the subject can observe expectation `key` of an `action` step (`None`: scenario level).
-    fn observable(&self, key: &str, action: Option<&str>, ordinal_absent: bool) -> Option<String> {
+    fn observable(
+        &self,
+        key: &str,
+        action: Option<&str>,
+        absent: &BTreeSet<&'static str>,
+    ) -> Option<String> {
         let subject = &self.capabilities.name;
         if let Some(rest) = key.strip_prefix("trace.") {
             let names: Vec<&str> = match rest.split_once('.') {
@@ -90,7 +95,7 @@ impl<'a> Judge<'a> {
             // A message comes with every error; whether it can be compared depends on its wording.
             "message" => (!self.capabilities.compares_messages())
                 .then(|| format!("subject {subject} words its errors its own way")),
-            "ordinal" if ordinal_absent => Some(format!("subject {subject} reported no ordinal")),
+            _ if absent.contains(key) => Some(format!("subject {subject} did not report {key}")),
             _ => {
                 let action = action?;
                 let observes = self.capabilities.observes.as_ref()?;
@@ -105,7 +110,7 @@ impl<'a> Judge<'a> {
         key: &str,
         conformance: Option<&Conformance>,
         action: Option<&str>,
-        ordinal_absent: bool,
+        absent: &BTreeSet<&'static str>,
     ) -> Decision {
         let level = conformance.map_or(Level::Reference, |c| c.level);
         if level == Level::Contract {
@@ -118,7 +123,7 @@ impl<'a> Judge<'a> {
         if !self.claims(level) {
             return Decision::NotApplicable("details of devsim's reference model".into());
         }
-        match self.observable(key, action, ordinal_absent) {
+        match self.observable(key, action, absent) {
             None => Decision::Check,
             Some(why) if level == Level::Reference => {
                 Decision::Unbacked(format!("{why}, but claims the reference level"))
@@ -133,14 +138,14 @@ impl<'a> Judge<'a> {
         &mut self,
         table: &mut Expectations,
         action: Option<&str>,
-        ordinal_absent: bool,
+        absent: &BTreeSet<&'static str>,
         prefix: &str,
         unbacked: &mut Vec<Mismatch>,
     ) {
         let levels = table.levels.clone();
         table.retain(|key| {
             let conformance = levels.get(key);
-            match self.decide(key, conformance, action, ordinal_absent) {
+            match self.decide(key, conformance, action, absent) {
                 Decision::Check => {
                     if conformance.is_some_and(|c| c.level == Level::Policy) {
                         self.policy_observed += 1;
@@ -186,8 +191,13 @@ impl<'a> Judge<'a> {
         entries: &[Entry],
     ) -> Vec<Mismatch> {
         let action = Some(step.action.name());
-        // Protocol 2 tells an ordinal that was not observed (absent) from a family target (null).
-        let ordinal_absent = self.capabilities.protocol >= 2 && message.ordinal.is_none();
+        // Protocol 2: a field absent from the answer was not observed on this step (an `ordinal` of null is
+        // a family target); protocol 1 answers are judged whole.
+        let absent = if self.capabilities.protocol >= 2 {
+            absent_fields(message)
+        } else {
+            BTreeSet::new()
+        };
         let mut expect = step.expect.clone();
         let mut unbacked = Vec::new();
         // Only the branch that applied is judged: the other says nothing about this run.
@@ -197,13 +207,13 @@ impl<'a> Judge<'a> {
         } else {
             expect.when_refused = None;
         }
-        self.filter(&mut expect, action, ordinal_absent, "", &mut unbacked);
+        self.filter(&mut expect, action, &absent, "", &mut unbacked);
         for (branch, prefix) in [
             (&mut expect.when_ok, "when_ok."),
             (&mut expect.when_refused, "when_refused."),
         ] {
             if let Some(branch) = branch {
-                self.filter(branch, action, ordinal_absent, prefix, &mut unbacked);
+                self.filter(branch, action, &absent, prefix, &mut unbacked);
             }
         }
         let mut mismatches = compare(&expect, observed, entries);
@@ -226,7 +236,7 @@ impl<'a> Judge<'a> {
             ..Expectations::default()
         };
         let mut unbacked = Vec::new();
-        self.filter(&mut table, None, false, "expect.", &mut unbacked);
+        self.filter(&mut table, None, &BTreeSet::new(), "expect.", &mut unbacked);
         let mut mismatches = check_trace(&table.trace, entries, "expect.trace", levels);
         mismatches.extend(unbacked);
         mismatches
@@ -246,6 +256,10 @@ impl<'a> Judge<'a> {
             Action::Select { device, .. } => (None, device),
             _ => return Vec::new(),
         };
+        // What another spelling means is the subject's own decision, not the policy's.
+        if !policy_spelling(device, step.action.name()) {
+            return Vec::new();
+        }
         let Some(family) = self.true_family(device) else {
             return Vec::new();
         };
@@ -263,7 +277,7 @@ impl<'a> Judge<'a> {
                         key: "ok".into(),
                         expected: format!(
                             "false (the subject's {kernel} declares {}; the target is {family})",
-                            declaration.families.join(", ")
+                            families(declaration)
                         ),
                         actual: "true".into(),
                         conformance: rule(),
@@ -291,10 +305,7 @@ impl<'a> Judge<'a> {
                             out.push(Mismatch {
                                 key: "selected".into(),
                                 expected: format!("a kernel the subject declares for {family}"),
-                                actual: format!(
-                                    "{selected} (declares {})",
-                                    declaration.families.join(", ")
-                                ),
+                                actual: format!("{selected} (declares {})", families(declaration)),
                                 conformance: rule(),
                             });
                         }
@@ -349,6 +360,39 @@ impl<'a> Judge<'a> {
             )),
             (_, true) => Status::Passed,
         }
+    }
+}
+
+/// The observation fields an answer leaves out.
+fn absent_fields(message: &ObservedMessage) -> BTreeSet<&'static str> {
+    let fields: [(&'static str, bool); 13] = [
+        ("family", message.family.is_some()),
+        ("ordinal", message.ordinal.is_some()),
+        ("torch_device", message.torch_device.is_some()),
+        ("ran_on", message.ran_on.is_some()),
+        ("lands_on", message.lands_on.is_some()),
+        ("current_after", message.current_after.is_some()),
+        ("selected", message.selected.is_some()),
+        ("covers", message.covers.is_some()),
+        ("vendor", message.vendor.is_some()),
+        ("archs", message.archs.is_some()),
+        ("torch_device_count", message.torch_device_count.is_some()),
+        ("runtime_devices", message.runtime_devices.is_some()),
+        ("retained_bytes", false),
+    ];
+    fields
+        .into_iter()
+        .filter(|(_, present)| !present)
+        .map(|(key, _)| key)
+        .collect()
+}
+
+/// A declaration's families in words: `cuda, rocm`, or `no family`.
+fn families(declaration: &KernelDeclaration) -> String {
+    if declaration.families.is_empty() {
+        "no family".into()
+    } else {
+        declaration.families.join(", ")
     }
 }
 

@@ -182,6 +182,7 @@ pub fn parse_scenario(
             build: host.torch,
             explicit_ordinal: false,
             expects_ok: None,
+            policy_spelling: true,
         },
         "expect",
         expect.levels.as_ref().map_or(0..0, |levels| levels.span()),

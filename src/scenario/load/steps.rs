@@ -3,7 +3,7 @@
 
 use toml::Spanned;
 
-use crate::conformance::StepContext;
+use crate::conformance::{StepContext, policy_spelling};
 use crate::dispatch::DispatchError;
 use crate::dispatch::selector::{Selector, check_spelling};
 use crate::kernel::{Catalog, Method};
@@ -402,6 +402,7 @@ pub(crate) fn load_step(
         build,
         explicit_ordinal: selector_of(&action).is_some_and(levels::explicit_ordinal),
         expects_ok: None,
+        policy_spelling: selector_of(&action).is_none_or(|s| policy_spelling(s, spec.name)),
     };
     levels::resolve_step(
         source,
