@@ -150,3 +150,24 @@ fn readers_are_sent_to_the_reference_in_the_repository() {
         );
     }
 }
+
+#[test]
+fn the_conformance_reference_lists_every_policy_rule_and_no_other() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/conformance.md"))
+        .expect("docs/conformance.md");
+    let documented: std::collections::BTreeSet<String> = doc
+        .lines()
+        .filter_map(|line| line.strip_prefix("| `"))
+        .filter_map(|rest| rest.split_once("` | ").map(|(id, rest)| (id, rest)))
+        .filter(|(_, rest)| rest.starts_with(|c: char| c.is_ascii_digit()))
+        .map(|(id, _)| id.to_string())
+        .collect();
+    let table: std::collections::BTreeSet<String> = devsim::conformance::rules()
+        .iter()
+        .map(|r| r.id.clone())
+        .collect();
+    assert_eq!(
+        documented, table,
+        "docs/conformance.md's rule table and inventory/rules.toml"
+    );
+}
