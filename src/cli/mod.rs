@@ -367,6 +367,9 @@ fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
             });
         }
         let subject = ProcessSubject::start(SubjectSpec::parse(subject)?)?;
+        if let Some(warning) = subject.capabilities().deprecation() {
+            warn!("{warning}");
+        }
         return Ok(Judged {
             subject: Box::new(subject),
             live_description: None,
@@ -579,6 +582,38 @@ fn check_subject(subject: &str) -> Result<(), CliError> {
     say!("  actions: {}", capabilities.actions.join(", "));
     say!("  kernels: {}", capabilities.kernels.join(", "));
     say!("  events: {}", capabilities.events.join(", "));
+    if let Some(warning) = capabilities.deprecation() {
+        warn!("{warning}");
+    }
+    if !capabilities.declared.is_empty() {
+        // Information, never failures: a project's declarations are its own decision. devsim judges each
+        // kernel against the subject's column.
+        say!("  declared contract (the subject's own, beside devsim's reference catalog):");
+        let reference = Catalog::reference();
+        let rows: Vec<[String; 4]> = capabilities
+            .declared
+            .iter()
+            .map(|d| {
+                let devsim = reference
+                    .get(&d.name)
+                    .map_or_else(|_| "-".into(), |k| k.spec().families_text());
+                let own = if d.families.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    d.families.join(", ")
+                };
+                let differs = if own == devsim { "" } else { "differs" };
+                [d.name.clone(), own, devsim, differs.to_string()]
+            })
+            .collect();
+        let width = |i: usize| rows.iter().map(|r| r[i].len()).max().unwrap_or(0).max(6);
+        let (w0, w1, w2) = (width(0), width(1), width(2));
+        say!("    {:w0$}  {:w1$}  devsim", "kernel", "subject");
+        for [name, own, devsim, differs] in &rows {
+            let line = format!("    {name:w0$}  {own:w1$}  {devsim:w2$}  {differs}");
+            say!("{}", line.trim_end());
+        }
+    }
     Ok(())
 }
 
