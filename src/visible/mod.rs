@@ -201,29 +201,13 @@ mod tests {
         assert!(error.to_string().contains("LD_PRELOAD"));
     }
 
-    /// The best of three timings of both views on a CUDA mask of `entries` distinct ordinals.
-    fn time_mask(entries: usize) -> std::time::Duration {
-        let mask: Vec<String> = (0..entries).map(|i| i.to_string()).collect();
-        let vars = env(&[("CUDA_VISIBLE_DEVICES", &mask.join(","))]);
-        (0..3)
-            .map(|_| {
-                let started = std::time::Instant::now();
-                let seen = visibility(TorchBuild::Cuda, &vars, &amd_serials(0, 4)).expect("valid");
-                assert_eq!(seen.torch_count, 4);
-                started.elapsed()
-            })
-            .min()
-            .unwrap_or_default()
-    }
-
     #[test]
-    fn masks_parse_in_linear_time() {
-        // Eight times the entries: about eight times the time when linear, sixty-four when quadratic.
-        let small = time_mask(25_000);
-        let large = time_mask(200_000);
-        assert!(
-            large < small * 30,
-            "25,000 entries took {small:?}, 200,000 took {large:?}"
-        );
+    fn a_mask_of_two_hundred_thousand_entries_gives_the_right_views() {
+        // Linearity is measured by `devsim bench` (the `mask:` line), never by a clock in a unit test.
+        let mask: Vec<String> = (0..200_000).map(|i| i.to_string()).collect();
+        let vars = env(&[("CUDA_VISIBLE_DEVICES", &mask.join(","))]);
+        let seen = visibility(TorchBuild::Cuda, &vars, &amd_serials(0, 4)).expect("valid");
+        assert_eq!(seen.torch_count, 4);
+        assert_eq!(seen.runtime, [0, 1, 2, 3]);
     }
 }
