@@ -178,6 +178,29 @@ impl Baseline {
         differences
     }
 
+    /// The baseline of only `scenarios`: their outcomes, and each finding as far as they show it.
+    pub fn restricted_to<'a>(&self, scenarios: impl IntoIterator<Item = &'a String>) -> Baseline {
+        let keep: std::collections::BTreeSet<&String> = scenarios.into_iter().collect();
+        Baseline {
+            subject: self.subject.clone(),
+            outcomes: self
+                .outcomes
+                .iter()
+                .filter(|(name, _)| keep.contains(name))
+                .map(|(name, outcome)| (name.clone(), outcome.clone()))
+                .collect(),
+            findings: self
+                .findings
+                .iter()
+                .filter_map(|(signature, shown)| {
+                    let shown: Vec<String> =
+                        shown.iter().filter(|s| keep.contains(s)).cloned().collect();
+                    (!shown.is_empty()).then(|| (signature.clone(), shown))
+                })
+                .collect(),
+        }
+    }
+
     fn compare_outcomes(&self, now: &Baseline) -> Vec<Difference> {
         let mut names: Vec<&String> = self.outcomes.keys().chain(now.outcomes.keys()).collect();
         names.sort();

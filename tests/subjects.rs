@@ -210,6 +210,37 @@ fn cli_run_and_baseline() -> Result<(), Failed> {
         &baseline,
     ])?;
     expect(ok, "the same outcomes match the baseline", &out, &err)?;
+    let (ok, out, err) = devsim(&[
+        "run",
+        &scenarios,
+        "--subject",
+        &good,
+        "--filter",
+        "spellings",
+        "--baseline",
+        &baseline,
+    ])?;
+    expect(
+        ok && !out.contains("baseline changed"),
+        "a filtered run compares only the scenarios it ran",
+        &out,
+        &err,
+    )?;
+    let text = std::fs::read_to_string(&baseline).map_err(|e| Failed::from(e.to_string()))?;
+    let other = dir.path().join("other.toml");
+    std::fs::write(
+        &other,
+        text.replacen("subject = \"fixture\"", "subject = \"reference\"", 1),
+    )
+    .map_err(|e| Failed::from(e.to_string()))?;
+    let other = other.display().to_string();
+    let (ok, out, err) = devsim(&["run", &scenarios, "--subject", &good, "--baseline", &other])?;
+    expect(
+        !ok && err.contains("it records subject `reference`, this run judges `fixture`"),
+        "a baseline of another subject is refused",
+        &out,
+        &err,
+    )?;
 
     // The wrong subject regresses one scenario and fixes none: a difference.
     let wrong = subject_file(dir.path(), "wrong")?;

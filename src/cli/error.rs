@@ -71,6 +71,18 @@ pub enum CliError {
         /// How many scenarios changed.
         count: usize,
     },
+    /// The baseline was recorded for another subject.
+    #[error(
+        "compare with baseline {path}: it records subject `{recorded}`, this run judges `{judged}`"
+    )]
+    BaselineSubject {
+        /// The baseline file.
+        path: String,
+        /// The subject it records.
+        recorded: String,
+        /// The subject judged now.
+        judged: String,
+    },
     /// `--live` with a process subject.
     #[error(
         "replay subject `{subject}` live: process subjects run on the simulated runtime only (drop --live)"

@@ -470,7 +470,24 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     let findings = crate::findings::findings(scenarios.iter().zip(&plain));
     let outcomes = Baseline::of(subject.name(), &plain, &findings);
     let differences = match &args.baseline {
-        Some(path) => Some(Baseline::read(path)?.compare(&outcomes)),
+        Some(path) => {
+            let baseline = Baseline::read(path)?;
+            if baseline.subject != subject.name() {
+                return Err(CliError::BaselineSubject {
+                    path: path.display().to_string(),
+                    recorded: baseline.subject,
+                    judged: subject.name().to_string(),
+                });
+            }
+            // A filtered run compares only what it ran: the rest of the baseline is not a change.
+            let selected = !args.selection.tags.is_empty() || !args.selection.filters.is_empty();
+            let baseline = if selected {
+                baseline.restricted_to(outcomes.outcomes.keys())
+            } else {
+                baseline
+            };
+            Some(baseline.compare(&outcomes))
+        }
         None => None,
     };
     if let Some(path) = &args.write_baseline {
