@@ -6,28 +6,28 @@
 //! another implementation does with those is its own decision, so expectations on them are reference
 //! details. Pool locks take only torch's spellings and the enums (the seed fixed locks on `DEVICE` enums).
 
-use crate::dispatch::selector::Selector;
+use crate::dispatch::selector::{Selector, WrittenForm, written_form};
 
 /// Whether the policy's normalization rules speak about `selector` in an `action` step.
 pub fn policy_spelling(selector: &Selector, action: &str) -> bool {
-    match selector {
-        Selector::Ordinal(n) => *n >= 0,
-        Selector::Family(_) | Selector::Torch(_) => true,
-        Selector::Text(text) => {
-            let (kind, index) = match text.split_once(':') {
-                Some((kind, index)) => (kind, Some(index)),
-                None => (text.as_str(), None),
-            };
-            let index_ok =
-                index.is_none_or(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
-            let torch_type = ["cuda", "cpu", "xpu", "mps"];
-            if action == "lock" {
-                return index_ok && torch_type.contains(&kind);
-            }
-            let kind = kind.to_ascii_lowercase();
-            index_ok && (torch_type.contains(&kind.as_str()) || (kind == "rocm" && index.is_none()))
-        }
+    // The form the subject rebuilds: `DEVICE.ROCM` is sent as an enum, `torch.device('cuda:1')` as a torch
+    // device, so only plain strings are judged by their spelling.
+    let text = match written_form(selector) {
+        WrittenForm::Ordinal(n) => return n >= 0,
+        WrittenForm::FamilyEnum(_) | WrittenForm::TorchDevice(_) => return true,
+        WrittenForm::Text(text) => text,
+    };
+    let (kind, index) = match text.split_once(':') {
+        Some((kind, index)) => (kind, Some(index)),
+        None => (text.as_str(), None),
+    };
+    let index_ok = index.is_none_or(|i| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()));
+    let torch_type = ["cuda", "cpu", "xpu", "mps"];
+    if action == "lock" {
+        return index_ok && torch_type.contains(&kind);
     }
+    let kind = kind.to_ascii_lowercase();
+    index_ok && (torch_type.contains(&kind.as_str()) || (kind == "rocm" && index.is_none()))
 }
 
 #[cfg(test)]
@@ -42,16 +42,16 @@ mod tests {
             assert!(policy_spelling(&text.into(), "validate"), "{text}");
         }
         assert!(policy_spelling(&1.into(), "resolve"));
+        assert!(
+            policy_spelling(&"DEVICE.ROCM".into(), "lock"),
+            "sent as the enum"
+        );
+        assert!(
+            policy_spelling(&"torch.device('cuda:1')".into(), "validate"),
+            "sent as a torch device"
+        );
         for text in [
-            "hip",
-            "hip:1",
-            "ROCM:0",
-            "rocm:1",
-            "cuda:x",
-            "cuda:+1",
-            "cuda:",
-            "torch.device('cuda:1')",
-            "gpu",
+            "hip", "hip:1", "ROCM:0", "rocm:1", "cuda:x", "cuda:+1", "cuda:", "gpu",
         ] {
             assert!(!policy_spelling(&text.into(), "validate"), "{text}");
         }

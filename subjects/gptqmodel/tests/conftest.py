@@ -15,7 +15,7 @@ REPO = HERE.parents[2]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(PACKAGE))
 
-from fakedevsim import Driver  # noqa: E402
+from fakedevsim import Driver
 
 
 def gptqmodel_src() -> tuple[str | None, str]:
@@ -25,7 +25,7 @@ def gptqmodel_src() -> tuple[str | None, str]:
         if candidate and (Path(candidate) / "gptqmodel" / "__init__.py").is_file():
             return candidate, ""
     probe = subprocess.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('gptqmodel') is not None)"],
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, check=False)
     if probe.stdout.strip() == "True":
         return None, ""
     return None, (

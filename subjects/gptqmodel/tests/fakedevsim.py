@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Optional
+from typing import Any
 
 ANSWER_TYPES = {"handshake", "ready", "unsupported", "observed", "done"}
 
@@ -19,7 +18,7 @@ class ProtocolViolation(AssertionError):
 
 class Driver:
     def __init__(self, env: dict[str, str], timeout: float = 120.0) -> None:
-        self.stderr = tempfile.TemporaryFile()
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 - lives as long as the driver
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "devsim_subject_gptqmodel"],
             stdin=subprocess.PIPE,
@@ -29,9 +28,9 @@ class Driver:
         )
         self.timeout = timeout
         self.lines: list[bytes] = []  # every stdout line, for the purity check
-        self.handshake: Optional[dict] = None
+        self.handshake: dict | None = None
         self.started = time.monotonic()
-        self.handshake_s: Optional[float] = None
+        self.handshake_s: float | None = None
         self._seq = 0
 
     # -- raw I/O
@@ -66,15 +65,15 @@ class Driver:
 
     # -- exchanges
 
-    def hello(self) -> dict:
-        self.send({"type": "hello", "protocol": 1, "devsim": "0.2.0"})
+    def hello(self, protocol: int = 1) -> dict:
+        self.send({"type": "hello", "protocol": protocol, "devsim": "0.2.0"})
         self.handshake = self.read()
         self.handshake_s = time.monotonic() - self.started
         if self.handshake["type"] != "handshake":
             raise ProtocolViolation(f"expected handshake, got {self.handshake}")
         return self.handshake
 
-    def scenario(self, host: dict, steps: list[dict], name: Optional[str] = None, end: bool = True) -> dict:
+    def scenario(self, host: dict, steps: list[dict], name: str | None = None, end: bool = True) -> dict:
         """Runs one scenario; returns {"start": ready|unsupported, "answers": [...], "done": done|None}."""
         self._seq += 1
         name = name or f"test/scenario_{self._seq}.toml"
@@ -133,7 +132,7 @@ def fam(family: str) -> dict:
     return {"family": family, "form": "family_enum"}
 
 
-def tdev(device_type: str, index: Optional[int] = None) -> dict:
+def tdev(device_type: str, index: int | None = None) -> dict:
     return {"device_type": device_type, "index": index, "form": "torch_device"}
 
 
@@ -149,8 +148,8 @@ MI300X = gpu("gfx942:sramecc+:xnack-", "AMD Instinct MI300X")
 H200 = gpu("sm_90", "NVIDIA H200", 232448)
 
 
-def host(torch: str, gpus: list[dict], current: int = 0, env: Optional[dict] = None,
-         visible: Optional[list[int]] = None, foreign: Optional[list[dict]] = None) -> dict:
+def host(torch: str, gpus: list[dict], current: int = 0, env: dict | None = None,
+         visible: list[int] | None = None, foreign: list[dict] | None = None) -> dict:
     return {
         "torch": torch,
         "gpus": gpus,

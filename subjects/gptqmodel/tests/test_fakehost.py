@@ -8,9 +8,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from devsim_subject_gptqmodel import fakehost  # noqa: E402
-from devsim_subject_gptqmodel.fakehost import MOVES, RECORDER, Host  # noqa: E402
-from fakedevsim import AMD_MIXED, CPU, H200X2  # noqa: E402
+from devsim_subject_gptqmodel import fakehost
+from devsim_subject_gptqmodel.fakehost import MOVES, RECORDER, Host
+from fakedevsim import AMD_MIXED, CPU, H200X2
 
 
 @pytest.fixture

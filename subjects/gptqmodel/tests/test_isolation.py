@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fakedevsim import CPU, H200X2, R9700X2, host, R9700, s
+from fakedevsim import CPU, H200X2, R9700, R9700X2, host, s
 
 
 def test_set_device_does_not_leak_into_the_next_scenario(driver):

@@ -23,8 +23,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from conftest import MISSING, REPO, subject_env  # noqa: E402
-from fakedevsim import Driver, ProtocolViolation  # noqa: E402
+from conftest import MISSING, REPO, subject_env
+from fakedevsim import Driver, ProtocolViolation
 
 DEFAULT_NAMES = {"sm": "NVIDIA GPU", "gfx": "AMD GPU"}
 FAMILIES = {"cpu", "cuda", "rocm", "xpu", "mps"}

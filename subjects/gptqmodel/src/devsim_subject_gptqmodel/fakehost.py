@@ -13,8 +13,9 @@ import contextlib
 import os
 import re
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Literal
 
 import torch
 
@@ -66,7 +67,7 @@ class Host:
     current: int = 0
 
     @classmethod
-    def from_message(cls, host: dict) -> "Host":
+    def from_message(cls, host: dict) -> Host:
         def gpu(g: dict) -> Gpu:
             return Gpu(
                 arch=g["arch"],
@@ -105,11 +106,11 @@ class Recorder:
     """Collects trace events while a step runs, from the step's own thread only."""
 
     def __init__(self) -> None:
-        self.events: Optional[list[dict]] = None
-        self.thread: Optional[int] = None
+        self.events: list[dict] | None = None
+        self.thread: int | None = None
         self.suspended = 0
 
-    def record(self, event: str, device: Optional[int] = None, detail: Optional[str] = None) -> None:
+    def record(self, event: str, device: int | None = None, detail: str | None = None) -> None:
         if self.events is None or self.suspended or threading.get_ident() != self.thread:
             return
         entry: dict[str, Any] = {"event": event}
@@ -147,7 +148,7 @@ RECORDER = Recorder()
 class _Props:
     """torch.cuda._CudaDeviceProperties look-alike; reading an arch field is a recorded probe."""
 
-    def __init__(self, runtime: "Runtime", ordinal: int, gpu: Gpu, amd: bool) -> None:
+    def __init__(self, runtime: Runtime, ordinal: int, gpu: Gpu, amd: bool) -> None:
         self._runtime, self._ordinal, self._gpu, self._amd = runtime, ordinal, gpu, amd
         self.name = gpu.name
         self.multi_processor_count = 132 if not amd else 104
@@ -175,7 +176,7 @@ class _Props:
         return self._gpu.capability[1]
 
     @property
-    def gcnArchName(self) -> str:  # noqa: N802 - torch's spelling
+    def gcnArchName(self) -> str:
         self._runtime.rec("amd_arch", self._ordinal, "get_device_properties().gcnArchName")
         # CUDA builds of torch answer gcnArchName with a fixed text, never an arch.
         return self._gpu.arch if self._amd else "NVIDIA"
@@ -214,7 +215,7 @@ class Runtime:
 
     # -- helpers
 
-    def rec(self, event: str, device: Optional[int] = None, detail: Optional[str] = None) -> None:
+    def rec(self, event: str, device: int | None = None, detail: str | None = None) -> None:
         RECORDER.record(event, device, detail)
 
     @property
@@ -241,7 +242,7 @@ class Runtime:
             return device.idx
         if isinstance(device, str):
             device = torch.device(device)
-        index: Optional[int]
+        index: int | None
         if isinstance(device, torch.device):
             if device.type != "cuda":
                 raise ValueError(f"Expected a cuda device, but got: {device}")
@@ -347,7 +348,7 @@ class Runtime:
 
     # -- torch.accelerator
 
-    def current_accelerator(self, check_available: bool = False) -> Optional[torch.device]:
+    def current_accelerator(self, check_available: bool = False) -> torch.device | None:
         if not self.host.has_gpu_runtime:
             return None
         if check_available and not self.is_available():
@@ -377,7 +378,7 @@ class _DeviceContext:
     def __enter__(self) -> None:
         self.prev_idx = RUNTIME.exchange_device(self.idx)
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: object) -> Literal[False]:
         self.idx = RUNTIME.maybe_exchange_device(self.prev_idx)
         return False
 
@@ -395,7 +396,7 @@ def _patch(owner: Any, name: str, value: Any) -> None:
     setattr(owner, name, value)
 
 
-def install(host: Optional[Host] = None) -> Runtime:
+def install(host: Host | None = None) -> Runtime:
     """Patch torch (idempotent) and configure `host` (default: a CPU-only build)."""
     global _INSTALLED
     if not _INSTALLED:
@@ -477,7 +478,7 @@ def install_move_hook() -> None:
     def to(self: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         if not MOVES.active:
             return original(self, *args, **kwargs)
-        device, dtype, non_blocking, memory_format = torch._C._nn._parse_to(*args, **kwargs)
+        device, dtype, _non_blocking, _memory_format = torch._C._nn._parse_to(*args, **kwargs)
         if device is None or device.type in ("cpu", "meta"):
             return original(self, *args, **kwargs)
         landed = RUNTIME.landing(device)
@@ -486,4 +487,4 @@ def install_move_hook() -> None:
 
     if not getattr(torch.Tensor.to, "_devsim", False):
         to._devsim = True  # type: ignore[attr-defined]
-        torch.Tensor.to = to  # type: ignore[method-assign]
+        torch.Tensor.to = to  # type: ignore[method-assign,assignment]

@@ -1,4 +1,4 @@
-"""The protocol loop (docs/subject-protocol.md, version 1).
+"""The protocol loop (docs/subject-protocol.md, versions 1 and 2).
 
 The parent process owns stdin and the real stdout. It imports GPTQModel once, answers the handshake, and for
 each scenario forks a child that becomes the scenario's host; the parent relays that scenario's steps to the
@@ -20,9 +20,9 @@ import signal
 import sys
 import time
 import traceback
-from typing import IO, Any, Optional
+from typing import IO, Any
 
-PROTOCOL = 1
+PROTOCOL = 2  # the highest version this subject speaks; hello's version picks the answer (negotiate)
 MAX_LINE = 1 << 20
 
 
@@ -54,7 +54,7 @@ class LineReader:
         self.fd = fd
         self.buffer = b""
 
-    def next(self) -> Optional[bytes]:
+    def next(self) -> bytes | None:
         while b"\n" not in self.buffer:
             chunk = os.read(self.fd, 65536)
             if not chunk:
@@ -94,8 +94,8 @@ class Parent:
         self.subject = subject
         self.out = out
         self.reader = reader
-        self.child: Optional[tuple[int, int, LineReader, str]] = None  # pid, write fd, reader, scenario
-        self.closed_scenario: Optional[str] = None  # answered unsupported: its `end` still gets `done`
+        self.child: tuple[int, int, LineReader, str] | None = None  # pid, write fd, reader, scenario
+        self.closed_scenario: str | None = None  # answered unsupported: its `end` still gets `done`
         self.exiting: list[tuple[int, float]] = []  # children told to stop, not yet reaped
 
     def write(self, msg: dict) -> None:
@@ -134,14 +134,14 @@ class Parent:
             code = 0
             try:
                 code = child_main(self.subject, name, msg, LineReader(down_r), up_w)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - every child failure ends the child with a status
                 if type(exc).__name__ == "ProtocolError":
                     log(f"protocol error: {exc}")
                     code = 2
                 else:  # a subject bug: traceback on stderr, non-zero exit
                     traceback.print_exc()
                     code = 3
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - the child must reach os._exit
                 traceback.print_exc()
                 code = 3
             finally:
@@ -265,6 +265,14 @@ def prepare_environment() -> None:
     env.setdefault("HF_HUB_OFFLINE", "1")
 
 
+def negotiate(offered: Any) -> int:
+    """The highest protocol version both sides speak: hello's version, capped at ours. devsim refuses a
+    version it did not offer, so a version below 1 (or not an integer) ends the subject."""
+    if isinstance(offered, bool) or not isinstance(offered, int) or offered < 1:
+        raise Fatal(f"hello offers protocol {offered!r}; this subject speaks 1 to {PROTOCOL}")
+    return min(offered, PROTOCOL)
+
+
 def main() -> int:
     prepare_environment()
     out = claim_stdout()
@@ -278,8 +286,7 @@ def main() -> int:
         hello = parse(line)
         if hello["type"] != "hello":
             raise Fatal(f"expected hello, got {hello['type']!r}")
-        if hello.get("protocol") != PROTOCOL:
-            log(f"devsim speaks protocol {hello.get('protocol')!r}; this subject speaks {PROTOCOL}")
+        protocol = negotiate(hello.get("protocol"))
 
         from .subject import Subject
 
@@ -288,13 +295,13 @@ def main() -> int:
         gc.collect()
         gc.freeze()  # children inherit these objects; a frozen heap keeps their GC from touching (copying) it
         sys.stdout.flush()
-        out.write(encode(subject.handshake()))
+        out.write(encode(subject.handshake(protocol)))
         return Parent(subject, out, reader).serve()
     except Fatal as exc:
         log(str(exc))
         return 2
     except BrokenPipeError:
         return 0
-    except BaseException:
+    except BaseException:  # noqa: BLE001 - a subject bug: traceback, non-zero exit
         traceback.print_exc()
         return 3

@@ -16,9 +16,10 @@ import re
 import sys
 import threading
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 from . import fakehost
 from .fakehost import MOVES, RECORDER, RUNTIME, Host
@@ -39,6 +40,39 @@ EVENTS = [
     "extension_load",
     "lock",
 ]
+
+ACTIONS = ("normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup", "discover")
+
+# Protocol v2: the observation fields each action really reports (`current_after`: on every GPU build with a
+# visible GPU). normalize reports no ordinal: GPTQModel's normalize_device returns a family enum. warmup and
+# discover are answered `unsupported`, so they observe nothing.
+OBSERVES: dict[str, tuple[str, ...]] = {
+    "normalize": ("ok", "error", "family", "current_after"),
+    "resolve": ("ok", "error", "family", "ordinal", "torch_device", "current_after"),
+    "validate": ("ok", "error", "family", "ordinal", "torch_device", "current_after"),
+    "select": ("ok", "error", "selected", "family", "ordinal", "torch_device", "current_after"),
+    "lock": ("ok", "error", "covers", "current_after"),
+    "move": ("ok", "error", "family", "ordinal", "torch_device", "lands_on", "current_after"),
+    "set_device": ("ok", "error", "current_after"),
+    "warmup": (),
+    "discover": (),
+}
+
+# GPTQModel DEVICE values -> devsim families. DEVICE.NPU (Ascend) has no devsim family and is left out of a
+# declaration (the kernels that list it: the portable torch kernels, which also declare ALL or CPU/CUDA).
+DEVSIM_FAMILIES = {"cuda": "cuda", "rocm": "rocm", "cpu": "cpu", "xpu": "xpu", "mps": "mps", "all": "all"}
+
+
+def declared_families(cls: Any) -> list[str]:
+    """The class's SUPPORTS_DEVICES as devsim families, in GPTQModel's order; a class without the attribute
+    (7.7.0's EXL3 and FP4 wrappers) declares none."""
+    families: list[str] = []
+    for device in getattr(cls, "SUPPORTS_DEVICES", None) or []:
+        family = DEVSIM_FAMILIES.get(str(getattr(device, "value", device)).lower())
+        if family is not None and family not in families:
+            families.append(family)
+    return families
+
 
 UNSUPPORTED_ACTIONS = {
     "discover": (
@@ -67,18 +101,20 @@ class Kernel:
     requires: list = field(default_factory=list)
     cls: Any = None
     missing: list = field(default_factory=list)  # of `requires`, the packages this environment lacks
+    # Whether the class carries GPTQModel's quant-linear contract (BaseQuantLinear: SUPPORTS_*, validate,
+    # validate_device). The EXL3 and FP4 wrappers of 7.7.0 are plain nn.Modules without one.
+    contract: bool = True
 
 
 @dataclass
 class Rule:
     kind: str
     match: re.Pattern
-    type: Optional[str] = None
+    type: str | None = None
 
-    def matches(self, message: str, exc: Optional[BaseException]) -> bool:
-        if self.type is not None:
-            if exc is None or self.type not in {c.__name__ for c in type(exc).__mro__}:
-                return False
+    def matches(self, message: str, exc: BaseException | None) -> bool:
+        if self.type is not None and (exc is None or self.type not in {c.__name__ for c in type(exc).__mro__}):
+            return False
         return bool(self.match.search(message))
 
 
@@ -96,7 +132,7 @@ class _ExtensionImportFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
         if fullname.split(".")[0] in self.names and "." not in fullname:
             RECORDER.record("extension_load", None, f"import {fullname}")
-        return None  # the real finders decide
+        # the real finders decide
 
 
 class Subject:
@@ -106,15 +142,18 @@ class Subject:
         self.rules: list[Rule] = []
         self.constants: list[dict] = []
         self.version = "unknown"
-        self.pool = None
+        self.pool: Any = None
         self._lock_keys: dict[int, str] = {}
         self._held: list[str] = []  # pool keys whose locks the current step took
         self._device_errors: list[BaseException] = []
         self._families: list[tuple[Any, Any]] = []  # (selector device, family) seen by importer._device_family
+        self._selectors: list[Any] = []  # what importer._as_selector_device made of a public device value
+        self.name = "gptqmodel"
+        self.overlay: str | None = None
 
     # ------------------------------------------------------------------------------------------- loading
 
-    def load(self, import_host: Optional[Host] = None) -> None:
+    def load(self, import_host: Host | None = None) -> None:
         """Parent process: patch torch, import GPTQModel, resolve the kernel map.
 
         GPTQModel is imported on `import_host` (default: a CPU-only build); children re-set the import-time
@@ -122,14 +161,14 @@ class Subject:
         """
         fakehost.install(import_host or Host())
         fakehost.install_move_hook()
-        import torch  # noqa: F401
-
-        import gptqmodel  # noqa: F401  (banner, env setup, thread pools)
+        import gptqmodel
         import gptqmodel.utils.importer  # noqa: F401
+        import torch  # noqa: F401
         from gptqmodel.version import __version__
 
         self.version = __version__
         data = load_toml("kernels.toml")
+        self.methods = data.get("method", {})
         for name, entry in data["kernel"].items():
             kernel = Kernel(
                 name=name,
@@ -147,7 +186,17 @@ class Subject:
                       file=sys.stderr)
                 continue
             self.kernels[name] = kernel
-        self.methods = data.get("method", {})
+        # The seed-fix overlay (seedfix.py) replaces GPTQModel functions before any hook below wraps them, so the
+        # subject observes the overlay exactly as it observes GPTQModel.
+        from . import seedfix
+
+        if seedfix.requested():
+            seedfix.apply()
+            self.overlay = seedfix.NAME
+            self.name = f"gptqmodel-{seedfix.NAME}"
+            self.version = f"{self.version}+{seedfix.NAME}"
+        for kernel in self.kernels.values():
+            kernel.contract = callable(getattr(kernel.cls, "validate", None))
         self.boundary_name, self.boundary_fn = "DEVICE.to_torch_device", None
         for candidate in data.get("boundary", {}).get("candidates", []):
             module_name, func_name = candidate.split(":")
@@ -210,10 +259,10 @@ class Subject:
 
         for module in [m for n, m in sys.modules.items() if n.startswith("gptqmodel") and m]:
             if vars(module).get("has_avx512_bf16") is machine_probe:
-                module.has_avx512_bf16 = no_avx512_bf16
+                module.has_avx512_bf16 = no_avx512_bf16  # type: ignore[attr-defined]
 
         # the family kernel selection and validation assign to a selector: importer._device_family
-        import gptqmodel.utils.importer as importer
+        from gptqmodel.utils import importer
 
         original_family = importer._device_family
 
@@ -225,6 +274,31 @@ class Subject:
 
         importer._device_family = device_family
 
+        # what the selector machinery makes of a public device value ("rocm" -> DEVICE.ROCM, 1 -> cuda:1):
+        # the view validate/select report when no torch.device reaches _device_family
+        original_as_selector = importer._as_selector_device
+
+        def as_selector_device(value: Any) -> Any:
+            result = original_as_selector(value)
+            if threading.get_ident() == RECORDER.thread:
+                subject._selectors.append(result)
+            return result
+
+        importer._as_selector_device = as_selector_device
+
+        # GPTQModel's extension API gates every native extension on a build-support check (a capability,
+        # shared-memory or ROCm rule over the visible GPUs) before it loads; is_available() swallows that
+        # RuntimeError, so validate_once() reports only "<X> runtime unavailable." The swallowed reason is
+        # recorded as a cause for classification (the message reported stays GPTQModel's own).
+        from gptqmodel import extension as extension_api
+
+        original_load_one = extension_api._load_one
+
+        def load_one(name: str, **kwargs: Any) -> Any:
+            return subject._observe_device_error(lambda: original_load_one(name, **kwargs))
+
+        extension_api._load_one = load_one
+
         # the causes behind "does not support device": every mapped class's validate_device
         for kernel in self.kernels.values():
             self._wrap_validate_device(kernel.cls)
@@ -233,6 +307,8 @@ class Subject:
         current = cls.__dict__.get("validate_device")
         if current is not None and getattr(getattr(current, "__func__", None), "_devsim", False):
             return
+        if not callable(getattr(cls, "validate_device", None)):
+            return  # a wrapper without a device contract (7.7.0's EXL3 / FP4)
         impl = cls.validate_device.__func__  # this class's own, or the one its MRO gives it
 
         def wrapper(klass: Any, device: Any, _impl: Callable = impl) -> Any:
@@ -257,22 +333,54 @@ class Subject:
         RECORDER.record("lock", device, f"{mode} {key}")
         self._held.append(key)
 
-    def handshake(self) -> dict:
+    def handshake(self, protocol: int = 1) -> dict:
+        """The answer to hello: protocol 1 exactly as before; protocol 2 adds the subject's own contract
+        (kernel declarations read from GPTQModel's classes, the fields each action observes, its levels)."""
         # warmup and discover are listed so that devsim sends them and reports the reason each step gives
         # (`unsupported`, as the protocol has it for "a warmup that needs a real GPU").
-        actions = ["normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup", "discover"]
-        return {
+        answer: dict[str, Any] = {
             "type": "handshake",
             "protocol": 1,
-            "subject": {"name": "gptqmodel", "version": self.version},
-            "actions": actions,
+            "subject": {"name": self.name, "version": self.version},
+            "actions": list(ACTIONS),
             "kernels": list(self.kernels),
             "events": EVENTS,
         }
+        if protocol < 2:
+            return answer
+        answer["protocol"] = 2
+        answer["messages"] = "own"
+        answer["levels"] = ["policy", "contract"]
+        answer["kernels"] = [self.declaration(kernel) for kernel in self.kernels.values()]
+        answer["observes"] = {action: list(fields) for action, fields in OBSERVES.items()}
+        return answer
+
+    def declaration(self, kernel: Kernel) -> dict:
+        """A v2 kernel declaration, read from the GPTQModel class itself (never typed here)."""
+        return {
+            "name": kernel.name,
+            "families": declared_families(kernel.cls),
+            "methods": self.declared_methods(kernel.cls),
+            "bits": sorted(int(b) for b in (getattr(kernel.cls, "SUPPORTS_BITS", None) or [])),
+            "source": f"{kernel.cls.__module__}:{kernel.cls.__qualname__}",
+        }
+
+    def declared_methods(self, cls: Any) -> list[str]:
+        """devsim's method names for the class's SUPPORTS_METHODS (a contract-less wrapper: its QUANT_TYPE, when
+        that is a GPTQModel METHOD). GPTQModel methods devsim has no name for are left out."""
+        from gptqmodel.quantization import METHOD
+
+        by_method = {entry["method"]: name for name, entry in self.methods.items()}
+        methods = getattr(cls, "SUPPORTS_METHODS", None)
+        if methods is None:
+            quant_type = getattr(cls, "QUANT_TYPE", None)
+            methods = [METHOD(quant_type)] if quant_type in {m.value for m in METHOD} else []
+        names = [by_method.get(getattr(m, "value", m)) for m in methods]
+        return sorted({n for n in names if n is not None})
 
     # ------------------------------------------------------------------------------------------- per scenario
 
-    def enter(self, host: Host) -> Optional[str]:
+    def enter(self, host: Host) -> str | None:
         """Child process: become `host`. Returns a reason when the host cannot be simulated."""
         if host.torch not in ("cuda", "hip", "cpu"):
             return f"unknown torch build {host.torch!r}"
@@ -317,13 +425,13 @@ class Subject:
     def reset_constants(self) -> None:
         """Child: re-evaluate each import-time constant for this host and rebind it wherever it was imported."""
         for home, name, code, holders in self._constant_plan:
-            new = eval(code, vars(home))  # noqa: S307 - expressions from the package's own data file
+            new = eval(code, vars(home))
             for mod in holders:
                 setattr(mod, name, new)
 
     def clear_caches(self) -> None:
         """Child: host-dependent caches GPTQModel fills lazily (functools caches, the validation cache)."""
-        import gptqmodel.utils.importer as importer
+        from gptqmodel.utils import importer
 
         importer.clear_validation_cache()
         for cache in self._caches:
@@ -343,6 +451,7 @@ class Subject:
         obs: dict[str, Any] = {}
         self._device_errors = []
         self._families = []
+        self._selectors = []
         self._held = []
         with RECORDER.capture() as trace:
             try:
@@ -404,23 +513,41 @@ class Subject:
         raise ProtocolError(f"unknown selector form {form!r}")
 
     def family_of(self, device: Any, obs: dict) -> Any:
-        """GPTQModel's normalize_device: the family every action reports."""
-        from gptqmodel.models._const import normalize_device
+        """GPTQModel's normalize_device: the family the configuration path stores. It returns a family enum, so
+        no ordinal is observed here (the ordinal is read where a torch.device crosses into torch)."""
+        from gptqmodel.models import _const
 
-        family = normalize_device(device)
+        family = _const.normalize_device(device)  # looked up at call time: the overlay may replace it
         value = getattr(family, "value", family)
         if value in FAMILIES:
             obs["family"] = value
-            obs["ordinal"] = None  # normalize_device returns a family enum: no ordinal survives it
         else:
             print(f"devsim-subject: normalize_device gave {family!r}, not a devsim family", file=sys.stderr)
         return family
 
-    def boundary(self, family: Any) -> Any:
-        """The enum -> torch.device conversion GPTQModel uses at execution boundaries."""
-        if self.boundary_fn is None:
-            return family.to_torch_device()
-        return self.boundary_fn(family)
+    def boundary(self, device: Any) -> Any:
+        """The torch.device GPTQModel builds at an execution boundary for a requested device: the boundary helper
+        (kernels.toml [boundary]) applied to the selector as requested, so an explicit ordinal reaches it. The
+        seed's `as_torch_device` takes every public device value itself (it normalizes first). 7.7.0's
+        normalize_device_like only ever sees values GPTQModel has already read (torch.device / DEVICE), so the
+        selector first goes through GPTQModel's own reading of a public device value, importer.
+        _as_selector_device, as the loader's device maps and kernel selection do: "CPU" -> cpu, "rocm" ->
+        DEVICE.ROCM, 1 -> cuda:1 (an ordinal of the active accelerator); what it refuses is its own error."""
+        import torch
+        from gptqmodel.utils import importer
+
+        if not self.boundary_name.endswith(":as_torch_device"):
+            device = importer._as_selector_device(device)
+        target = device.to_torch_device() if self.boundary_fn is None else self.boundary_fn(device)
+        if not isinstance(target, torch.device):
+            target = torch.device(target)
+        return target
+
+    @staticmethod
+    def report_target(target: Any, obs: dict) -> None:
+        """torch_device and ordinal as torch itself holds them: cuda:1 -> 1; indexless cuda -> null."""
+        obs["torch_device"] = str(target)
+        obs["ordinal"] = target.index
 
     def kernel(self, msg: dict) -> Kernel:
         name = msg["kernel"]
@@ -441,29 +568,54 @@ class Subject:
         self.family_of(self.selector(msg["device"]), obs)
 
     def do_resolve(self, msg: dict, obs: dict) -> None:
-        family = self.family_of(self.selector(msg["device"]), obs)
-        obs["torch_device"] = str(self.boundary(family))
-
-    def do_validate(self, msg: dict, obs: dict) -> None:
-        import torch
-        from gptqmodel.utils.importer import validate_quant_linear
-
-        kernel = self.kernel(msg)
         device = self.selector(msg["device"])
-        args = {"bits": kernel.bits, "group_size": 128, "desc_act": False, "sym": True, "pack_dtype": "int32"}
+        self.family_of(device, obs)
+        self.report_target(self.boundary(device), obs)
+
+    def validate_args(self, kernel: Kernel) -> dict:
+        import torch
+
+        args: dict[str, Any] = {"bits": kernel.bits, "group_size": 128, "desc_act": False, "sym": True,
+                                "pack_dtype": "int32"}
         args.update(kernel.validate)
-        args["pack_dtype"] = getattr(torch, args["pack_dtype"])
-        try:
-            ok, err = validate_quant_linear(kernel.cls, device=device, **args)
-        finally:
-            self._selector_view(device, obs)
+        args["pack_dtype"] = getattr(torch, str(args["pack_dtype"]))
+        return args
+
+    def gate(self, kernel: Kernel, device: Any) -> None:
+        """GPTQModel's kernel gate: validate_quant_linear, the entry point selection and an explicit backend use.
+        A class without the quant-linear contract has no gate in 7.7.0 (the loader builds the EXL3 wrappers by
+        backend alone), so it passes."""
+        from gptqmodel.utils import importer
+
+        if not kernel.contract:
+            validate_device = getattr(kernel.cls, "validate_device", None)
+            if callable(validate_device):  # a wrapper that declares devices but has no validate() (the overlay)
+                try:
+                    validate_device(device)
+                except NotImplementedError as exc:
+                    raise _Refused(exc) from exc
+            return
+        ok, err = importer.validate_quant_linear(kernel.cls, device=device, **self.validate_args(kernel))
         if not ok:
             raise _Refused(err if err is not None else RuntimeError(f"{kernel.cls_name} refused without a reason"))
 
+    def do_validate(self, msg: dict, obs: dict) -> None:
+        from gptqmodel.utils import importer
+
+        kernel = self.kernel(msg)
+        device = self.selector(msg["device"])
+        try:
+            if not kernel.contract:
+                # the loader's placement view of the requested device (7.7.0 validates nothing else here)
+                importer.selector_device_family(device)
+            self.gate(kernel, device)
+        finally:
+            self._selector_view(device, obs)
+
     def do_select(self, msg: dict, obs: dict) -> None:
         import torch
-        import gptqmodel.utils.importer as importer
         from gptqmodel.quantization import FORMAT, METHOD
+        from gptqmodel.utils import importer
         from gptqmodel.utils.backend import BACKEND
 
         method = self.methods.get(msg["method"])
@@ -473,6 +625,9 @@ class Subject:
                 "(its W4A kernels are explicit GPTQ backends with auto-select priority 0)"
             )
         device = self.selector(msg["device"])
+        if method["method"] == "exl3":
+            self._select_exl3(device, obs)
+            return
         judged: list[tuple[Any, bool]] = []
         original = importer.validate_quant_linear
 
@@ -507,6 +662,25 @@ class Subject:
             print(f"devsim-subject: selected {chosen!r} has no devsim name in kernels.toml", file=sys.stderr)
         else:
             obs["selected"] = name
+
+    def _select_exl3(self, device: Any, obs: dict) -> None:
+        """7.7.0 never routes EXL3 through select_quant_linear (METHOD.EXL3 is not in its kernel tables): the
+        loader converts the device like any other (normalize_device_device_map) and then builds
+        ExllamaV3TorchLinear for backend EXL3_TORCH or MLX, ExllamaV3Linear otherwise (loader.py, from_quantized).
+        With backend AUTO that is ExllamaV3Linear on every host."""
+        from gptqmodel.models import loader
+        from gptqmodel.utils import importer
+
+        try:
+            resolved = importer.auto_select_device(importer.normalize_device_device_map(device, None), None)
+        finally:
+            self._selector_view(device, obs)
+        chosen = loader.ExllamaV3Linear
+        kernel = next((k for k in self.kernels.values() if k.cls is chosen), None)
+        if kernel is None:
+            raise StepUnsupported("ExllamaV3Linear has no devsim name in the subject's kernel map")
+        self.gate(kernel, resolved)  # 7.7.0: no gate; the overlay's native EXL3 refuses HIP here
+        obs["selected"] = kernel.name
 
     def _unobservable_candidates(self, judged: list, chosen: Any) -> None:
         """A candidate refused only because a package is missing here would change the pick on a real host."""
@@ -550,15 +724,22 @@ class Subject:
         return self.pool
 
     def do_move(self, msg: dict, obs: dict) -> None:
+        """The kernel's placement path: normalize_device (the family quantize_config.device stores), the kernel's
+        own gate on that family (quantize() validates the kernel with select_quant_linear(device=DEVICE(
+        quantize_config.device)) before any module moves), then the requested device at the torch boundary and
+        utils.model.move_to. torch_device/ordinal are those of the torch.device move_to really passed to torch."""
         import torch
         from gptqmodel.utils.model import move_to
 
-        self.kernel(msg)
-        family = self.family_of(self.selector(msg["device"]), obs)
-        target = self.boundary(family)
-        obs["torch_device"] = str(target)
+        kernel = self.kernel(msg)
+        device = self.selector(msg["device"])
+        family = self.family_of(device, obs)
+        self.gate(kernel, family)
+        target = self.boundary(device)
         with MOVES.capture() as landings:
             move_to(torch.zeros(4), device=target)
+        passed = torch.device(landings[-1][0]) if landings else target
+        self.report_target(passed, obs)
         obs["lands_on"] = landings[-1][1] if landings else "cpu"
 
     def do_set_device(self, msg: dict, obs: dict) -> None:
@@ -572,23 +753,24 @@ class Subject:
         validation-cache key; select: the family check), `ordinal` and `torch_device` that device's own. A
         family enum the machinery never passed to _device_family is its own family."""
         import torch
+        from gptqmodel.models._const import DEVICE
 
         if self._families:
             seen, family = self._families[0]
         else:
-            from gptqmodel.models._const import DEVICE
-
-            if not isinstance(device, DEVICE):
+            # no device reached _device_family: the family enum the machinery holds instead, e.g. "rocm" (which
+            # importer._as_selector_device turns into DEVICE.ROCM) or DEVICE.ROCM itself
+            held = [s for s in (*self._selectors, device) if isinstance(s, DEVICE)]
+            if not held:
                 return
-            seen, family = device, device
+            seen = family = held[0]
         value = getattr(family, "value", family)
         if value in FAMILIES:
             obs["family"] = value
         if isinstance(seen, torch.device):
-            obs["ordinal"] = seen.index
-            obs["torch_device"] = str(seen)
-        else:
-            obs["ordinal"] = None
+            self.report_target(seen, obs)
+        elif value in FAMILIES:
+            obs["ordinal"] = None  # observed: the machinery holds a family target, which has no ordinal
 
 
 class _Refused(Exception):
@@ -645,16 +827,22 @@ def check_step(msg: dict) -> None:
                 raise ProtocolError(f"unknown family {sel['family']!r}")
 
 
+# Modules of this package that stand in for the code under test: an exception raised in them is an observation.
+# fakehost.py is the simulated runtime (its torch-like errors are torch's); seedfix.py is the overlay, written in
+# place of GPTQModel functions (its errors are GPTQModel's, as the seed's code would raise them).
+STAND_INS = ("fakehost.py", "seedfix.py")
+
+
 def raised_by_subject(exc: BaseException) -> bool:
-    """Whether the innermost frame of `exc` is the subject's own step code (not GPTQModel, torch, or the
-    simulated runtime, whose torch-like errors are observations)."""
+    """Whether the innermost frame of `exc` is the subject's own step code (not GPTQModel, torch, the simulated
+    runtime or the overlay, whose errors are observations)."""
     tb, last = exc.__traceback__, None
     while tb is not None:
         last, tb = tb.tb_frame.f_code.co_filename, tb.tb_next
     if last is None:
         return False
     path = Path(last).resolve()
-    return path.parent == DATA and path.name != "fakehost.py"
+    return path.parent == DATA and path.name not in STAND_INS
 
 
 _MISSING = object()

@@ -1,0 +1,236 @@
+"""The seed-fix overlay: GPTQModel 7.7.0 with the fixes the seed pull request describes (DEVSIM_GPTQMODEL_OVERLAY=seedfix).
+
+The seed (/work/shared/seed, "keep ROCm explicit end-to-end") describes what its fix changes; this module
+replaces the matching 7.7.0 functions with versions written from that description, never from GPTQModel code of
+a later release. `Subject.load()` calls `apply()` after GPTQModel is imported and before the subject's own hooks
+wrap anything, so the subject observes the overlay exactly as it observes GPTQModel (subjects/gptqmodel-seedfix.toml
+runs it as its own subject). What it changes, by the seed's wording:
+
+1. `normalize_device()` maps cuda / cuda:N / integer ordinals (an int, or a string of decimal digits such as
+   "0") / torch.device("cuda", N) / DEVICE.CUDA to DEVICE.ROCM on a HIP build; DEVICE.ROCM stays explicit (never
+   stored as CUDA).
+2. `as_torch_device()` (new, in gptqmodel.models._const): every public device value is normalized first (the
+   overlay's normalize_device), then resolved at the torch boundary: family enums and indexless spellings
+   indexless (DEVICE.ROCM / "ROCM" / "cuda" -> torch.device("cuda"), so a family move lands on the current
+   device), an explicit ordinal kept as written ("ROCM:0" -> cuda:0, 1 -> cuda:1; torch judges its spelling, so
+   "cuda:x" is torch's own error), a torch.device as it is; DEVICE.to_torch_device() keeps its 7.7.0 behaviour.
+3. Kernel family normalization (`importer._device_family` and BaseQuantLinear.validate_device): torch.device
+   ("cuda:N"), DEVICE.CUDA and string selectors become DEVICE.ROCM on HIP, so CUDA-only kernels (TritonV2,
+   W4A-FP8, W4A-NVFP4, ...) fail the family gate on ROCm.
+4. No NVIDIA compute-capability probe for an AMD request (`importer._device_capability`).
+5. DeviceThreadPool accepts DEVICE enums: DEVICE.ROCM (and DEVICE.CUDA) -> the runtime's cuda family, covering
+   every GPU; DEVICE.ALL -> every device.
+6. BitsAndBytesLinear declares DEVICE.ROCM.
+7. EXL3 / FP4 wrappers get explicit declarations: native EXL3 (ExllamaV3Linear) NVIDIA-only and refusing HIP
+   before its extension loads, naming EXL3_TORCH; portable EXL3 (ExllamaV3TorchLinear) DEVICE.ALL; source FP4
+   (TorchFP4Linear) CPU / NVIDIA.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+NAME = "seedfix"
+ENV = "DEVSIM_GPTQMODEL_OVERLAY"
+
+
+def requested() -> bool:
+    """Whether the environment asks for the overlay; another value is an error (a typo must not pass as 7.7.0)."""
+    value = os.environ.get(ENV, "")
+    if value in ("", "none"):
+        return False
+    if value != NAME:
+        raise RuntimeError(f"{ENV}={value!r}: the only overlay is {NAME!r}")
+    return True
+
+
+def _is_rocm() -> bool:
+    """GPTQModel's own HIP flag, read at call time (the subject re-sets it for each simulated host)."""
+    from gptqmodel.utils import rocm
+
+    return bool(rocm.IS_ROCM)
+
+
+def _rebind(original: Any, replacement: Any) -> None:
+    """Replace `original` wherever a GPTQModel module bound it by name (`from ._const import normalize_device`)."""
+    for name, module in list(sys.modules.items()):
+        if not name.startswith("gptqmodel") or module is None:
+            continue
+        for attr, value in list(vars(module).items()):
+            if value is original:
+                setattr(module, attr, replacement)
+
+
+def _family(device: Any) -> Any:
+    """The kernel family of a selector: ROCm explicit on HIP for every spelling torch's cuda namespace allows."""
+    import torch
+    from gptqmodel.models._const import DEVICE
+
+    if isinstance(device, DEVICE):
+        return DEVICE.ROCM if device == DEVICE.CUDA and _is_rocm() else device
+    if isinstance(device, str):
+        text = device.strip().lower()
+        if text == DEVICE.ROCM.value:
+            return DEVICE.ROCM
+        device = torch.device(text)
+    if isinstance(device, int) and not isinstance(device, bool):
+        device = torch.device("cuda", device)
+    device = torch.device(device)
+    if device.type == "cuda" and _is_rocm():
+        return DEVICE.ROCM
+    try:
+        return DEVICE(device.type)
+    except ValueError as exc:
+        raise ValueError(f"Unsupported selector device family `{device.type}`") from exc
+
+
+_ORDINAL = re.compile(r"[0-9]+")  # an ordinal written as a string ("0"); a sign is no ordinal (torch refuses it)
+_original_normalize: Callable[[Any], Any] | None = None  # 7.7.0's normalize_device, set by apply()
+
+
+def normalize_device(type_value: Any) -> Any:
+    """7.7.0's normalize_device with ROCm kept explicit: cuda / cuda:N / ordinals / torch.device("cuda", N) /
+    DEVICE.CUDA -> DEVICE.ROCM on a HIP build. An ordinal written as a string is read as the ordinal."""
+    from gptqmodel.models._const import DEVICE
+
+    assert _original_normalize is not None, "seedfix.apply() installs normalize_device"
+    if isinstance(type_value, str) and not isinstance(type_value, DEVICE) and _ORDINAL.fullmatch(type_value.strip()):
+        type_value = int(type_value.strip())
+    family = _original_normalize(type_value)
+    if family == DEVICE.CUDA and _is_rocm():
+        return DEVICE.ROCM
+    return family
+
+
+def as_torch_device(device: Any) -> Any:
+    """Resolve a target to a torch.device at an execution boundary. The value is normalized first (the family
+    normalize_device gives it); a family target resolves indexless (the current device of its runtime), an
+    explicit ordinal is kept as written."""
+    import torch
+    from gptqmodel.models._const import DEVICE
+
+    if isinstance(device, torch.device):
+        return device
+    family = normalize_device(device)
+    if family == DEVICE.ALL:
+        raise ValueError("'all' is not a valid concrete device")
+    runtime = family.type  # DEVICE.ROCM.type is "cuda"
+    if isinstance(device, DEVICE):
+        return torch.device(runtime)  # no index: the current device
+    if isinstance(device, int) and not isinstance(device, bool):
+        return torch.device(runtime, device)
+    text = str(device).strip()
+    if _ORDINAL.fullmatch(text):
+        return torch.device(runtime, int(text))
+    _, colon, index = text.partition(":")
+    if not colon:
+        return torch.device(runtime)
+    return torch.device(f"{runtime}:{index.strip()}")  # torch judges the ordinal's spelling ("cuda:x", "cuda:+1")
+
+
+def _patch_normalize_device() -> None:
+    from gptqmodel.models import _const
+
+    global _original_normalize
+    _original_normalize = _const.normalize_device
+    _rebind(_original_normalize, normalize_device)
+    _const.as_torch_device = as_torch_device  # type: ignore[attr-defined]
+
+
+def _patch_kernel_family() -> None:
+    from gptqmodel.nn_modules.qlinear import BaseQuantLinear
+    from gptqmodel.utils import importer
+
+    original_family = importer._device_family
+
+    def device_family(device: Any) -> Any:
+        return _family(device)
+
+    _rebind(original_family, device_family)
+
+    def validate_device(cls: Any, device: Any) -> None:
+        try:
+            family = _family(device)
+        except (RuntimeError, ValueError):
+            family = device  # not a selector family (e.g. meta): the declaration check below refuses it
+        if family not in cls.SUPPORTS_DEVICES:
+            raise NotImplementedError(f"{cls} only supports `{cls.SUPPORTS_DEVICES}`: actual device = `{device}`")
+
+    BaseQuantLinear.validate_device = classmethod(validate_device)  # type: ignore[assignment]
+
+    original_capability = importer._device_capability
+
+    def device_capability(device: Any) -> Any:
+        if _is_rocm():
+            return None  # an AMD request: no NVIDIA compute-capability query
+        return original_capability(device)
+
+    _rebind(original_capability, device_capability)
+
+
+def _patch_thread_pool() -> None:
+    from gptqmodel.models._const import DEVICE
+    from gptqmodel.utils.threadx import DeviceThreadPool
+
+    def runtime_family(value: Any) -> Any:
+        if isinstance(value, DEVICE):
+            return "all" if value == DEVICE.ALL else value.type  # DEVICE.ROCM.type is "cuda"
+        return value
+
+    original_read = DeviceThreadPool.read_lock
+    original_scope = DeviceThreadPool._normalize_scope_to_keys
+
+    def read_lock(self: Any, device: Any) -> Any:
+        return original_read(self, runtime_family(device))
+
+    def normalize_scope_to_keys(self: Any, scope: Any) -> Any:
+        return original_scope(self, [runtime_family(s) for s in scope])
+
+    DeviceThreadPool.read_lock = read_lock  # type: ignore[method-assign]
+    DeviceThreadPool._normalize_scope_to_keys = normalize_scope_to_keys  # type: ignore[method-assign]
+
+
+def _patch_declarations() -> None:
+    from gptqmodel.models._const import DEVICE
+    from gptqmodel.nn_modules.exllamav3 import ExllamaV3Linear
+    from gptqmodel.nn_modules.exllamav3_torch import ExllamaV3TorchLinear
+    from gptqmodel.nn_modules.qlinear.bitsandbytes import BitsAndBytesLinear
+    from gptqmodel.nn_modules.qlinear.fp4 import TorchFP4Linear
+
+    if DEVICE.ROCM not in BitsAndBytesLinear.SUPPORTS_DEVICES:
+        BitsAndBytesLinear.SUPPORTS_DEVICES = [*BitsAndBytesLinear.SUPPORTS_DEVICES, DEVICE.ROCM]
+
+    def family_gate(cls: Any, device: Any) -> None:
+        family = _family(device)
+        if DEVICE.ALL in cls.SUPPORTS_DEVICES or family in cls.SUPPORTS_DEVICES:
+            return
+        raise NotImplementedError(f"{cls} only supports `{cls.SUPPORTS_DEVICES}`: actual device = `{device}`")
+
+    def exl3_native_gate(cls: Any, device: Any) -> None:
+        # before any extension import: the native EXL3 kernels are CUDA (NVIDIA) only
+        if _family(device) == DEVICE.ROCM:
+            raise NotImplementedError(
+                "Native EXL3 (ExllamaV3Linear) is not supported on ROCm: it declares NVIDIA CUDA only. "
+                "Use BACKEND.EXL3_TORCH (ExllamaV3TorchLinear), the portable EXL3 kernel."
+            )
+        family_gate(cls, device)
+
+    for cls, devices, gate in (
+        (ExllamaV3Linear, [DEVICE.CUDA], exl3_native_gate),
+        (ExllamaV3TorchLinear, [DEVICE.ALL], family_gate),
+        (TorchFP4Linear, [DEVICE.CPU, DEVICE.CUDA], family_gate),
+    ):
+        cls.SUPPORTS_DEVICES = devices  # type: ignore[attr-defined]
+        cls.validate_device = classmethod(gate)  # type: ignore[attr-defined]
+
+
+def apply() -> None:
+    """Install the overlay into the imported GPTQModel (idempotent enough for one process: call it once)."""
+    _patch_normalize_device()
+    _patch_kernel_family()
+    _patch_thread_pool()
+    _patch_declarations()
