@@ -71,6 +71,18 @@ pub enum CliError {
         /// How many scenarios changed.
         count: usize,
     },
+    /// A tag or filter selected none of the scenarios.
+    #[error(
+        "select scenarios: {asked} matched none of the {total} scenario(s){hint}; pass --allow-empty to accept an empty run"
+    )]
+    EmptySelection {
+        /// The selection as given.
+        asked: String,
+        /// How many scenarios there were to choose from.
+        total: usize,
+        /// A suggestion for a mistyped tag, or empty.
+        hint: String,
+    },
     /// The baseline was recorded for another subject.
     #[error(
         "compare with baseline {path}: it records subject `{recorded}`, this run judges `{judged}`"

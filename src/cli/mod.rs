@@ -288,14 +288,45 @@ fn load_selected(
         }
         .into());
     }
-    let scenarios = scenarios
+    let total = scenarios.len() + errors.len();
+    let mut tags: Vec<String> = scenarios.iter().flat_map(|s| s.tags.clone()).collect();
+    tags.sort();
+    tags.dedup();
+    let scenarios: Vec<Scenario> = scenarios
         .into_iter()
         .filter(|s| filter.takes(&s.name, &s.tags))
         .collect();
-    let errors = errors
+    let errors: Vec<LoadError> = errors
         .into_iter()
         .filter(|e| filter.takes_name(&scenario_name(&e.path)))
         .collect();
+    let selecting = !selection.tags.is_empty() || !selection.filters.is_empty();
+    if selecting && total > 0 && scenarios.is_empty() && errors.is_empty() && !corpus.allow_empty {
+        // A typo in a CI filter must not go green on zero scenarios.
+        let unknown: Vec<&String> = selection
+            .tags
+            .iter()
+            .filter(|t| !tags.contains(t))
+            .collect();
+        let hint = unknown
+            .iter()
+            .filter_map(|t| {
+                crate::kernel::catalog::closest(t, tags.iter().map(String::as_str))
+                    .map(|close| format!(" (tag `{t}`: did you mean `{close}`?)"))
+            })
+            .collect::<String>();
+        let mut asked: Vec<String> = selection
+            .tags
+            .iter()
+            .map(|t| format!("--tag {t}"))
+            .collect();
+        asked.extend(selection.filters.iter().map(|f| format!("--filter {f}")));
+        return Err(CliError::EmptySelection {
+            asked: asked.join(" "),
+            total,
+            hint,
+        });
+    }
     Ok((scenarios, errors))
 }
 

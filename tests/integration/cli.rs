@@ -358,3 +358,19 @@ fn errors_far_to_the_right_and_a_closed_stderr_do_not_panic() {
     let status = child.wait().expect("devsim exits");
     assert_eq!(status.code(), Some(2), "no panic on a closed stderr");
 }
+
+#[test]
+fn a_tag_or_filter_that_selects_nothing_fails_with_a_suggestion() {
+    let typo = devsim(&["run", "--tag", "sed"]);
+    assert_eq!(typo.status.code(), Some(2), "{}", stderr(&typo));
+    assert!(
+        stderr(&typo).contains("--tag sed matched none of the")
+            && stderr(&typo).contains("did you mean `seed`?"),
+        "{}",
+        stderr(&typo)
+    );
+    let nothing = devsim(&["run", "--filter", "no/such/scenario"]);
+    assert_eq!(nothing.status.code(), Some(2), "{}", stderr(&nothing));
+    let allowed = devsim(&["run", "--filter", "no/such/scenario", "--allow-empty"]);
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+}
