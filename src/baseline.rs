@@ -62,6 +62,14 @@ pub enum BaselineError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The file cannot be read: not a regular file inside its folder, too large, not UTF-8.
+    #[error("read baseline {path}: {message}")]
+    Refused {
+        /// The file.
+        path: PathBuf,
+        /// Why, without any of its content.
+        message: String,
+    },
     /// The file is not a baseline.
     #[error("parse baseline {path}: {message}")]
     Parse {
@@ -129,10 +137,13 @@ impl Baseline {
 
     /// Reads a baseline file (TOML).
     pub fn read(path: &Path) -> Result<Self, BaselineError> {
-        let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Io {
-            action: "read",
-            path: path.to_path_buf(),
-            source,
+        // Contained like every file devsim reads from a user's tree: a link out of its folder, a FIFO or a
+        // huge file is refused before a byte of it is read.
+        let text = crate::scenario::load::corpus::read_in_folder(path).map_err(|error| {
+            BaselineError::Refused {
+                path: path.to_path_buf(),
+                message: error.message,
+            }
         })?;
         toml::from_str(&text).map_err(|error| BaselineError::Parse {
             path: path.to_path_buf(),

@@ -9,13 +9,13 @@ use thiserror::Error;
 /// Why a subject could not be judged at all.
 #[derive(Debug, Error)]
 pub enum SubjectError {
-    /// A subject file could not be read.
-    #[error("read subject file {path}: {source}")]
-    ReadFile {
+    /// A subject file cannot be read: not a regular file inside its folder, too large, not UTF-8.
+    #[error("read subject file {path}: {message}")]
+    RefusedFile {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// Why, without any of its content.
+        message: String,
     },
     /// A subject file is not valid.
     #[error("parse subject file {path}:{line}: {message}")]

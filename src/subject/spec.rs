@@ -83,9 +83,11 @@ impl SubjectSpec {
 
     /// Loads a subject file; `cwd` is relative to the file's folder, which is also the default.
     pub fn load(path: &Path) -> Result<Self, SubjectError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SubjectError::ReadFile {
-            path: path.to_path_buf(),
-            source,
+        let text = crate::scenario::load::corpus::read_in_folder(path).map_err(|error| {
+            SubjectError::RefusedFile {
+                path: path.to_path_buf(),
+                message: error.message,
+            }
         })?;
         let file: SubjectFile = toml::from_str(&text).map_err(|error| {
             let line = error.span().map_or(1, |span| {

@@ -5,6 +5,7 @@ mod catalog;
 mod ci_config;
 mod cli;
 mod common;
+mod containment;
 mod drivers;
 mod family_model;
 mod format_reference;

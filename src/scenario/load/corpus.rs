@@ -53,6 +53,18 @@ pub fn find_scenarios(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CorpusError> {
             walk.dir(path, &root)?;
         } else {
             regular(path, &metadata)?;
+            // A file argument is given under its own folder: a link that leaves it is not followed.
+            let folder = match path.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => Path::new("."),
+            };
+            let folder = canonical(folder)?;
+            if !canonical(path)?.starts_with(&folder) {
+                return Err(CorpusError::Escapes {
+                    path: path.clone(),
+                    root: folder,
+                });
+            }
             if walk.files.insert(canonical(path)?) {
                 walk.found.push(path.clone());
             }
@@ -171,6 +183,34 @@ fn kind_of(metadata: &Metadata) -> Option<&'static str> {
         }
     }
     Some("not a regular file")
+}
+
+/// [`read_bounded`], for a file that must resolve inside `root` (links included): one that leaves it is
+/// refused before it is opened.
+pub fn read_contained(path: &Path, root: &Path) -> Result<String, LoadError> {
+    let refuse = |message: String| LoadError::new(path, 1, 1, message);
+    let root = if root.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        root
+    };
+    let resolved =
+        std::fs::canonicalize(path).map_err(|e| refuse(format!("read the file: {e}")))?;
+    let inside = std::fs::canonicalize(root).map_err(|e| refuse(format!("read the file: {e}")))?;
+    if !resolved.starts_with(&inside) {
+        // Refused before a byte is read, so nothing of the file can reach any output.
+        return Err(refuse(format!(
+            "read the file: it resolves outside {}; links are followed only inside the folder they were given under",
+            crate::scenario::error::escape_controls(&root.display().to_string())
+        )));
+    }
+    read_bounded(path)
+}
+
+/// [`read_contained`] within the file's own folder: for files named one by one (a profile, a baseline, a
+/// subject file, a scenario given as a file argument).
+pub fn read_in_folder(path: &Path) -> Result<String, LoadError> {
+    read_contained(path, path.parent().unwrap_or(Path::new(".")))
 }
 
 /// Reads a scenario or profile file: regular files only (checked before opening, and again on the opened

@@ -16,7 +16,7 @@ use crate::host::HostError;
 use crate::host::{Fault, Gpu, HostSpec};
 use crate::scenario::error::{LoadError, ProfileError};
 use crate::scenario::format::HostFields;
-use crate::scenario::load::corpus::read_bounded;
+use crate::scenario::load::corpus::read_in_folder;
 use crate::scenario::load::source::{Source, did_you_mean, shown};
 use crate::trace::Call;
 use crate::vocab::{Arch, TorchBuild};
@@ -197,7 +197,9 @@ pub fn profile_names(root: &Path) -> Vec<String> {
 
 /// Loads a host profile file into a checked host.
 pub fn load_profile(path: &Path) -> Result<HostSpec, LoadError> {
-    let text = read_bounded(path)?;
+    // A profile is given under its folder (`hosts/`, a `--hosts` folder): a link that leaves it is refused
+    // before it is read, so nothing of the file it names can be printed.
+    let text = read_in_folder(path)?;
     parse_profile(path, &text)
 }
 

@@ -185,7 +185,14 @@ pub fn parse_scenario(
             policy_spelling: true,
         },
         "expect",
-        expect.levels.as_ref().map_or(0..0, |levels| levels.span()),
+        // Point at the rules themselves: their first name, else the levels table.
+        expect
+            .trace
+            .as_ref()
+            .and_then(|t| t.never.iter().chain(&t.once).chain(&t.order).next())
+            .map(toml::Spanned::span)
+            .or_else(|| expect.levels.as_ref().map(toml::Spanned::span))
+            .unwrap_or(0..0),
     )?;
     // Consumed one by one, so each step's parsed fields are freed as soon as it is checked.
     let steps = file
