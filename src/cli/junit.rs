@@ -26,7 +26,9 @@ pub fn render(
             }
             Status::Failed => {
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-                status.set_message(scenario.description.as_str());
+                // The message is what failed, with its level; the description and the full diff follow.
+                let outcome = crate::baseline::outcome(scenario);
+                status.set_message(outcome.strip_prefix("failed: ").unwrap_or(&outcome));
                 status.set_type("scenario-failure");
                 status.set_description(report::human(scenario));
                 status

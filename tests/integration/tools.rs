@@ -191,7 +191,12 @@ fn junit_has_one_case_per_scenario_with_skips_and_failures_with_the_diff() {
         xml.contains("<testcase name=\"placement/b.toml\" classname=\"placement\""),
         "{xml}"
     );
-    assert!(xml.contains("<failure message=\""), "{xml}");
+    assert!(
+        xml.contains(
+            "<failure message=\"step 1 ran_on [policy:target-context]: expected 0, got 1\""
+        ),
+        "the message names the failed expectation and its level: {xml}"
+    );
     assert!(
         xml.contains("ran_on [policy:target-context]: expected 0, got 1"),
         "the human diff: {xml}"
