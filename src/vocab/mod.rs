@@ -8,4 +8,6 @@ mod family;
 
 pub use build::TorchBuild;
 pub use device::{Target, TorchDevice, TorchDeviceError, TorchType};
-pub use family::{Arch, ArchError, ComputeCapability, Family, Vendor, accepted_archs};
+pub use family::{
+    Arch, ArchError, ComputeCapability, Family, KNOWN_GFX, KNOWN_SM, Vendor, accepted_archs,
+};

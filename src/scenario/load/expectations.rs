@@ -9,6 +9,7 @@ use crate::dispatch::DispatchError;
 use crate::kernel::Catalog;
 use crate::scenario::error::LoadError;
 use crate::scenario::format::{IntOrWord, StepExpectFields, TraceRuleFields};
+use crate::scenario::load::hints;
 use crate::scenario::load::source::{Source, did_you_mean, shown};
 use crate::scenario::load::steps::ActionSpec;
 use crate::scenario::model::{Expectations, ExpectedOrdinal, TraceRules};
@@ -204,7 +205,7 @@ pub(crate) fn expectations(
                     shown(family.get_ref()),
                     names.join(", ")
                 ),
-                did_you_mean(family.get_ref(), names),
+                hints::family(family.get_ref()).or_else(|| did_you_mean(family.get_ref(), names)),
             ));
         }
     }

@@ -17,6 +17,7 @@ use crate::host::{Fault, Gpu, HostSpec};
 use crate::scenario::error::{LoadError, ProfileError};
 use crate::scenario::format::HostFields;
 use crate::scenario::load::corpus::read_in_folder;
+use crate::scenario::load::hints;
 use crate::scenario::load::source::{Source, did_you_mean, shown};
 use crate::trace::Call;
 use crate::vocab::{Arch, TorchBuild};
@@ -329,9 +330,9 @@ fn parse_archs(source: &Source, archs: &[Spanned<String>]) -> Result<Vec<Arch>, 
     archs
         .iter()
         .map(|arch| {
-            arch.get_ref()
-                .parse::<Arch>()
-                .map_err(|error| source.error(arch.span(), error.to_string()))
+            arch.get_ref().parse::<Arch>().map_err(|error| {
+                source.error_with_help(arch.span(), error.to_string(), hints::arch(arch.get_ref()))
+            })
         })
         .collect()
 }

@@ -12,6 +12,7 @@
 
 pub(crate) mod corpus;
 mod expectations;
+mod hints;
 pub(crate) mod hosts;
 mod levels;
 mod source;

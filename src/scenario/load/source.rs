@@ -159,7 +159,8 @@ impl<'a> Source<'a> {
                 Some(span) => span,
                 None => self.unspanned(&message),
             };
-            let help = unknown_field_hint(&message);
+            let help = unknown_field_hint(&message)
+                .or_else(|| crate::scenario::load::hints::unknown_variant(&message));
             let (message, help) = match single_step_table(&message) {
                 true => (
                     "read `[step]`: use [[step]] — a scenario has a list of steps".to_string(),
@@ -237,7 +238,11 @@ pub(crate) fn is_unsafe(c: char) -> bool {
 fn unknown_field_hint(message: &str) -> Option<String> {
     let rest = message.strip_prefix("unknown field `")?;
     let (field, expected) = rest.split_once('`')?;
-    let names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let mut names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    // `[matrix]` is read before the file is parsed, so serde's list of a scenario's keys lacks it.
+    if names.contains(&"format") && names.contains(&"step") {
+        names.push("matrix");
+    }
     closest(field, names).map(|name| format!("did you mean `{name}`?"))
 }
 

@@ -13,8 +13,8 @@ use crate::scenario::format::{SelectorValue, StepFields};
 use crate::scenario::load::expectations::{
     Branch, branch_expectations, expectations, unproducible,
 };
-use crate::scenario::load::levels;
 use crate::scenario::load::source::{Source, did_you_mean, shown};
+use crate::scenario::load::{hints, levels};
 use crate::scenario::model::{Action, Step};
 use crate::vocab::TorchBuild;
 
@@ -155,8 +155,14 @@ impl StepInput<'_> {
             SelectorValue::Text(text) => Selector::Text(text.clone()),
         };
         if self.expected_error != Some("unknown-selector") {
-            check_spelling(&selector)
-                .map_err(|e| self.source.error(value.span(), e.to_string()))?;
+            check_spelling(&selector).map_err(|e| {
+                let hint = match value.get_ref() {
+                    SelectorValue::Text(text) => hints::selector(text),
+                    SelectorValue::Int(_) => None,
+                };
+                self.source
+                    .error_with_help(value.span(), e.to_string(), hint)
+            })?;
         }
         Ok(selector)
     }
