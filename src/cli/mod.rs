@@ -51,10 +51,22 @@ pub const EXIT_DRIVER_FAILING: u8 = 3;
 
 /// Exit codes, for `--help` and the README.
 const EXIT_CODES: &str = "Exit codes:
-  0  every selected scenario passed (skips allowed), or matched its baseline
+  0  every selected scenario passed (skips, set-asides and not-applicables allowed), or matched its baseline
   1  at least one scenario failed, changed from its baseline, or too few ran live (--require-live)
-  2  a file failed to load, or the command line or another input was wrong
-  3  a GPU driver is present but failing (run --live, probe)";
+  2  a file failed to load, a selection matched nothing, or the command line or another input was wrong
+  3  a GPU driver is present but failing (run --live)";
+
+/// `devsim check`'s exit codes.
+const CHECK_EXIT_CODES: &str = "Exit codes:
+  0  every selected file loaded (or the subject completed its handshake)
+  2  a file failed to load, a selection matched nothing, the subject's handshake was refused, or the command
+     line was wrong";
+
+/// `devsim coverage`'s exit codes.
+const COVERAGE_EXIT_CODES: &str = "Exit codes:
+  0  every kernel covers what the threshold file asks
+  1  some kernel falls short of the threshold (the gaps are listed)
+  2  a file failed to load, or the command line or the threshold file was wrong";
 
 /// A test harness for cross-vendor GPU device dispatch.
 #[derive(Parser)]
@@ -144,7 +156,7 @@ enum Command {
         check_masks: bool,
     },
     /// Load and validate scenario files without running them.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = CHECK_EXIT_CODES)]
     Check {
         /// Files or folders.
         paths: Vec<PathBuf>,
@@ -163,7 +175,7 @@ enum Command {
     },
     /// Run the scenarios and count, per kernel, which of validate, warmup and move passing scenarios
     /// exercised on which build; fails (exit 1) under the threshold file.
-    #[command(after_help = EXIT_CODES)]
+    #[command(after_help = COVERAGE_EXIT_CODES)]
     Coverage {
         /// Files or folders.
         paths: Vec<PathBuf>,

@@ -378,3 +378,20 @@ fn a_tag_or_filter_that_selects_nothing_fails_with_a_suggestion() {
     let allowed = devsim(&["run", "--filter", "no/such/scenario", "--allow-empty"]);
     assert!(allowed.status.success(), "{}", stderr(&allowed));
 }
+
+#[test]
+fn each_subcommand_documents_its_own_exit_codes() {
+    let check = stdout(&devsim(&["check", "--help"]));
+    assert!(check.contains("every selected file loaded"), "{check}");
+    assert!(
+        !check.contains("too few ran live"),
+        "run's codes in check's help: {check}"
+    );
+    let coverage = stdout(&devsim(&["coverage", "--help"]));
+    assert!(
+        coverage.contains("falls short of the threshold"),
+        "{coverage}"
+    );
+    let run = stdout(&devsim(&["run", "--help"]));
+    assert!(run.contains("too few ran live"), "{run}");
+}
