@@ -377,10 +377,6 @@ struct RunArgs {
     /// With --live: fail (exit 1) when fewer than N scenarios ran live (the rest were skipped).
     #[arg(long, value_name = "N", requires = "live")]
     require_live: Option<usize>,
-    /// Internal: this process is the child that runs one `env` scenario live; it answers with the
-    /// internal reports as JSON, whatever `--format` says.
-    #[arg(long, hide = true, requires = "live")]
-    child: bool,
     /// Judge this dispatch code instead of the built-in catalog: a command line ('CMD ARGS') or a
     /// subject file (x.toml) speaking the subject protocol (docs/subject-protocol.md).
     #[arg(long, value_name = "CMD|FILE")]
@@ -423,12 +419,7 @@ fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
     let mut live_description = None;
     let mut driver_failing = None;
     if args.live {
-        let exe = if args.child {
-            None
-        } else {
-            std::env::current_exe().ok()
-        };
-        let context = LiveContext::detect(exe);
+        let context = LiveContext::detect(std::env::current_exe().ok());
         live_description = Some(context.describe());
         driver_failing = context
             .driver_failing()
@@ -453,12 +444,6 @@ fn catalog_subject(catalog: Catalog) -> CatalogSubject {
     CatalogSubject::new(name, env!("CARGO_PKG_VERSION"), catalog)
 }
 
-/// What a live child process (`run --live --child`) prints for its parent to read.
-#[derive(serde::Serialize)]
-struct ChildAnswer {
-    scenarios: Vec<ScenarioReport>,
-}
-
 fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     // A process subject's kernels are named by devsim's reference catalog.
     let (scenarios, errors) = if args.subject.is_some() {
@@ -471,7 +456,7 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     } else {
         load_selected(&catalog, &args.paths, &args.selection, &args.corpus)?
     };
-    let human = args.format == RunFormat::Human && !args.child;
+    let human = args.format == RunFormat::Human;
     if human {
         print_load_errors(&errors);
     }
@@ -504,12 +489,6 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     let plain: Vec<ScenarioReport> = reports.iter().map(|(r, _)| r.clone()).collect();
     let summary = Summary::of(&plain, errors.len());
     let failed = summary.failed - errors.len();
-    if args.child {
-        // The child's answer to its parent (`scenario::live`): the internal reports, not the tool output.
-        let answer = ChildAnswer { scenarios: plain };
-        say!("{}", serde_json::to_string(&answer)?);
-        return verdict(errors.len(), failed);
-    }
     let findings = crate::findings::findings(scenarios.iter().zip(&plain));
     let outcomes = Baseline::of(subject.name(), &plain, &findings);
     let differences = match &args.baseline {
