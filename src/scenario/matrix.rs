@@ -14,9 +14,9 @@
 //! kernel = "{kernel}"
 //! ```
 //!
-//! Expansion is textual and keeps every line where it was: the `[matrix]` table is blanked, and each
-//! `{name}` placeholder is replaced by the case's value (a whole `"{name}"` string whose value is an
-//! integer becomes that integer). `kernel` accepts `"*"`, a list of names, or a filter table over the
+//! Expansion keeps every line where it was: the `[matrix]` table is blanked, and each `{name}`
+//! placeholder is replaced by the case's value as data (escaped inside a string or comment, an integer
+//! only outside one; a whole `"{name}"` string whose value is an integer becomes that integer). `kernel` accepts `"*"`, a list of names, or a filter table over the
 //! kernel inventory (`{ rocm = "refused" }`, `{ family = "rocm" }`, `{ method = "gptq" }`,
 //! `{ alternative = true }`, `{ repacks = true }`); a kernel case
 //! also offers `{kernel.method}`, `{kernel.alternative}` and `{kernel.extension}`. `host = "*"` is every
@@ -306,6 +306,52 @@ fn check_placeholders(text: &str, params: &[(String, Vec<Value>)]) -> Result<(),
     Ok(())
 }
 
+/// Which kind of TOML string, if any, the byte at `offset` stands in (single-line strings, as matrix
+/// placeholders are written; a `#` outside a string ends the line's scan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StringKind {
+    None,
+    Basic,
+    Literal,
+    Comment,
+}
+
+fn string_at(text: &str, offset: usize) -> StringKind {
+    let line_start = text[..offset].rfind('\n').map_or(0, |at| at + 1);
+    let mut kind = StringKind::None;
+    let mut escaped = false;
+    for byte in text[line_start..offset].bytes() {
+        kind = match (kind, byte) {
+            (StringKind::None, b'"') => StringKind::Basic,
+            (StringKind::None, b'\'') => StringKind::Literal,
+            (StringKind::None, b'#') => return StringKind::Comment,
+            (StringKind::Basic, b'\\') if !escaped => {
+                escaped = true;
+                continue;
+            }
+            (StringKind::Basic, b'"') if !escaped => StringKind::None,
+            (StringKind::Literal, b'\'') => StringKind::None,
+            (kind, _) => kind,
+        };
+        escaped = false;
+    }
+    kind
+}
+
+/// `value` as the inside of a TOML basic string.
+fn escape_basic(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 fn substitute(text: &str, chosen: &[(&str, &Value)]) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
@@ -335,11 +381,28 @@ fn substitute(text: &str, chosen: &[(&str, &Value)]) -> Result<String, String> {
             out.push_str(&text[last..offset - 1]);
             out.push_str(&replacement);
             last = end + 1;
-        } else {
-            out.push_str(&text[last..offset]);
-            out.push_str(&replacement);
-            last = end;
+            continue;
         }
+        // A value is data, never TOML: escaped inside a string, and only an integer outside one.
+        let replacement = match string_at(text, offset) {
+            // In a comment only a line break could escape it.
+            StringKind::Basic | StringKind::Comment => escape_basic(&replacement),
+            StringKind::Literal if replacement.contains(['\'', '\n', '\r']) => {
+                return Err(format!(
+                    "fill placeholder `{{{name}}}`: value {replacement:?} cannot stand in a '…' string; use \"…\""
+                ));
+            }
+            StringKind::Literal => replacement,
+            StringKind::None if integer => replacement,
+            StringKind::None => {
+                return Err(format!(
+                    "fill placeholder `{{{name}}}`: value {replacement:?} is not an integer, so it must stand inside a quoted string"
+                ));
+            }
+        };
+        out.push_str(&text[last..offset]);
+        out.push_str(&replacement);
+        last = end;
     }
     out.push_str(&text[last..]);
     Ok(out)
@@ -567,6 +630,35 @@ mod tests {
             .collect();
         assert!(!restricted.is_empty());
         assert_eq!(names, restricted);
+    }
+
+    #[test]
+    fn a_value_is_data_never_toml() {
+        let catalog = Catalog::reference();
+        // A quote in a value must not close the string and inject keys (an `env` table, say).
+        let file = "[matrix]\nwho = [\"a\\\" env = { X = \\\"1\\\" } #\"]\n[[step]]\ndescription = \"{who}\"\n# about {who}\n";
+        let cases = expand(file, &context(&catalog))
+            .expect("expands")
+            .expect("a matrix");
+        let text = cases[0].text.as_ref().expect("filled");
+        let parsed: toml::Table = toml::from_str(text).expect("still one TOML string");
+        let step = &parsed["step"][0];
+        assert_eq!(
+            step["description"].as_str(),
+            Some("a\" env = { X = \"1\" } #")
+        );
+        assert!(step.get("env").is_none());
+        // Outside a string only an integer may stand.
+        let bare = "[matrix]\nwho = [\"x = 1\"]\n[[step]]\nordinal = {who}\n";
+        let cases = expand(bare, &context(&catalog))
+            .expect("expands")
+            .expect("a matrix");
+        assert!(
+            cases[0]
+                .text
+                .as_ref()
+                .is_err_and(|e| e.contains("must stand inside a quoted string"))
+        );
     }
 
     #[test]
