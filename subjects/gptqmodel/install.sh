@@ -72,15 +72,35 @@ PYEOF
 then
   "$PY" -m pip install --quiet -r "$reqs" -c "$constraints"
 fi
-rm -f "$constraints" "$reqs"
+rm -f "$reqs"
 
-# 3. The subject package itself (editable, no dependencies: they are above).
+# 3. Optional kernel packages whose validate_once() GPTQModel runs before any device check (kernels.toml
+#    `requires`): with them installed their verdicts are observed instead of skipped. Each must import on a
+#    CPU-only machine with the venv's torch; an install or import failure stops here, naming the package.
+#    Not installed: bitblas (0.1.0.post1's bundled TVM links libcuda.so.1, libcudart.so.12 and libnvrtc.so.12,
+#    so `import bitblas` fails without the NVIDIA driver), llama_cpp and mlx (see README.md).
+OPTIONAL=${GPTQMODEL_OPTIONAL:-bitsandbytes==0.50.2}
+for spec in $OPTIONAL; do
+  pkg=${spec%%[=<>!~]*}
+  want=${spec#"$pkg"}; want=${want#==}
+  have=$("$PY" -c "from importlib.metadata import version; print(version('$pkg'))" 2>/dev/null || true)
+  if [ -z "$have" ] || { [ -n "$want" ] && [ "$have" != "$want" ]; }; then
+    echo "torch==$TORCH_VERSION" >"$constraints"
+    "$PY" -m pip install --quiet "$spec" -c "$constraints" \
+      || { echo "install.sh: installing $spec failed" >&2; rm -f "$constraints"; exit 1; }
+  fi
+  (cd / && "$PY" -c "import $pkg" >/dev/null 2>&1) \
+    || { echo "install.sh: $spec is installed but does not import on this machine (python -c 'import $pkg')" >&2; rm -f "$constraints"; exit 1; }
+done
+rm -f "$constraints"
+
+# 4. The subject package itself (editable, no dependencies: they are above).
 if ! (cd / && "$PY" -c 'import devsim_subject_gptqmodel' 2>/dev/null); then
   "$PY" -m pip install --quiet --no-deps --no-build-isolation -e "$HERE" 2>/dev/null \
     || "$PY" -m pip install --quiet --no-deps -e "$HERE"
 fi
 
-# 4. Smoke check: GPTQModel imports from SRC with this torch.
+# 5. Smoke check: GPTQModel imports from SRC with this torch.
 PYTHONPATH="$SRC${PYTHONPATH:+:$PYTHONPATH}" "$PY" -c \
   'import gptqmodel.models._const as c, sys; print("gptqmodel", c.__file__, file=sys.stderr)' >/dev/null
 echo "install.sh: GPTQModel $VERSION ready: PYTHONPATH=$SRC, venv $VENV (torch $TORCH_VERSION)"

@@ -76,7 +76,7 @@ def test_unsupported_actions_and_kernels_say_why(driver):
     result = driver.scenario(R9700X2, [
         {"action": "discover"},
         {"action": "warmup", "kernel": "gptq_torch", "device": s("cuda:1")},
-        {"action": "validate", "kernel": "bitsandbytes", "device": s("rocm")},
+        {"action": "validate", "kernel": "gptq_bitblas", "device": s("rocm")},
     ])
     for answer in result["answers"]:
         assert answer["type"] == "unsupported"

@@ -2,8 +2,11 @@
 
 The parent process owns stdin and the real stdout. It imports GPTQModel once, answers the handshake, and for
 each scenario forks a child that becomes the scenario's host; the parent relays that scenario's steps to the
-child over a pipe and writes the child's answers to stdout. A child never outlives its scenario, so nothing a
-scenario does (current device, patched constants, GPTQModel caches, thread pools) reaches the next one.
+child over a pipe and writes the child's answers to stdout. Nothing a scenario does (current device, patched
+constants, GPTQModel caches, thread pools) reaches the next one: a child is reused only for a later scenario of
+the identical host, and only when, after its scenario, `Subject.reusable()` finds every snapshotted piece of state
+as it was when the scenario began (otherwise it exits, as every child did before reuse existed).
+DEVSIM_GPTQMODEL_REUSE=0 gives every scenario a fresh fork (tests/test_reuse.py compares the two).
 
 stdout hygiene: before anything is imported, fd 1 is duplicated to a private descriptor used only for
 protocol lines, and fd 1 itself is pointed at stderr, so banners, logs and prints from GPTQModel, torch or
@@ -24,6 +27,7 @@ from typing import IO, Any
 
 PROTOCOL = 2  # the highest version this subject speaks; hello's version picks the answer (negotiate)
 MAX_LINE = 1 << 20
+MAX_PARKED = 48  # idle children kept for reuse (one per host; the corpus has 33 hosts)
 
 
 def log(message: str) -> None:
@@ -97,6 +101,10 @@ class Parent:
         self.child: tuple[int, int, LineReader, str] | None = None  # pid, write fd, reader, scenario
         self.closed_scenario: str | None = None  # answered unsupported: its `end` still gets `done`
         self.exiting: list[tuple[int, float]] = []  # children told to stop, not yet reaped
+        # children parked after `done`, by host: their reuse verdict is read when that host comes again
+        self.parked: dict[str, tuple[int, int, LineReader]] = {}
+        self.reuse = os.environ.get("DEVSIM_GPTQMODEL_REUSE", "1") != "0"
+        self.host_key = ""
 
     def write(self, msg: dict) -> None:
         self.out.write(encode(msg))
@@ -106,6 +114,8 @@ class Parent:
             line = self.reader.next()
             if line is None:
                 self.stop_child()
+                for key in list(self.parked):
+                    self.stop_parked(key)
                 self.reap(block=True)
                 return 0
             if not line.strip():
@@ -124,6 +134,9 @@ class Parent:
         name = msg.get("name")
         if not isinstance(name, str) or not isinstance(msg.get("host"), dict):
             raise Fatal(f"a scenario message needs a name and a host: {json.dumps(msg)[:200]}")
+        self.host_key = json.dumps(msg["host"], sort_keys=True)
+        if self.reuse and self.resume_parked(msg, name):
+            return
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
         sys.stderr.flush()
@@ -150,6 +163,9 @@ class Parent:
         os.close(down_r)
         os.close(up_w)
         self.child = (pid, down_w, LineReader(up_r), name)
+        self.begin(name)
+
+    def begin(self, name: str) -> None:
         self.closed_scenario = None
         answer = self.from_child()
         self.write(answer)
@@ -171,7 +187,45 @@ class Parent:
         answer = self.from_child()
         self.write(answer)
         if msg["type"] == "end":
+            self.park_child()
+
+    # -- reuse: a parked child answers one verdict line, then waits for a scenario of its host or for EOF
+
+    def park_child(self) -> None:
+        if not self.reuse or self.child is None:
             self.stop_child()
+            return
+        pid, down_w, reader, _ = self.child
+        self.child = None
+        old = self.parked.pop(self.host_key, None)
+        self.parked[self.host_key] = (pid, down_w, reader)
+        if old is not None:
+            self.retire(*old)
+        while len(self.parked) > MAX_PARKED:
+            self.stop_parked(next(iter(self.parked)))
+
+    def resume_parked(self, msg: dict, name: str) -> bool:
+        parked = self.parked.pop(self.host_key, None)
+        if parked is None:
+            return False
+        pid, down_w, reader = parked
+        verdict = reader.next()
+        if verdict is None or json.loads(verdict).get("reuse") is not True:
+            self.retire(pid, down_w, reader)
+            return False
+        os.write(down_w, encode(msg))
+        self.child = (pid, down_w, reader, name)
+        self.begin(name)
+        return True
+
+    def stop_parked(self, key: str) -> None:
+        self.retire(*self.parked.pop(key))
+
+    def retire(self, pid: int, down_w: int, reader: LineReader) -> None:
+        os.close(down_w)
+        os.close(reader.fd)
+        self.exiting.append((pid, time.monotonic()))
+        self.reap(block=False)
 
     def from_child(self) -> dict:
         assert self.child is not None
@@ -224,29 +278,51 @@ def describe(status: int) -> str:
 
 def child_main(subject: Any, name: str, scenario: dict, reader: LineReader, up: int) -> int:
     from .fakehost import Host
+    from .subject import ProtocolError
 
     def send(msg: dict) -> None:
         os.write(up, encode(msg))
 
-    try:
-        host = Host.from_message(scenario["host"])
-    except (KeyError, TypeError, ValueError) as exc:
-        send({"type": "unsupported", "scenario": name, "reason": f"cannot read the host: {exc!r}"})
-        return 0
-    reason = subject.enter(host)
-    if reason is not None:
-        send({"type": "unsupported", "scenario": name, "reason": reason})
-        return 0
-    send({"type": "ready", "scenario": name})
+    reuse = os.environ.get("DEVSIM_GPTQMODEL_REUSE", "1") != "0"
     while True:
+        try:
+            host = Host.from_message(scenario["host"])
+        except (KeyError, TypeError, ValueError) as exc:
+            send({"type": "unsupported", "scenario": name, "reason": f"cannot read the host: {exc!r}"})
+            return 0
+        reason = subject.enter(host)
+        if reason is not None:
+            send({"type": "unsupported", "scenario": name, "reason": reason})
+            return 0
+        send({"type": "ready", "scenario": name})
+        while True:
+            line = reader.next()
+            if line is None:
+                return 0
+            msg = json.loads(line)
+            if msg["type"] == "end":
+                send({"type": "done", "scenario": name})
+                break
+            send(subject.step(msg))
+        if not reuse:
+            return 0
+        # parked by the parent: say whether the next scenario of this host may run here, then wait for it
+        reusable = subject.reusable()
+        try:
+            send({"type": "verdict", "reuse": reusable})
+        except BrokenPipeError:  # the parent retired this child without reading its verdict
+            return 0
+        if not reusable:
+            return 0
         line = reader.next()
         if line is None:
             return 0
         msg = json.loads(line)
-        if msg["type"] == "end":
-            send({"type": "done", "scenario": name})
-            return 0
-        send(subject.step(msg))
+        if msg.get("type") != "scenario" or json.dumps(msg.get("host"), sort_keys=True) != json.dumps(
+            scenario["host"], sort_keys=True
+        ):
+            raise ProtocolError(f"a parked child got {str(msg)[:200]}, not a scenario of its host")
+        name, scenario = msg["name"], msg
 
 
 # ----------------------------------------------------------------------------------------------- main

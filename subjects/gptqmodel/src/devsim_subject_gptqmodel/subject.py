@@ -12,6 +12,8 @@ import functools
 import importlib
 import importlib.abc
 import importlib.util
+import operator
+import os
 import re
 import sys
 import threading
@@ -390,10 +392,61 @@ class Subject:
             if host.torch == "cuda" and not gpu.is_nvidia:
                 return f"a CUDA build cannot drive {gpu.arch}"
         RUNTIME.configure(host)
+        self.pool = None
         with RECORDER.quiet():
             self.reset_constants()
             self.clear_caches()
+        self._snapshot = self.snapshot() if os.environ.get("DEVSIM_GPTQMODEL_REUSE", "1") != "0" else ()
         return None
+
+    # -- reuse of a child across scenarios of the same host (server.py)
+
+    def snapshot(self) -> tuple:
+        """What `reusable` compares: GPTQModel's mutable state (identities), the process environment, the
+        modules imported, the live threads and torch's global switches."""
+        return (
+            [_plain(d).copy() for d in self._state_dicts],
+            [list.copy(q) if isinstance(q, list) else set.copy(q) for q in self._state_seqs],
+            *self._process_state(),
+        )
+
+    @staticmethod
+    def _process_state() -> tuple:
+        import torch
+
+        return (
+            dict(os.environ),
+            frozenset(sys.modules),
+            threading.active_count(),
+            (torch.get_default_dtype(), torch.get_num_threads(), torch.is_grad_enabled(),
+             torch.is_inference_mode_enabled(), torch.are_deterministic_algorithms_enabled()),
+        )
+
+    def reusable(self) -> bool:
+        """Child, after a scenario's `end`: whether the next scenario of the same host may run in this child.
+        Only when nothing the scenario did outlives it: no device pool (its worker threads pin devices), and,
+        once the caches `enter` clears are cleared, every snapshotted namespace, container, environment
+        variable, module, thread count and torch switch is what it was when the scenario began. Anything else
+        retires the child (the next scenario gets a fresh fork, as always)."""
+        if self.pool is not None:
+            return False
+        with RECORDER.quiet():
+            self.clear_caches()
+        before = self._snapshot
+        if before[2:] != self._process_state():
+            return False
+        dicts, seqs = before[0], before[1]
+        for old, new in zip(dicts, self._state_dicts):
+            live = _plain(new)
+            if len(live) != len(old) or live.keys() != old.keys() or not all(map(operator.is_, old.values(), live.values())):
+                return False
+        for old_seq, new_seq in zip(seqs, self._state_seqs):
+            if isinstance(old_seq, list):
+                if list.__len__(new_seq) != len(old_seq) or not all(map(operator.is_, old_seq, list.copy(new_seq))):
+                    return False
+            elif {id(x) for x in old_seq} != {id(x) for x in set.copy(new_seq)}:
+                return False
+        return True
 
     def _plan_resets(self) -> None:
         """Parent: find, once, every module binding of each constant and every functools cache to clear, so a
@@ -421,6 +474,48 @@ class Subject:
                             attr = attr.__func__
                         _collect_cache(attr, caches)
         self._caches = list(caches.values())
+        self._plan_state(modules)
+
+    def _plan_state(self, modules: list) -> None:
+        """Parent: the mutable state a reused child is checked against (see `reusable`): every gptqmodel module's
+        namespace, the namespaces of the classes defined there, and, three levels deep, the dicts, lists, sets and
+        instance namespaces those hold. Snapshots compare by identity, so a rebinding, an insertion, a removal
+        or a replaced element anywhere in them is seen."""
+        import types
+
+        skip = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, type,
+                functools._lru_cache_wrapper, str, bytes, int, float, bool, type(None))
+        dicts: dict[int, dict] = {}
+        seqs: dict[int, Any] = {}
+
+        def walk(value: Any, depth: int) -> None:
+            if depth > 3:
+                return
+            if isinstance(value, dict):
+                if id(value) in dicts:
+                    return
+                dicts[id(value)] = value
+                for item in list(value.values()):
+                    walk(item, depth + 1)
+            elif isinstance(value, (list, set)):
+                if id(value) not in seqs:
+                    seqs[id(value)] = value
+                    for item in list(value)[:256]:
+                        walk(item, depth + 1)
+            elif not isinstance(value, skip):
+                namespace = getattr(value, "__dict__", None) if not isinstance(value, type) else None
+                if isinstance(namespace, dict):
+                    walk(namespace, depth)
+
+        for mod in modules:
+            walk(vars(mod), 0)
+            for value in list(vars(mod).values()):
+                if isinstance(value, type) and value.__module__ == mod.__name__:
+                    for attr in list(vars(value).values()):
+                        walk(attr, 1)
+                    dicts.setdefault(id(value.__dict__), value.__dict__)  # type: ignore[arg-type]
+        self._state_dicts = list(dicts.values())
+        self._state_seqs = list(seqs.values())
 
     def reset_constants(self) -> None:
         """Child: re-evaluate each import-time constant for this host and rebind it wherever it was imported."""
@@ -846,6 +941,14 @@ def raised_by_subject(exc: BaseException) -> bool:
 
 
 _MISSING = object()
+
+
+def _plain(namespace: Any) -> Any:
+    """A namespace read without running subclass code: a class's mappingproxy as is (its methods read the class's
+    own dict), any dict (also a subclass such as an LRU mapping, whose methods may reorder it) as a base dict."""
+    if isinstance(namespace, dict) and type(namespace) is not dict:
+        return dict.copy(namespace)
+    return namespace
 
 
 def _collect_cache(value: Any, caches: dict[int, Any]) -> None:

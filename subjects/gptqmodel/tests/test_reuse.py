@@ -1,0 +1,66 @@
+"""A child reused for the next scenario of the same host answers exactly as a fresh fork would.
+
+server.py parks a child after `end` and resumes it for a later scenario with the identical host, but only when
+Subject.reusable() finds GPTQModel's state (every module and class namespace and the containers they hold, by
+identity), the environment, the imported modules, the thread count and torch's switches as the scenario found
+them. This runs one stream of scenarios, with every stateful action repeated on the same hosts and interleaved
+hosts, through a subject with reuse and one with a fresh fork per scenario (DEVSIM_GPTQMODEL_REUSE=0), and
+requires identical answers, traces included. (The whole corpus, recorded from devsim, compares the same way:
+README.md, "Reuse".)
+"""
+
+from __future__ import annotations
+
+import pytest
+from fakedevsim import AMD_MIXED, CPU, H200X2, R9700X2, Driver, fam, o, s
+
+STREAM = [
+    (R9700X2, [{"action": "set_device", "ordinal": 1},
+               {"action": "move", "kernel": "gptq_torch", "device": s("cuda")}]),
+    (R9700X2, [{"action": "normalize", "device": s("cuda")},
+               {"action": "move", "kernel": "gptq_torch", "device": s("cuda")}]),
+    (R9700X2, [{"action": "validate", "kernel": "gptq_marlin", "device": s("cuda:0")},
+               {"action": "validate", "kernel": "gptq_machete", "device": s("cuda:1")}]),
+    (R9700X2, [{"action": "validate", "kernel": "gptq_marlin", "device": s("cuda:0")},
+               {"action": "select", "method": "gptq", "bits": 4, "device": s("cuda")}]),
+    (H200X2, [{"action": "validate", "kernel": "gptq_marlin", "device": s("cuda:1")},
+              {"action": "validate", "kernel": "gptq_swordfish", "device": o(0)}]),
+    (R9700X2, [{"action": "lock", "scope": fam("rocm"), "mode": "write"}]),
+    (R9700X2, [{"action": "lock", "scope": s("cuda:1")},
+               {"action": "select", "method": "awq", "bits": 4, "device": s("cuda:1")}]),
+    (H200X2, [{"action": "validate", "kernel": "gptq_machete", "device": s("cuda:1")},
+              {"action": "select", "method": "gptq", "bits": 4, "device": s("cuda")}]),
+    (H200X2, [{"action": "set_device", "ordinal": 1},
+              {"action": "resolve", "device": s("cuda")}]),
+    (H200X2, [{"action": "resolve", "device": s("cuda")},
+              {"action": "validate", "kernel": "bitsandbytes", "device": s("cuda")}]),
+    (AMD_MIXED, [{"action": "validate", "kernel": "bitsandbytes", "device": s("cuda:1")},
+                 {"action": "move", "kernel": "awq_gemm", "device": s("cuda:1")}]),
+    (AMD_MIXED, [{"action": "select", "method": "gptq", "bits": 4, "device": fam("rocm")},
+                 {"action": "validate", "kernel": "exl3_exllama_v3", "device": s("cuda")}]),
+    (CPU, [{"action": "validate", "kernel": "gptq_marlin", "device": s("cpu")},
+           {"action": "select", "method": "gptq", "bits": 4, "device": s("cpu")}]),
+    (CPU, [{"action": "select", "method": "gptq", "bits": 4, "device": s("cpu")},
+           {"action": "move", "kernel": "gptq_torch", "device": s("cpu")}]),
+    (AMD_MIXED, [{"action": "normalize", "device": s("cuda:1")},
+                 {"action": "select", "method": "gptq", "bits": 4, "device": fam("rocm")}]),
+]
+
+
+def answers(env: dict, reuse: str) -> list:
+    driver = Driver({**env, "DEVSIM_GPTQMODEL_REUSE": reuse})
+    driver.hello(protocol=2)
+    try:
+        return [driver.scenario(host, steps, name=f"reuse/{i}.toml") for i, (host, steps) in enumerate(STREAM)]
+    finally:
+        code = driver.close()
+        assert code == 0, driver.stderr_text()[-4000:]
+
+
+@pytest.mark.parametrize("overlay", [None, "seedfix"])
+def test_a_reused_child_answers_as_a_fresh_fork(env, overlay):
+    env = {**env, **({"DEVSIM_GPTQMODEL_OVERLAY": overlay} if overlay else {})}
+    fresh = answers(env, "0")
+    reused = answers(env, "1")
+    for (host, steps), a, b in zip(STREAM, fresh, reused):
+        assert a == b, f"{host['torch']} {steps}: fresh fork {a} != reused child {b}"
