@@ -78,12 +78,14 @@ impl<'a> Judge<'a> {
         key: &str,
         action: Option<&str>,
         absent: &BTreeSet<&'static str>,
+        order: &[String],
     ) -> Option<String> {
         let subject = &self.capabilities.name;
         if let Some(rest) = key.strip_prefix("trace.") {
+            // An `order` rule needs every event it names.
             let names: Vec<&str> = match rest.split_once('.') {
                 Some((_, event)) => vec![event],
-                None => Vec::new(),
+                None => order.iter().map(String::as_str).collect(),
             };
             return names
                 .into_iter()
@@ -111,6 +113,7 @@ impl<'a> Judge<'a> {
         conformance: Option<&Conformance>,
         action: Option<&str>,
         absent: &BTreeSet<&'static str>,
+        order: &[String],
     ) -> Decision {
         let level = conformance.map_or(Level::Reference, |c| c.level);
         if level == Level::Contract {
@@ -123,7 +126,7 @@ impl<'a> Judge<'a> {
         if !self.claims(level) {
             return Decision::NotApplicable("details of devsim's reference model".into());
         }
-        match self.observable(key, action, absent) {
+        match self.observable(key, action, absent, order) {
             None => Decision::Check,
             Some(why) if level == Level::Reference => {
                 Decision::Unbacked(format!("{why}, but claims the reference level"))
@@ -143,9 +146,10 @@ impl<'a> Judge<'a> {
         unbacked: &mut Vec<Mismatch>,
     ) {
         let levels = table.levels.clone();
+        let order = table.trace.order.clone();
         table.retain(|key| {
             let conformance = levels.get(key);
-            match self.decide(key, conformance, action, absent) {
+            match self.decide(key, conformance, action, absent, &order) {
                 Decision::Check => {
                     if conformance.is_some_and(|c| c.level == Level::Policy) {
                         self.policy_observed += 1;
@@ -473,4 +477,71 @@ pub fn observed(
         retained_bytes: None,
     };
     Ok((observed, entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::subject::protocol::Wording;
+
+    fn capabilities(levels: &[Level]) -> Capabilities {
+        Capabilities {
+            protocol: 2,
+            name: "s".into(),
+            version: "1".into(),
+            actions: vec!["resolve".into()],
+            kernels: Vec::new(),
+            events: vec!["set_device".into()],
+            messages: Wording::Own,
+            declared: Vec::new(),
+            levels: levels.iter().copied().collect(),
+            observes: None,
+        }
+    }
+
+    fn with_order(names: &[&str]) -> Expectations {
+        let mut levels = Levels::default();
+        levels.insert(
+            crate::conformance::ORDER_KEY.into(),
+            Conformance::reference(),
+        );
+        Expectations {
+            ok: None,
+            trace: TraceRules {
+                order: names.iter().map(|n| n.to_string()).collect(),
+                ..TraceRules::default()
+            },
+            levels,
+            ..Expectations::default()
+        }
+    }
+
+    #[test]
+    fn an_order_rule_needs_every_event_it_names() {
+        let plain = capabilities(&[]);
+        let mut judge = Judge::new(&plain, TorchBuild::Hip, 2);
+        let mut table = with_order(&["set_device", "launch"]);
+        let mut unbacked = Vec::new();
+        judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
+        assert!(
+            table.trace.order.is_empty(),
+            "a reference detail does not bind it"
+        );
+        assert!(unbacked.is_empty());
+
+        let claims = capabilities(&[Level::Reference]);
+        let mut judge = Judge::new(&claims, TorchBuild::Hip, 2);
+        let mut table = with_order(&["set_device", "launch"]);
+        judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
+        assert!(table.trace.order.is_empty());
+        assert_eq!(unbacked.len(), 1, "claimed but unobservable: a failure");
+        assert!(unbacked[0].actual.contains("does not record launch"));
+
+        let mut judge = Judge::new(&claims, TorchBuild::Hip, 2);
+        let mut table = with_order(&["set_device"]);
+        let mut unbacked = Vec::new();
+        judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
+        assert_eq!(table.trace.order, ["set_device"], "recorded: judged");
+        assert!(unbacked.is_empty());
+    }
 }
