@@ -17,7 +17,8 @@
 //! scenario can run here is decided at LIST time: one the machine cannot run is listed as ignored (so
 //! nextest's `--run-ignored only` and JUnit show it as a skip, never a pass), and running it anyway fails
 //! with the reason. `DEVSIM_REQUIRE_LIVE=N` (or [`Harness::require_live`]) adds a `require_live` test that
-//! fails when fewer than N scenarios can run live here.
+//! fails when fewer than N scenarios with GPUs can run live here (CPU-only ones run anywhere, so they prove
+//! nothing about the machine's GPUs).
 
 // The example above is a whole test file, whose `main` is the point.
 #![allow(clippy::needless_doctest_main)]
@@ -134,7 +135,10 @@ impl Harness {
                     }
                     (Some(context), Ok(scenario)) => match context.plan(&scenario) {
                         Ok(()) => {
-                            runnable += 1;
+                            // CPU-only scenarios run on any machine: they prove no GPU ran.
+                            if !scenario.host.gpus.is_empty() {
+                                runnable += 1;
+                            }
                             let context = Arc::clone(context);
                             Trial::test(name, move || replayed(&scenario, &context, &catalog))
                         }
@@ -156,7 +160,7 @@ impl Harness {
                         Ok(())
                     } else {
                         Err(format!(
-                            "{wanted} scenario(s) must run live, but only {runnable} can run here"
+                            "{wanted} GPU scenario(s) must run live, but only {runnable} can run here"
                         )
                         .into())
                     }

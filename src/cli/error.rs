@@ -38,7 +38,7 @@ pub enum CliError {
     #[error(transparent)]
     Dispatch(#[from] DispatchError),
     /// `run --live --require-live N` ran fewer than N scenarios live.
-    #[error("run {required} scenario(s) live: only {ran} ran, the rest were skipped")]
+    #[error("run {required} GPU scenario(s) live: only {ran} ran, the rest were skipped")]
     TooFewLive {
         /// How many ran live.
         ran: usize,

@@ -374,7 +374,8 @@ struct RunArgs {
     /// with the reason. Exits 3 when a GPU driver is present but failing.
     #[arg(long)]
     live: bool,
-    /// With --live: fail (exit 1) when fewer than N scenarios ran live (the rest were skipped).
+    /// With --live: fail (exit 1) when fewer than N scenarios with GPUs ran live (the rest were skipped;
+    /// CPU-only scenarios run anywhere and do not count).
     #[arg(long, value_name = "N", requires = "live")]
     require_live: Option<usize>,
     /// Judge this dispatch code instead of the built-in catalog: a command line ('CMD ARGS') or a
@@ -576,9 +577,13 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         return Err(CliError::DriverFailing(failing));
     }
     if let Some(required) = args.require_live {
+        // CPU-only scenarios run on any machine: only scenarios with GPUs prove the driver is there.
         let ran = plain
             .iter()
-            .filter(|report| !matches!(report.status, Status::Skipped(_)))
+            .zip(&scenarios)
+            .filter(|(report, scenario)| {
+                !scenario.host.gpus.is_empty() && !matches!(report.status, Status::Skipped(_))
+            })
             .count();
         if ran < required {
             return Err(CliError::TooFewLive { ran, required });

@@ -395,3 +395,22 @@ fn each_subcommand_documents_its_own_exit_codes() {
     let run = stdout(&devsim(&["run", "--help"]));
     assert!(run.contains("too few ran live"), "{run}");
 }
+
+#[test]
+fn require_live_counts_gpu_scenarios_only() {
+    // A CPU-only scenario runs live on any machine, so it never proves a GPU driver is there.
+    let output = devsim(&[
+        "run",
+        "--live",
+        "--require-live",
+        "1",
+        "--filter",
+        "live/cpu_moves_and_warmups.toml",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    assert!(
+        stderr(&output).contains("run 1 GPU scenario(s) live: only 0 ran"),
+        "{}",
+        stderr(&output)
+    );
+}
