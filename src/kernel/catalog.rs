@@ -32,7 +32,10 @@ const SWORDFISH_CC: &[ComputeCapability] = &[
 const RDNA4: &[&str] = &["gfx1200", "gfx1201"];
 const MACHETE_SMEM: u32 = 204_800;
 
-/// Every contract of the reference catalog, in CATALOG.md's order.
+/// Every contract of the reference catalog, in CATALOG.md's order: the declarations only. Some reference
+/// kernels have behaviour beyond their contract (AllSpark repacks on the device, bitsandbytes picks a
+/// per-vendor launch path), so a catalog rebuilt from these specs as plain `SpecKernel`s is *not* the
+/// reference catalog: get that whole with [`Catalog::reference`] or [`Catalog::reference_builder`].
 pub fn reference_specs() -> Vec<KernelSpec> {
     vec![
         KernelSpec::new("gptq_torch", Gptq, GPTQ_BITS, &[All]).priority(20),

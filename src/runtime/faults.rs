@@ -209,6 +209,15 @@ mod tests {
         fn device_count(&self) -> Result<u32, DriverError> {
             Ok(2)
         }
+        fn torch_device_count(&self) -> Result<u32, DriverError> {
+            Ok(2)
+        }
+        fn take_switches(&self) -> Vec<crate::runtime::ContextSwitch> {
+            Vec::new()
+        }
+        fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError> {
+            Ok(None)
+        }
         fn device_name(&self, _: u32) -> Result<String, DriverError> {
             Ok("scripted".into())
         }

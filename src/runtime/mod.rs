@@ -101,11 +101,10 @@ pub trait Runtime: Send + Sync {
     /// ordinals execution calls may use.
     fn device_count(&self) -> Result<u32, DriverError>;
     /// How many devices torch reports (`torch.cuda.device_count()`): the count dispatch code sees, which can
-    /// differ from the driver's under visible-device variables (see `crate::visible`). Runtimes that cannot
-    /// tell the two apart answer [`Runtime::device_count`].
-    fn torch_device_count(&self) -> Result<u32, DriverError> {
-        self.device_count()
-    }
+    /// differ from the driver's under visible-device variables (see `crate::visible`). A runtime that
+    /// cannot tell the two apart answers [`Runtime::device_count`]; a wrapper forwards it (no default, so a
+    /// wrapper cannot silently change what it reports).
+    fn torch_device_count(&self) -> Result<u32, DriverError>;
     /// A device's name.
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError>;
     /// A device's NVIDIA compute capability. HIP answers it too, with gfx-derived numbers.
@@ -134,14 +133,11 @@ pub trait Runtime: Send + Sync {
     fn load_extension(&self, name: &str) -> Result<(), DriverError>;
     /// The context switches this runtime made on its own on the calling thread since last asked, in order,
     /// handed over once (the [`Recorder`] puts them in the trace after the call that made them). Not a call.
-    fn take_switches(&self) -> Vec<ContextSwitch> {
-        Vec::new()
-    }
+    /// Required, like every method: a wrapper that forgot it would drop switches from the trace.
+    fn take_switches(&self) -> Vec<ContextSwitch>;
     /// Device memory in use, in bytes, summed over every visible GPU: what `retained_bytes` compares. Asked
     /// outside the trace (not a call, never faulted); `None` when the runtime cannot tell.
-    fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError> {
-        Ok(None)
-    }
+    fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError>;
 }
 
 /// A shared runtime is a runtime: a test keeps one handle on a wrapper while the runner owns another.

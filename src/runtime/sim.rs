@@ -130,6 +130,11 @@ impl Runtime for SimRuntime {
         self.host.torch
     }
 
+    fn take_switches(&self) -> Vec<crate::runtime::ContextSwitch> {
+        // The simulator switches contexts only when asked: there is nothing of its own to hand over.
+        Vec::new()
+    }
+
     fn device_count(&self) -> Result<u32, DriverError> {
         Ok(u32::try_from(self.visible.len()).unwrap_or(u32::MAX))
     }

@@ -4,7 +4,7 @@ use devsim::dispatch::Dispatch;
 use devsim::dispatch::selector::Selector;
 use devsim::kernel::{Catalog, Kernel};
 use devsim::runtime::DriverError;
-use devsim::runtime::{Buffer, LaunchOn, Place, Runtime};
+use devsim::runtime::{Buffer, ContextSwitch, LaunchOn, Place, Runtime};
 use devsim::trace::Trace;
 use devsim::vocab::TorchDevice;
 use devsim::{ComputeCapability, TorchBuild};
@@ -16,6 +16,7 @@ mock! {
     impl Runtime for Driver {
         fn build(&self) -> TorchBuild;
         fn device_count(&self) -> Result<u32, DriverError>;
+        fn torch_device_count(&self) -> Result<u32, DriverError>;
         fn device_name(&self, ordinal: u32) -> Result<String, DriverError>;
         fn nvidia_capability(&self, ordinal: u32) -> Result<ComputeCapability, DriverError>;
         fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError>;
@@ -29,6 +30,8 @@ mock! {
         fn launch(&self, on: LaunchOn, kernel: &str) -> Result<Place, DriverError>;
         fn synchronize(&self) -> Result<(), DriverError>;
         fn load_extension(&self, name: &str) -> Result<(), DriverError>;
+        fn take_switches(&self) -> Vec<ContextSwitch>;
+        fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError>;
     }
 }
 
@@ -47,6 +50,7 @@ fn hip_with_two_gpus() -> MockDriver {
     let mut driver = MockDriver::new();
     driver.expect_build().return_const(TorchBuild::Hip);
     driver.expect_device_count().returning(|| Ok(2));
+    driver.expect_torch_device_count().returning(|| Ok(2));
     driver
 }
 
@@ -112,6 +116,7 @@ fn a_warmup_whose_launch_fails_still_restores_the_callers_device() {
     let mut driver = MockDriver::new();
     driver.expect_build().return_const(TorchBuild::Cuda);
     driver.expect_device_count().returning(|| Ok(2));
+    driver.expect_torch_device_count().returning(|| Ok(2));
     driver.expect_get_device().returning(|| Ok(0));
     let mut sequence = mockall::Sequence::new();
     driver
@@ -149,6 +154,7 @@ fn a_move_whose_weights_read_back_differently_fails_and_still_frees_the_buffer()
     let mut driver = MockDriver::new();
     driver.expect_build().return_const(TorchBuild::Cpu);
     driver.expect_device_count().returning(|| Ok(0));
+    driver.expect_torch_device_count().returning(|| Ok(0));
     driver.expect_load_extension().returning(|_| Ok(()));
     driver.expect_alloc().times(1).returning(|_, bytes| {
         Ok(Buffer {

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use devsim::dispatch::{Dispatch, DispatchError};
 use devsim::kernel::{Catalog, CatalogError, Kernel, KernelSpec, Method};
-use devsim::runtime::{Buffer, DriverError, LaunchOn, Place, Runtime};
+use devsim::runtime::{Buffer, ContextSwitch, DriverError, LaunchOn, Place, Runtime};
 use devsim::vocab::{ComputeCapability, Family, TorchBuild, TorchDevice};
 
 /// The quantization method these kernels implement: not one devsim knows.
@@ -148,6 +148,9 @@ impl<R: Runtime> Runtime for LaunchLog<R> {
     fn device_count(&self) -> Result<u32, DriverError> {
         self.inner.device_count()
     }
+    fn torch_device_count(&self) -> Result<u32, DriverError> {
+        self.inner.torch_device_count()
+    }
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
         self.inner.device_name(ordinal)
     }
@@ -189,5 +192,11 @@ impl<R: Runtime> Runtime for LaunchLog<R> {
     }
     fn load_extension(&self, name: &str) -> Result<(), DriverError> {
         self.inner.load_extension(name)
+    }
+    fn take_switches(&self) -> Vec<ContextSwitch> {
+        self.inner.take_switches()
+    }
+    fn device_bytes_in_use(&self) -> Result<Option<u64>, DriverError> {
+        self.inner.device_bytes_in_use()
     }
 }

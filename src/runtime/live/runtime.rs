@@ -167,6 +167,11 @@ impl Runtime for LiveRuntime {
         self.build
     }
 
+    fn torch_device_count(&self) -> Result<u32, DriverError> {
+        // Live, the process's visible-device variables already narrowed the driver: both views agree.
+        self.device_count()
+    }
+
     fn device_count(&self) -> Result<u32, DriverError> {
         match &self.driver {
             Some(driver) => driver.device_count(),
