@@ -108,13 +108,26 @@ pub enum FromSubject {
 }
 
 /// One kernel of a handshake: a devsim name (protocol 1) or a declaration (protocol 2).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum KernelEntry {
     /// Protocol 1: the devsim catalog name only.
     Name(String),
     /// Protocol 2: the kernel's own declared contract.
     Declared(KernelDeclaration),
+}
+
+impl<'de> Deserialize<'de> for KernelEntry {
+    /// A string is a name; anything else must be a declaration, and its own error (an unknown or missing
+    /// key) is reported rather than serde's "did not match any variant".
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match serde_json::Value::deserialize(deserializer)? {
+            serde_json::Value::String(name) => Ok(KernelEntry::Name(name)),
+            other => serde_json::from_value(other)
+                .map(KernelEntry::Declared)
+                .map_err(|e| serde::de::Error::custom(format!("kernel declaration: {e}"))),
+        }
+    }
 }
 
 impl KernelEntry {

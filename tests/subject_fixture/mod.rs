@@ -58,6 +58,7 @@ pub fn serve(mode: &str) -> i32 {
         ],
         "unknown-family" => vec![declared("gptq_torch", &["amd"])],
         "bare-name-v2" => vec![json!("gptq_torch")],
+        "misspelled-declaration" => vec![json!({"name": "gptq_torch", "famillies": ["all"]})],
         "v1" => vec![],
         _ => vec![
             declared("gptq_marlin", &["cuda"]),
