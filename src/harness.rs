@@ -135,8 +135,9 @@ impl Harness {
                     }
                     (Some(context), Ok(scenario)) => match context.plan(&scenario) {
                         Ok(()) => {
-                            // CPU-only scenarios run on any machine: they prove no GPU ran.
-                            if !scenario.host.gpus.is_empty() {
+                            // CPU-only scenarios run on any machine, and a fake driver is no GPU:
+                            // neither proves the machine's GPUs ran.
+                            if !scenario.host.gpus.is_empty() && !context.machine.fake {
                                 runnable += 1;
                             }
                             let context = Arc::clone(context);

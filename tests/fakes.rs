@@ -234,6 +234,7 @@ fn faked_machine(profile: &HostSpec, env: &BTreeMap<String, String>) -> RealMach
     RealMachine {
         build: host.torch,
         library: Some("fake".into()),
+        fake: true,
         gpus: visible
             .iter()
             .map(|physical| {
@@ -395,6 +396,31 @@ fn archs(profile: &str) -> Vec<&str> {
         .filter_map(|line| line.strip_prefix("arch = \""))
         .map(|rest| rest.trim_end_matches('"'))
         .collect()
+}
+
+fn a_fake_is_named_fake_and_never_satisfies_require_live() {
+    let host = profile_path("h200x2");
+    let args = ["run", "--live", "--require-live", "1", "--filter", "live/h200x2"];
+    let refused = devsim(Fake::Cuda, &host, &[], &args);
+    let printed = format!("{}{}", text(&refused.stdout), text(&refused.stderr));
+    assert!(
+        printed.contains("live: FAKE DRIVER (devsim's stand-in, no real GPU)"),
+        "the header names the fake: {printed}"
+    );
+    assert_eq!(refused.status.code(), Some(1), "{printed}");
+    assert!(
+        printed.contains("the driver is one of devsim's fakes"),
+        "{printed}"
+    );
+    let mut allowed = args.to_vec();
+    allowed.push("--allow-fake");
+    let output = devsim(Fake::Cuda, &host, &[], &allowed);
+    assert!(
+        output.status.success(),
+        "--allow-fake counts them: {}{}",
+        text(&output.stdout),
+        text(&output.stderr)
+    );
 }
 
 fn probe_maps_the_fake_and_reads_the_profile() {
@@ -872,7 +898,11 @@ fn main() {
         .into_iter()
         .map(|(profile, fake)| trial(format!("replay::{profile}"), move || replay(fake, &profile)))
         .collect();
-    let others: [(&str, fn()); 11] = [
+    let others: [(&str, fn()); 12] = [
+        (
+            "a_fake_is_named_fake_and_never_satisfies_require_live",
+            a_fake_is_named_fake_and_never_satisfies_require_live,
+        ),
         (
             "uuid_masks_are_mapped_onto_the_real_gpus",
             uuid_masks_are_mapped_onto_the_real_gpus,

@@ -45,6 +45,14 @@ pub enum CliError {
         /// How many were required.
         required: usize,
     },
+    /// `run --live --require-live N` through one of devsim's fake drivers.
+    #[error(
+        "run {required} GPU scenario(s) live: the driver is one of devsim's fakes, which proves nothing about a GPU (pass --allow-fake in devsim's own tests)"
+    )]
+    FakeDriver {
+        /// How many were required.
+        required: usize,
+    },
     /// `probe --check-masks`: the driver showed other GPUs than devsim predicts under some masks.
     #[error("match the driver under {count} visible-device mask(s): devsim predicts other GPUs")]
     MasksDisagree {

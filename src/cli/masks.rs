@@ -356,6 +356,7 @@ fn machine_of(build: TorchBuild, gpus: &[ViewGpu]) -> Result<RealMachine, String
     Ok(RealMachine {
         build,
         library: None,
+        fake: false,
         gpus,
     })
 }
@@ -437,6 +438,7 @@ mod tests {
         RealMachine {
             build: TorchBuild::Cuda,
             library: None,
+            fake: false,
             gpus: vec![
                 gpu("GPU-5e8a1c2d-0b3f-4a6e-9c7d-1f2e3d4c5b6a"),
                 gpu("GPU-a1b2c3d4-0000-4000-8000-000000000001"),

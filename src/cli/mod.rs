@@ -374,6 +374,9 @@ struct RunArgs {
     /// with the reason. Exits 3 when a GPU driver is present but failing.
     #[arg(long)]
     live: bool,
+    /// With --require-live: count scenarios run through one of devsim's fake drivers (devsim's own tests).
+    #[arg(long, requires = "require_live")]
+    allow_fake: bool,
     /// With --live: fail (exit 1) when fewer than N scenarios with GPUs ran live (the rest were skipped;
     /// CPU-only scenarios run anywhere and do not count).
     #[arg(long, value_name = "N", requires = "live")]
@@ -396,6 +399,8 @@ struct Judged {
     subject: Box<dyn Subject>,
     live_description: Option<String>,
     driver_failing: Option<String>,
+    /// The live driver is one of devsim's fakes.
+    fake_driver: bool,
 }
 
 /// The subject `devsim run` judges: the given process, or the binary's own catalog (live or simulated).
@@ -414,13 +419,16 @@ fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
             subject: Box::new(subject),
             live_description: None,
             driver_failing: None,
+            fake_driver: false,
         });
     }
     let mut subject = catalog_subject(catalog);
     let mut live_description = None;
     let mut driver_failing = None;
+    let mut fake_driver = false;
     if args.live {
         let context = LiveContext::detect(std::env::current_exe().ok());
+        fake_driver = context.machine.fake;
         live_description = Some(context.describe());
         driver_failing = context
             .driver_failing()
@@ -431,6 +439,7 @@ fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
         subject: Box::new(subject),
         live_description,
         driver_failing,
+        fake_driver,
     })
 }
 
@@ -465,6 +474,7 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         mut subject,
         live_description,
         driver_failing,
+        fake_driver,
     } = subject_for(catalog, &args)?;
     if human {
         say!("subject: {}", subject.describe());
@@ -577,7 +587,11 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         return Err(CliError::DriverFailing(failing));
     }
     if let Some(required) = args.require_live {
-        // CPU-only scenarios run on any machine: only scenarios with GPUs prove the driver is there.
+        // CPU-only scenarios run on any machine: only scenarios with GPUs prove the driver is there, and
+        // never through one of devsim's fakes unless the run says it means to (devsim's own tests).
+        if fake_driver && !args.allow_fake {
+            return Err(CliError::FakeDriver { required });
+        }
         let ran = plain
             .iter()
             .zip(&scenarios)
@@ -920,6 +934,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
         }
         Err(
             error @ (CliError::TooFewLive { .. }
+            | CliError::FakeDriver { .. }
             | CliError::MasksDisagree { .. }
             | CliError::BaselineDiffers { .. }
             | CliError::CoverageGaps { .. }),

@@ -170,8 +170,14 @@ impl LiveContext {
                     .iter()
                     .map(|g| format!("{} ({})", g.name, g.arch))
                     .collect();
+                // A fake is never mistaken for the real thing: the header says so first.
+                let fake = if self.machine.fake {
+                    "FAKE DRIVER (devsim's stand-in, no real GPU): "
+                } else {
+                    ""
+                };
                 format!(
-                    "live: {} build through {library}: {} GPU(s) [{}]; {tensors}",
+                    "live: {fake}{} build through {library}: {} GPU(s) [{}]; {tensors}",
                     self.machine.build,
                     gpus.len(),
                     gpus.join(", ")
@@ -292,6 +298,7 @@ impl LiveContext {
         let child = RealMachine {
             build: self.machine.build,
             library: self.machine.library.clone(),
+            fake: self.machine.fake,
             gpus: visible
                 .iter()
                 .filter_map(|physical| self.machine.gpus.get(*physical).cloned())

@@ -337,6 +337,7 @@ fn a_probed_profile_of_a_simulated_machine_round_trips_through_the_loader() {
         let machine = RealMachine {
             build: host.torch,
             library: (!host.gpus.is_empty()).then(|| "libsimulated.so.1".to_string()),
+            fake: false,
             gpus: host
                 .gpus
                 .iter()

@@ -104,6 +104,13 @@ fn call(body: impl FnOnce(&Fake) -> Result<(), CUresult>) -> CUresult {
     })
 }
 
+/// `int devsim_fake_driver(void)`: the marker devsim looks for, so that this library is never taken for a
+/// real driver (the run header says FAKE DRIVER and `--require-live` does not count its scenarios).
+#[unsafe(no_mangle)]
+pub extern "C" fn devsim_fake_driver() -> c_int {
+    1
+}
+
 /// `CUresult cuInit(unsigned int Flags)`: loads the profile named by `DEVSIM_FAKE_HOST`.
 #[unsafe(no_mangle)]
 pub extern "C" fn cuInit(flags: c_uint) -> CUresult {

@@ -82,6 +82,13 @@ fn warp_size(arch: &str) -> c_int {
     }
 }
 
+/// `int devsim_fake_driver(void)`: the marker devsim looks for, so that this library is never taken for a
+/// real driver (the run header says FAKE DRIVER and `--require-live` does not count its scenarios).
+#[unsafe(no_mangle)]
+pub extern "C" fn devsim_fake_driver() -> c_int {
+    1
+}
+
 /// `hipError_t hipInit(unsigned int flags)`.
 #[unsafe(no_mangle)]
 pub extern "C" fn hipInit(flags: c_uint) -> HipError {

@@ -42,6 +42,8 @@ pub struct CudaApi {
     candidate: String,
     /// The file the loader mapped for it.
     path: String,
+    /// Whether it is one of devsim's fake drivers (it exports [`super::library::FAKE_MARKER`]).
+    fake: bool,
     pub cuInit: sys::cuInit_t,
     pub cuDriverGetVersion: sys::cuDriverGetVersion_t,
     pub cuDeviceGetCount: sys::cuDeviceGetCount_t,
@@ -101,6 +103,7 @@ impl CudaApi {
                 cuGetErrorString: resolve(lib, p, "cuGetErrorString")?,
                 candidate: p.to_owned(),
                 path: resolved_path(init as usize).unwrap_or_else(|| p.to_owned()),
+                fake: super::library::is_fake(lib),
             })
         }
     }
@@ -108,6 +111,11 @@ impl CudaApi {
     /// The file the loader mapped (e.g. `/usr/lib/x86_64-linux-gnu/libcuda.so.1`).
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// Whether it is one of devsim's fake drivers, never a real GPU.
+    pub fn is_fake(&self) -> bool {
+        self.fake
     }
 
     /// The candidate that opened, as written in [`CUDA_CANDIDATES`].
@@ -185,6 +193,11 @@ impl CudaDriver {
     /// The file the loader mapped.
     pub fn path(&self) -> &str {
         self.api.path()
+    }
+
+    /// Whether the library is one of devsim's fake drivers.
+    pub fn is_fake(&self) -> bool {
+        self.api.is_fake()
     }
 
     /// The raw layer, for calls this layer does not wrap.

@@ -15,6 +15,8 @@ pub trait GpuDriver: Send + Sync {
     fn build(&self) -> TorchBuild;
     /// The library that opened.
     fn path(&self) -> &str;
+    /// Whether it is one of devsim's fake drivers: its results are never live GPU results.
+    fn is_fake(&self) -> bool;
     /// Visible devices.
     fn device_count(&self) -> Result<u32, DriverError>;
     /// A device's name.
@@ -67,6 +69,9 @@ macro_rules! forward_gpu_driver {
             }
             fn path(&self) -> &str {
                 <$driver>::path(self)
+            }
+            fn is_fake(&self) -> bool {
+                <$driver>::is_fake(self)
             }
             fn device_count(&self) -> Result<u32, DriverError> {
                 <$driver>::device_count(self)

@@ -48,6 +48,8 @@ pub struct HipApi {
     candidate: String,
     /// The file the loader mapped for it.
     path: String,
+    /// Whether it is one of devsim's fake drivers (it exports [`super::library::FAKE_MARKER`]).
+    fake: bool,
     /// `hipRuntimeGetVersion`'s answer (`HIP_VERSION`: major * 10^7 + minor * 10^5 + patch).
     version: c_int,
     pub hipInit: sys::hipInit_t,
@@ -139,6 +141,7 @@ impl HipApi {
                 hipGetErrorString: resolve(lib, p, "hipGetErrorString")?,
                 candidate: p.to_owned(),
                 path,
+                fake: super::library::is_fake(lib),
                 version,
             })
         }
@@ -147,6 +150,11 @@ impl HipApi {
     /// The file the loader mapped (e.g. `/opt/rocm/lib/libamdhip64.so.6`).
     pub fn path(&self) -> &str {
         &self.path
+    }
+
+    /// Whether it is one of devsim's fake drivers, never a real GPU.
+    pub fn is_fake(&self) -> bool {
+        self.fake
     }
 
     /// The candidate that opened, as written in [`HIP_CANDIDATES`].
@@ -202,6 +210,11 @@ impl HipDriver {
     /// The candidate library that opened.
     pub fn path(&self) -> &str {
         self.api.path()
+    }
+
+    /// Whether the library is one of devsim's fake drivers.
+    pub fn is_fake(&self) -> bool {
+        self.api.is_fake()
     }
 
     /// The raw layer, for calls this layer does not wrap.

@@ -188,3 +188,12 @@ pub(crate) fn c_string(buffer: &[u8]) -> String {
     let end = buffer.iter().position(|&b| b == 0).unwrap_or(buffer.len());
     String::from_utf8_lossy(&buffer[..end]).into_owned()
 }
+
+/// The symbol devsim's fake drivers export so that they are never taken for a real driver.
+pub const FAKE_MARKER: &str = "devsim_fake_driver";
+
+/// Whether `lib` exports [`FAKE_MARKER`]: one of devsim's fakes, not a GPU driver.
+pub fn is_fake(lib: &Library) -> bool {
+    // SAFETY: only the symbol's presence is read; it is never called.
+    unsafe { lib.get::<unsafe extern "C" fn() -> i32>(FAKE_MARKER.as_bytes()) }.is_ok()
+}

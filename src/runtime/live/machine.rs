@@ -29,6 +29,8 @@ pub struct RealMachine {
     pub build: TorchBuild,
     /// The driver library that opened, if any.
     pub library: Option<String>,
+    /// Whether that library is one of devsim's fake drivers: then nothing here is a real GPU.
+    pub fake: bool,
     /// The visible GPUs, in ordinal order.
     pub gpus: Vec<RealGpu>,
 }
@@ -39,6 +41,7 @@ impl RealMachine {
         Self {
             build: TorchBuild::Cpu,
             library: None,
+            fake: false,
             gpus: Vec::new(),
         }
     }
@@ -48,6 +51,7 @@ impl RealMachine {
         Self {
             build,
             library: Some(library),
+            fake: false,
             gpus: Vec::new(),
         }
     }
@@ -78,6 +82,7 @@ impl RealMachine {
         Ok(Self {
             build,
             library: Some(driver.path().to_string()),
+            fake: driver.is_fake(),
             gpus,
         })
     }

@@ -397,6 +397,9 @@ mod tests {
         fn path(&self) -> &str {
             "scripted"
         }
+        fn is_fake(&self) -> bool {
+            true
+        }
         fn device_count(&self) -> Result<u32, DriverError> {
             Ok(2)
         }
