@@ -400,7 +400,14 @@ fn archs(profile: &str) -> Vec<&str> {
 
 fn a_fake_is_named_fake_and_never_satisfies_require_live() {
     let host = profile_path("h200x2");
-    let args = ["run", "--live", "--require-live", "1", "--filter", "live/h200x2"];
+    let args = [
+        "run",
+        "--live",
+        "--require-live",
+        "1",
+        "--filter",
+        "live/h200x2",
+    ];
     let refused = devsim(Fake::Cuda, &host, &[], &args);
     let printed = format!("{}{}", text(&refused.stdout), text(&refused.stderr));
     assert!(

@@ -163,6 +163,17 @@ pub fn expand(text: &str, context: &MatrixContext) -> Result<Option<Vec<Case>>, 
     }
     let mut blanked = text.to_string();
     blank(&mut blanked, section.header..section.body.end);
+    let per_case = executions_per_case(&blanked);
+    let executions = (total as u64).saturating_mul(per_case);
+    if executions > crate::scenario::model::Step::MAX_EXECUTIONS {
+        return Err(MatrixError::at(
+            section.header,
+            format!(
+                "expand [matrix]: its {total} cases ask for {executions} step executions (about {per_case} each, repeat included), more than the limit of {}",
+                crate::scenario::model::Step::MAX_EXECUTIONS
+            ),
+        ));
+    }
     check_placeholders(&blanked, &params)?;
     let mut cases = Vec::with_capacity(total);
     let mut index = vec![0usize; params.len()];
@@ -304,6 +315,27 @@ fn check_placeholders(text: &str, params: &[(String, Vec<Value>)]) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// An upper bound of one case's step executions, read from the text before any case is made: one per
+/// `[[step]]`, plus each literal `repeat = N` beyond the first run (a placeholder counts as the most a step
+/// may repeat).
+fn executions_per_case(text: &str) -> u64 {
+    let mut total = 0u64;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with("[[step]]") {
+            total += 1;
+        } else if let Some(value) = line.strip_prefix("repeat").map(str::trim_start) {
+            if let Some(value) = value.strip_prefix('=') {
+                let value = value.split('#').next().unwrap_or_default().trim();
+                let repeat = value
+                    .parse::<u64>()
+                    .unwrap_or(u64::from(crate::scenario::model::Step::MAX_REPEAT));
+                total += repeat.saturating_sub(1);
+            }
+        }
+    }
+    total.max(1)
 }
 
 /// Which kind of TOML string, if any, the byte at `offset` stands in (single-line strings, as matrix
@@ -658,6 +690,29 @@ mod tests {
                 .text
                 .as_ref()
                 .is_err_and(|e| e.contains("must stand inside a quoted string"))
+        );
+    }
+
+    #[test]
+    fn cases_together_stay_within_the_execution_budget() {
+        let catalog = Catalog::reference();
+        let values: Vec<String> = (0..100).map(|i| i.to_string()).collect();
+        let values = values.join(", ");
+        let steps = "[[step]]\naction = \"discover\"\n".repeat(101);
+        let file = format!("[matrix]\na = [{values}]\nb = [{values}]\n{steps}");
+        let error = expand(&file, &context(&catalog)).expect_err("10000 cases x 101 steps");
+        assert!(
+            error.message.contains("1010000 step executions"),
+            "{}",
+            error.message
+        );
+        let repeated = "[matrix]\na = [1, 2]\n[[step]]\nrepeat = 10000\n".to_string()
+            + &"[[step]]\nrepeat = 10000\n".repeat(50);
+        let error = expand(&repeated, &context(&catalog)).expect_err("repeat counts");
+        assert!(
+            error.message.contains("repeat included"),
+            "{}",
+            error.message
         );
     }
 

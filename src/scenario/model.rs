@@ -49,6 +49,9 @@ pub struct Step {
 impl Step {
     /// The most repetitions a step may ask for.
     pub const MAX_REPEAT: u32 = 10_000;
+    /// The most step executions (each step's `repeat`, summed) one scenario may ask for; a matrix's cases
+    /// together may ask for no more either. Every execution keeps its trace, so this bounds memory.
+    pub const MAX_EXECUTIONS: u64 = 1_000_000;
 }
 
 /// What a step does.

@@ -26,7 +26,7 @@ use crate::kernel::audit::Inventory;
 use crate::scenario::error::LoadError;
 use crate::scenario::format::{FORMAT_VERSION, ScenarioFile};
 use crate::scenario::matrix::{self, MatrixContext};
-use crate::scenario::model::{Scenario, TraceRules};
+use crate::scenario::model::{Scenario, Step, TraceRules};
 
 pub use corpus::{decode, find_scenarios, read_bounded, root_of, scenario_name};
 pub use hosts::{HOSTS_DIR, ProfileSources, SHIPPED, load_profile, profile_names};
@@ -202,6 +202,22 @@ pub fn parse_scenario(
         .enumerate()
         .map(|(i, step)| load_step(&source, catalog, i + 1, &step, host.torch))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut executions = 0u64;
+    for step in &steps {
+        executions += u64::from(step.repeat);
+        if executions > Step::MAX_EXECUTIONS {
+            return Err(LoadError::new(
+                path,
+                step.line,
+                1,
+                format!(
+                    "run the scenario: by step {} it asks for {executions} step executions (repeat included), more than the limit of {}",
+                    step.number,
+                    Step::MAX_EXECUTIONS
+                ),
+            ));
+        }
+    }
     if steps.is_empty() {
         let end = text.trim_end().len();
         return Err(source.error(
