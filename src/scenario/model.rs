@@ -49,9 +49,12 @@ pub struct Step {
 impl Step {
     /// The most repetitions a step may ask for.
     pub const MAX_REPEAT: u32 = 10_000;
-    /// The most step executions (each step's `repeat`, summed) one scenario may ask for; a matrix's cases
-    /// together may ask for no more either. Every execution keeps its trace, so this bounds memory.
+    /// The most step executions (each step's `repeat`, summed) one scenario may ask for. Every execution
+    /// keeps its trace, so this bounds memory (the largest accepted scenario peaks at about 850 MB).
     pub const MAX_EXECUTIONS: u64 = 1_000_000;
+    /// The most step executions a matrix's cases may ask for together: every case's report is kept for
+    /// the summary, findings and baselines, so this is lower than one scenario's budget.
+    pub const MAX_MATRIX_EXECUTIONS: u64 = 250_000;
 }
 
 /// What a step does.
