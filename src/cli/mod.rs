@@ -118,6 +118,13 @@ struct Selection {
     filters: Vec<String>,
 }
 
+impl Selection {
+    /// Whether a tag or filter narrows the run.
+    fn is_active(&self) -> bool {
+        !self.tags.is_empty() || !self.filters.is_empty()
+    }
+}
+
 /// Where scenarios' host profiles come from, and whether an empty run is acceptable.
 #[derive(clap::Args)]
 struct CorpusArgs {
@@ -312,8 +319,12 @@ fn load_selected(
         .into_iter()
         .filter(|e| filter.takes_name(&scenario_name(&e.path)))
         .collect();
-    let selecting = !selection.tags.is_empty() || !selection.filters.is_empty();
-    if selecting && total > 0 && scenarios.is_empty() && errors.is_empty() && !corpus.allow_empty {
+    if selection.is_active()
+        && total > 0
+        && scenarios.is_empty()
+        && errors.is_empty()
+        && !corpus.allow_empty
+    {
         // A typo in a CI filter must not go green on zero scenarios.
         let unknown: Vec<&String> = selection
             .tags
@@ -513,8 +524,7 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
                 });
             }
             // A filtered run compares only what it ran: the rest of the baseline is not a change.
-            let selected = !args.selection.tags.is_empty() || !args.selection.filters.is_empty();
-            let baseline = if selected {
+            let baseline = if args.selection.is_active() {
                 baseline.restricted_to(outcomes.outcomes.keys())
             } else {
                 baseline

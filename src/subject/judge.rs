@@ -159,17 +159,11 @@ impl<'a> Judge<'a> {
                     true
                 }
                 Decision::SetAside(why) => {
-                    self.set_aside
-                        .entry(why)
-                        .or_default()
-                        .insert(format!("{prefix}{key}"));
+                    remember(&mut self.set_aside, why, prefix, key);
                     false
                 }
                 Decision::NotApplicable(why) => {
-                    self.not_applicable
-                        .entry(why)
-                        .or_default()
-                        .insert(format!("{prefix}{key}"));
+                    remember(&mut self.not_applicable, why, prefix, key);
                     false
                 }
                 Decision::Unbacked(why) => {
@@ -365,6 +359,19 @@ impl<'a> Judge<'a> {
             (_, true) => Status::Passed,
         }
     }
+}
+
+/// Files `prefix``key` under the reason it was not judged.
+fn remember(
+    reasons: &mut BTreeMap<String, BTreeSet<String>>,
+    why: String,
+    prefix: &str,
+    key: &str,
+) {
+    reasons
+        .entry(why)
+        .or_default()
+        .insert(format!("{prefix}{key}"));
 }
 
 /// The observation fields an answer leaves out.
