@@ -129,7 +129,7 @@ pub struct ScenarioOutput {
 }
 
 /// One step's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepOutput {
     /// 1-based position.
     pub number: usize,
@@ -156,7 +156,7 @@ pub struct ErrorOutput {
 
 /// What a step produced; absent keys were not produced. The same for every subject: devsim's runner fills
 /// it, a protocol subject's answer is read into it, and expectations are compared with it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ObservedOutput {
     /// The error, if the step failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -200,6 +200,27 @@ pub struct ObservedOutput {
     /// Device bytes still allocated after the step's repetitions, against before the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retained_bytes: Option<i64>,
+    /// A live warmup that ran a forward: its output against an independent FP64 oracle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numerics: Option<NumericsOutput>,
+}
+
+/// A kernel's forward output compared with an independent FP64 dequantize-and-matmul oracle (the seed's
+/// check: `rtol = atol = 2e-3`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NumericsOutput {
+    /// The largest absolute difference between the kernel's output and the oracle's.
+    pub max_abs_error: f64,
+    /// The relative tolerance applied.
+    pub rtol: f64,
+    /// The absolute tolerance applied.
+    pub atol: f64,
+    /// Whether every element was within `atol + rtol * |oracle|`.
+    pub within: bool,
+    /// The problem shape, `MxKxN`, and the input dtype (`float16`), in the subject's words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
 }
 
 /// One trace entry; `call` and `gate` are the names trace rules use.

@@ -9,7 +9,11 @@
 //! One trial per shipped GPU profile replays the corpus: the scenarios that run live are exactly those
 //! whose host the faked machine satisfies, every one passes, and each step's trace equals the simulated
 //! run's. Further trials: `devsim probe` maps the fake, the visible-device variables apply, profile
-//! faults surface through the C ABI, and the C ABI itself answers with the drivers' codes.
+//! faults surface through the C ABI, and the C ABI itself answers with the drivers' codes. The
+//! `live_subject` trials run `devsim run --live --subject` with this test binary as the scripted
+//! fixture subject (`tests/subject_fixture`, started in a mode by `DEVSIM_FIXTURE_SUBJECT`).
+
+mod subject_fixture;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -868,6 +872,320 @@ fn uuid_masks_are_mapped_onto_the_real_gpus() {
     assert!(stdout.contains("2 passed, 0 failed, 0 skipped"), "{stdout}");
 }
 
+/// The scenarios of the live-subject trials, by file name: one a one-GPU CUDA fake satisfies, one with a
+/// repeated step (sent live, never skipped), and three it cannot run live: a HIP build, two GPUs, and a
+/// visible-device mask (the subject process runs under devsim's own environment).
+const LIVE_SUBJECT_SCENARIOS: [(&str, &str); 5] = [
+    (
+        "cuda_h200.toml",
+        r#"format = 1
+description = "CUDA spellings on one H200"
+
+[host]
+profile = "h200"
+
+[[step]]
+action = "normalize"
+device = "cuda:0"
+[step.expect]
+family = "cuda"
+ordinal = 0
+
+[[step]]
+action = "resolve"
+device = "cuda"
+[step.expect]
+family = "cuda"
+torch_device = "cuda"
+"#,
+    ),
+    (
+        "repeated_on_h200.toml",
+        r#"format = 1
+description = "A repeated step on one H200"
+
+[host]
+profile = "h200"
+
+[[step]]
+action = "resolve"
+device = "cuda:0"
+repeat = 3
+[step.expect]
+family = "cuda"
+torch_device = "cuda:0"
+"#,
+    ),
+    (
+        "hip_mi300x.toml",
+        r#"format = 1
+description = "A HIP build, which a CUDA machine cannot run"
+
+[host]
+profile = "mi300x"
+
+[[step]]
+action = "normalize"
+device = "cuda:0"
+[step.expect]
+family = "rocm"
+ordinal = 0
+"#,
+    ),
+    (
+        "cuda_h200x2.toml",
+        r#"format = 1
+description = "Two H200s"
+
+[host]
+profile = "h200x2"
+
+[[step]]
+action = "resolve"
+device = "cuda:1"
+[step.expect]
+family = "cuda"
+torch_device = "cuda:1"
+"#,
+    ),
+    (
+        "masked_h200x2.toml",
+        r#"format = 1
+description = "Two H200s behind a visible-device mask"
+
+[host]
+profile = "h200x2"
+env = { CUDA_VISIBLE_DEVICES = "1" }
+
+[[step]]
+action = "resolve"
+device = "cuda:0"
+[step.expect]
+family = "cuda"
+torch_device = "cuda:0"
+"#,
+    ),
+];
+
+/// A scratch folder holding [`LIVE_SUBJECT_SCENARIOS`] under `scenarios/` and one subject file per mode
+/// (`<mode>.toml`) starting this test binary as the fixture subject in that mode.
+fn live_subject_scratch(modes: &[&str]) -> TempDir {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let root = scratch.path().join("scenarios");
+    std::fs::create_dir_all(&root).expect("dir");
+    for (name, text) in LIVE_SUBJECT_SCENARIOS {
+        std::fs::write(root.join(name), text).expect("write a scenario");
+    }
+    let exe = std::env::current_exe().expect("this test binary");
+    for mode in modes {
+        let subject = format!(
+            "name = \"fixture\"\ncommand = [{exe:?}]\nstep_timeout_s = 5\nstart_timeout_s = 5\n\
+             env = {{ {} = \"{mode}\" }}\n",
+            subject_fixture::MODE
+        );
+        std::fs::write(scratch.path().join(format!("{mode}.toml")), subject).expect("write");
+    }
+    scratch
+}
+
+/// `devsim run --live --subject <mode>.toml <extra…> scenarios/` in `scratch`, through the CUDA fake
+/// answering from the shipped `profile`.
+fn live_subject_run(scratch: &TempDir, mode: &str, profile: &str, extra: &[&str]) -> Output {
+    let subject = scratch.path().join(format!("{mode}.toml"));
+    let root = scratch.path().join("scenarios");
+    let mut args = vec![
+        "run",
+        "--live",
+        "--subject",
+        subject.to_str().expect("a UTF-8 path"),
+    ];
+    args.extend_from_slice(extra);
+    args.push(root.to_str().expect("a UTF-8 path"));
+    devsim(Fake::Cuda, &profile_path(profile), &[], &args)
+}
+
+/// A report's status and reason, for assertions.
+fn outcome(by_name: &BTreeMap<String, Value>, name: &str) -> (String, String) {
+    let report = by_name
+        .get(name)
+        .unwrap_or_else(|| panic!("no report for {name}: {by_name:?}"));
+    (
+        report["status"].as_str().unwrap_or_default().to_string(),
+        report["reason"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+fn live_subject_runs_what_the_fake_machine_satisfies_and_skips_the_rest() {
+    let scratch = live_subject_scratch(&["live"]);
+    let output = live_subject_run(&scratch, "live", "h200", &["--format", "json"]);
+    let (value, by_name) = reports(&output);
+    let shown = format!("{value:#}\n{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert_eq!(value["mode"], "live", "{shown}");
+    assert_eq!(value["subject"]["name"], "fixture", "{shown}");
+    assert_eq!(value["subject"]["kind"], "process", "{shown}");
+    let machine = value["machine"].as_str().unwrap_or_default();
+    assert!(
+        machine.starts_with("live: FAKE DRIVER (devsim's stand-in, no real GPU)")
+            && machine.contains(&Fake::Cuda.describes())
+            && machine.contains("1 GPU(s)"),
+        "the machine is named a fake: {shown}"
+    );
+    assert_eq!(by_name.len(), LIVE_SUBJECT_SCENARIOS.len(), "{shown}");
+    for name in ["cuda_h200.toml", "repeated_on_h200.toml"] {
+        assert_eq!(
+            outcome(&by_name, name),
+            ("passed".into(), String::new()),
+            "{name}: {shown}"
+        );
+    }
+    let skipped = |name: &str, fragment: &str| {
+        let (status, reason) = outcome(&by_name, name);
+        assert!(
+            status == "skipped" && reason.contains(fragment),
+            "{name}: expected skipped with {fragment:?}, got {status}: {reason}\n{shown}"
+        );
+    };
+    let fake_cuda = fakes().folder(Fake::Cuda).join(cuda::LIBRARY);
+    skipped(
+        "hip_mi300x.toml",
+        &format!(
+            "wrong vendor: the scenario needs a hip build, this machine runs cuda ({})",
+            fake_cuda.display()
+        ),
+    );
+    skipped(
+        "cuda_h200x2.toml",
+        "too few GPUs: the scenario sees 2, 1 visible here",
+    );
+    skipped(
+        "masked_h200x2.toml",
+        "the live subject runs without visible-device variables",
+    );
+
+    // The human header: the subject, then the machine, a fake named as one first.
+    let output = live_subject_run(&scratch, "live", "h200", &[]);
+    let stdout = text(&output.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("subject: fixture 0.0.1 (process)"),
+        "{stdout}"
+    );
+    assert!(
+        lines
+            .next()
+            .is_some_and(|line| line.starts_with("live: FAKE DRIVER")),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with("subject fixture: 2 passed, 0 failed, 3 skipped"),
+        "{stdout}"
+    );
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+
+    // A machine with more GPUs than a scenario cannot narrow the one subject process: skipped.
+    let output = live_subject_run(&scratch, "live", "h200x2", &["--format", "json"]);
+    let (value, by_name) = reports(&output);
+    let shown = format!("{value:#}\n{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    assert_eq!(outcome(&by_name, "cuda_h200x2.toml").0, "passed", "{shown}");
+    for name in ["cuda_h200.toml", "repeated_on_h200.toml"] {
+        let (status, reason) = outcome(&by_name, name);
+        assert!(
+            status == "skipped"
+                && reason.contains("this machine has 2 GPU(s), more than the scenario's 1"),
+            "{name}: {status}: {reason}\n{shown}"
+        );
+    }
+}
+
+fn live_subject_that_cannot_reach_the_machine_fails() {
+    let scratch = live_subject_scratch(&["live-unreachable"]);
+    let output = live_subject_run(&scratch, "live-unreachable", "h200", &["--format", "json"]);
+    let (value, by_name) = reports(&output);
+    let shown = format!("{value:#}\n{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{shown}");
+    for name in ["cuda_h200.toml", "repeated_on_h200.toml"] {
+        let report = &by_name[name];
+        assert_eq!(report["status"], "failed", "{name}: never a skip: {shown}");
+        let said = report.to_string();
+        assert!(
+            said.contains("torch sees no GPU")
+                && said.contains("the subject to run the scenario on this machine, live"),
+            "{name}: {said}"
+        );
+    }
+    // What the machine cannot run is still skipped, never sent to the subject.
+    assert_eq!(outcome(&by_name, "hip_mi300x.toml").0, "skipped", "{shown}");
+    assert_eq!(value["summary"]["passed"], 0, "{shown}");
+
+    let output = live_subject_run(&scratch, "live-unreachable", "h200", &[]);
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains("FAILED  cuda_h200.toml")
+            && stdout.contains("answered `unsupported`: torch sees no GPU"),
+        "{stdout}"
+    );
+    assert!(
+        text(&output.stderr).contains("error: failed to pass 2 scenario(s)"),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+fn live_subject_require_live_counts_only_what_ran_and_never_a_fake_unasked() {
+    let scratch = live_subject_scratch(&["live"]);
+    let output = live_subject_run(&scratch, "live", "h200", &["--require-live", "1"]);
+    let printed = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    assert!(
+        printed.contains("the driver is one of devsim's fakes"),
+        "{printed}"
+    );
+    // Through --allow-fake: the two GPU scenarios that ran count, the three skipped do not.
+    let output = live_subject_run(
+        &scratch,
+        "live",
+        "h200",
+        &["--require-live", "2", "--allow-fake"],
+    );
+    let printed = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(0), "{printed}");
+    let output = live_subject_run(
+        &scratch,
+        "live",
+        "h200",
+        &["--require-live", "3", "--allow-fake"],
+    );
+    let printed = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert_eq!(output.status.code(), Some(1), "{printed}");
+    assert!(
+        printed.contains("run 3 GPU scenario(s) live: only 2 ran, the rest were skipped"),
+        "{printed}"
+    );
+}
+
+fn live_subject_without_live_in_its_handshake_is_refused() {
+    let scratch = live_subject_scratch(&["good"]);
+    let output = live_subject_run(&scratch, "good", "h200", &[]);
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: failed to replay subject `fixture` live: its handshake does not say `live`"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        text(&output.stdout).is_empty(),
+        "nothing runs: {}",
+        text(&output.stdout)
+    );
+}
+
 /// A trial whose body panics on failure; the panic message is the failure.
 fn trial(name: impl Into<String>, body: impl FnOnce() + Send + 'static) -> Trial {
     Trial::test(name, move || {
@@ -900,12 +1218,31 @@ fn gpu_profiles() -> Vec<(String, Fake)> {
 }
 
 fn main() {
+    if let Ok(mode) = std::env::var(subject_fixture::MODE) {
+        std::process::exit(subject_fixture::serve(&mode));
+    }
     let args = Arguments::from_args();
     let mut trials: Vec<Trial> = gpu_profiles()
         .into_iter()
         .map(|(profile, fake)| trial(format!("replay::{profile}"), move || replay(fake, &profile)))
         .collect();
-    let others: [(&str, fn()); 12] = [
+    let others: [(&str, fn()); 16] = [
+        (
+            "live_subject::runs_what_the_fake_machine_satisfies_and_skips_the_rest",
+            live_subject_runs_what_the_fake_machine_satisfies_and_skips_the_rest,
+        ),
+        (
+            "live_subject::that_cannot_reach_the_machine_fails",
+            live_subject_that_cannot_reach_the_machine_fails,
+        ),
+        (
+            "live_subject::require_live_counts_only_what_ran_and_never_a_fake_unasked",
+            live_subject_require_live_counts_only_what_ran_and_never_a_fake_unasked,
+        ),
+        (
+            "live_subject::without_live_in_its_handshake_is_refused",
+            live_subject_without_live_in_its_handshake_is_refused,
+        ),
         (
             "a_fake_is_named_fake_and_never_satisfies_require_live",
             a_fake_is_named_fake_and_never_satisfies_require_live,

@@ -122,18 +122,24 @@ fn committed_schema_is_current() -> Result<(), Failed> {
     Ok(())
 }
 
-/// Runs the `devsim` binary in the repository root.
-fn devsim(args: &[&str]) -> Result<(bool, String, String), Failed> {
+/// Runs the `devsim` binary in the repository root: its exit code, stdout and stderr.
+fn devsim_code(args: &[&str]) -> Result<(Option<i32>, String, String), Failed> {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_devsim"))
         .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .map_err(|e| Failed::from(e.to_string()))?;
     Ok((
-        output.status.success(),
+        output.status.code(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     ))
+}
+
+/// Runs the `devsim` binary in the repository root: whether it succeeded, stdout and stderr.
+fn devsim(args: &[&str]) -> Result<(bool, String, String), Failed> {
+    let (code, out, err) = devsim_code(args)?;
+    Ok((code == Some(0), out, err))
 }
 
 /// A subject file in `dir` that starts this binary as the fixture subject in `mode`.
@@ -307,10 +313,15 @@ fn cli_check_live_and_bench() -> Result<(), Failed> {
         &out,
         &err,
     )?;
-    let (ok, out, err) = devsim(&["run", "--live", "--subject", &good])?;
+    // A subject whose handshake does not say `live` is refused before any scenario, whatever the machine.
+    let (code, out, err) = devsim_code(&["run", "--live", "--subject", &good])?;
     expect(
-        !ok && err.contains("process subjects run on the simulated runtime only"),
-        "--live --subject is refused",
+        code == Some(2)
+            && err.contains(
+                "error: failed to replay subject `fixture` live: its handshake does not say `live`",
+            )
+            && out.is_empty(),
+        "--live --subject with a subject that cannot run live exits 2 naming it, running nothing",
         &out,
         &err,
     )?;

@@ -103,14 +103,6 @@ pub enum CliError {
         /// The subject judged now.
         judged: String,
     },
-    /// `--live` with a process subject.
-    #[error(
-        "replay subject `{subject}` live: process subjects run on the simulated runtime only (drop --live)"
-    )]
-    LiveSubject {
-        /// The subject as given.
-        subject: String,
-    },
     /// JSON output could not be written.
     #[error("write json: {0}")]
     Json(#[from] serde_json::Error),

@@ -417,20 +417,33 @@ struct Judged {
 /// The subject `devsim run` judges: the given process, or the binary's own catalog (live or simulated).
 fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
     if let Some(subject) = &args.subject {
-        if args.live {
-            return Err(CliError::LiveSubject {
-                subject: subject.clone(),
-            });
-        }
-        let subject = ProcessSubject::start(SubjectSpec::parse(subject)?)?;
+        let spec = SubjectSpec::parse(subject)?;
+        let (mut live_description, mut driver_failing, mut fake_driver) = (None, None, false);
+        let subject = if args.live {
+            // The subject runs the scenarios itself, on the real torch: no worker processes of devsim's.
+            let context = LiveContext::detect(None);
+            fake_driver = context.machine.fake;
+            driver_failing = context
+                .driver_failing()
+                .then(|| context.unavailable.join("; "));
+            let description = context.describe();
+            let subject = ProcessSubject::start_live(spec, context)?;
+            live_description = Some(format!(
+                "{description} (subject {} runs them on the real torch)",
+                subject.capabilities().name
+            ));
+            subject
+        } else {
+            ProcessSubject::start(spec)?
+        };
         if let Some(warning) = subject.capabilities().deprecation() {
             warn!("{warning}");
         }
         return Ok(Judged {
             subject: Box::new(subject),
-            live_description: None,
-            driver_failing: None,
-            fake_driver: false,
+            live_description,
+            driver_failing,
+            fake_driver,
         });
     }
     let mut subject = catalog_subject(catalog);
@@ -606,7 +619,8 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
             .iter()
             .zip(&scenarios)
             .filter(|(report, scenario)| {
-                !scenario.host.gpus.is_empty() && !matches!(report.status, Status::Skipped(_))
+                !scenario.host.gpus.is_empty()
+                    && matches!(report.status, Status::Passed | Status::Failed)
             })
             .count();
         if ran < required {

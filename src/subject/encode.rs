@@ -56,6 +56,7 @@ pub fn step(scenario: &str, step: &Step) -> StepMessage {
         scope: None,
         mode: None,
         ordinal: None,
+        repeat: None,
     };
     match &step.action {
         Action::Normalize(device) | Action::Resolve(device) => {

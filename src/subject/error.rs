@@ -61,6 +61,14 @@ pub enum SubjectError {
         /// The tail of the subject's stderr, prefixed with a newline, or empty.
         stderr: String,
     },
+    /// `run --live --subject` with a subject whose handshake does not say `live`.
+    #[error(
+        "replay subject `{subject}` live: its handshake does not say `live`, so it can only simulate hosts (drop --live, or give it a live mode: docs/subject-protocol.md)"
+    )]
+    NotLive {
+        /// The subject's name.
+        subject: String,
+    },
     /// The subject speaks another protocol version.
     #[error(
         "speak protocol {got} with subject `{subject}`: this devsim speaks protocol {expected} and still accepts 1 (deprecated)"

@@ -217,6 +217,7 @@ impl<'a> Judge<'a> {
         let mut mismatches = compare(&expect, observed, entries);
         mismatches.extend(unbacked);
         mismatches.extend(self.declared(step, observed));
+        mismatches.extend(numerics(observed));
         mismatches
     }
 
@@ -389,7 +390,7 @@ fn absent_fields(message: &ObservedMessage) -> BTreeSet<&'static str> {
         ("archs", message.archs.is_some()),
         ("torch_device_count", message.torch_device_count.is_some()),
         ("runtime_devices", message.runtime_devices.is_some()),
-        ("retained_bytes", false),
+        ("retained_bytes", message.retained_bytes.is_some()),
     ];
     fields
         .into_iter()
@@ -481,9 +482,34 @@ pub fn observed(
         archs: message.archs.clone(),
         torch_device_count: message.torch_device_count,
         runtime_devices: message.runtime_devices.clone(),
-        retained_bytes: None,
+        retained_bytes: message.retained_bytes,
+        numerics: message.numerics.clone(),
     };
     Ok((observed, entries))
+}
+
+/// A live warmup's forward against the FP64 oracle: outside the tolerance is a failure of the kernel's own
+/// contract (it computes the wrong result), whatever the scenario expects.
+fn numerics(observed: &Observed) -> Option<Mismatch> {
+    let numerics = observed.numerics.as_ref()?;
+    let finite = numerics.max_abs_error.is_finite();
+    (!numerics.within || !finite).then(|| Mismatch {
+        key: "numerics".into(),
+        expected: format!(
+            "the forward within atol + rtol·|oracle| of the FP64 dequantize-and-matmul oracle (rtol = {}, atol = {})",
+            numerics.rtol, numerics.atol
+        ),
+        actual: format!(
+            "max |error| {:e}{}",
+            numerics.max_abs_error,
+            numerics
+                .shape
+                .as_ref()
+                .map(|s| format!(" ({s})"))
+                .unwrap_or_default()
+        ),
+        conformance: Some(Conformance::contract()),
+    })
 }
 
 #[cfg(test)]
@@ -503,6 +529,7 @@ mod tests {
             declared: Vec::new(),
             levels: levels.iter().copied().collect(),
             observes: None,
+            live: false,
         }
     }
 

@@ -12,6 +12,7 @@ use crate::child::{Connection, Incoming, Silence};
 use crate::conformance::Level;
 use crate::kernel::Catalog;
 use crate::scenario::expect::Mismatch;
+use crate::scenario::live::LiveContext;
 use crate::scenario::model::Action;
 use crate::scenario::run::StepReport;
 use crate::scenario::{Scenario, ScenarioReport, Status};
@@ -45,6 +46,8 @@ pub struct Capabilities {
     pub levels: BTreeSet<Level>,
     /// Per action, the fields it observes; `None`: every field (protocol 1).
     pub observes: Option<BTreeMap<String, BTreeSet<String>>>,
+    /// Whether it can run scenarios live, on the real machine.
+    pub live: bool,
 }
 
 impl Capabilities {
@@ -70,6 +73,8 @@ pub struct ProcessSubject {
     capabilities: Capabilities,
     connection: Option<Connection>,
     start_time: Duration,
+    /// The real machine, in a live run.
+    live: Option<LiveContext>,
 }
 
 /// Why one scenario's exchange broke down.
@@ -82,13 +87,73 @@ impl ProcessSubject {
     /// Starts the subject and completes the handshake; every error here means nothing can be judged.
     pub fn start(spec: SubjectSpec) -> Result<Self, SubjectError> {
         let started = Instant::now();
-        let (connection, capabilities) = connect(&spec)?;
+        let (connection, capabilities) = connect(&spec, false)?;
         Ok(Self {
             spec,
             capabilities,
             connection: Some(connection),
             start_time: started.elapsed(),
+            live: None,
         })
+    }
+
+    /// Starts the subject for a live run: `hello` says `live`, and a handshake that does not say `live`
+    /// back is refused. Scenarios the machine satisfies go to the subject to run on the real torch; the
+    /// rest are skipped with the machine's reason.
+    pub fn start_live(spec: SubjectSpec, live: LiveContext) -> Result<Self, SubjectError> {
+        let started = Instant::now();
+        let (connection, capabilities) = connect(&spec, true)?;
+        if !capabilities.live {
+            connection.close(Duration::from_secs(2));
+            return Err(SubjectError::NotLive {
+                subject: capabilities.name,
+            });
+        }
+        Ok(Self {
+            spec,
+            capabilities,
+            connection: Some(connection),
+            start_time: started.elapsed(),
+            live: Some(live),
+        })
+    }
+
+    /// The real machine, in a live run.
+    pub fn live_context(&self) -> Option<&LiveContext> {
+        self.live.as_ref()
+    }
+
+    /// In a live run, why `scenario` cannot be sent to the subject on this machine (a skip), if it cannot.
+    fn not_here(&self, scenario: &Scenario) -> Option<String> {
+        let live = self.live.as_ref()?;
+        if let Some(reason) = scenario.host.views_differ() {
+            return Some(reason);
+        }
+        if !scenario.host.env.is_empty() {
+            // The subject process runs under devsim's own environment; a mask would have to be set before
+            // its torch starts, which one long-lived subject process cannot do per scenario.
+            return Some(
+                "the live subject runs without visible-device variables (host.env needs a subject started under them)"
+                    .into(),
+            );
+        }
+        if scenario.host.torch == crate::vocab::TorchBuild::Cpu && !live.machine.gpus.is_empty() {
+            // devsim's own live runtime can run a CPU build anywhere; a subject's real torch is this
+            // machine's GPU build, which nothing short of faking could turn into a CPU-only one.
+            return Some(format!(
+                "a CPU-build scenario: this machine's torch is a {} build driving {} GPU(s), which the live subject does not hide",
+                live.machine.build,
+                live.machine.gpus.len()
+            ));
+        }
+        if live.machine.restrict_to(&scenario.host).is_some() {
+            return Some(format!(
+                "this machine has {} GPU(s), more than the scenario's {}, and the live subject sees them all",
+                live.machine.gpus.len(),
+                scenario.host.gpus.len()
+            ));
+        }
+        live.runnable_here(scenario).err()
     }
 
     /// What the subject said it can do.
@@ -161,16 +226,26 @@ impl ProcessSubject {
             timeout,
         };
         let mut skipped = None;
+        let live = self.live.is_some();
+        let mut refused_live = None;
         let expected = format!("`ready` or `unsupported` for scenario {name}");
         let (answer, line) = session.ask(
             &ToSubject::Scenario {
                 name: name.clone(),
                 host,
+                live,
             },
             &expected,
         )?;
         match answer {
             FromSubject::Ready { scenario: s } if s == name => {}
+            // Live, there is no host to simulate: a subject that cannot take a scenario the machine
+            // satisfies could not reach the machine, which fails the run (never a skip, never a pass).
+            FromSubject::Unsupported {
+                scenario: s,
+                number: None,
+                reason,
+            } if s == name && live => refused_live = Some(reason),
             FromSubject::Unsupported {
                 scenario: s,
                 number: None,
@@ -182,12 +257,15 @@ impl ProcessSubject {
             u32::try_from(scenario.host.visible().map_or(0, |v| v.len())).unwrap_or(u32::MAX);
         let mut judge = Judge::new(&self.capabilities, scenario.host.torch, visible_count);
         let mut entries = Vec::new();
-        if skipped.is_none() {
+        if skipped.is_none() && refused_live.is_none() {
             for step in &scenario.steps {
                 let expected = format!("`observed` or `unsupported` for step {}", step.number);
                 let started = Instant::now();
-                let (answer, line) =
-                    session.ask(&ToSubject::Step(encode::step(&name, step)), &expected)?;
+                let mut message = encode::step(&name, step);
+                if live && step.repeat > 1 {
+                    message.repeat = Some(step.repeat);
+                }
+                let (answer, line) = session.ask(&ToSubject::Step(message), &expected)?;
                 let elapsed = started.elapsed();
                 match answer {
                     FromSubject::Observed(message)
@@ -223,6 +301,14 @@ impl ProcessSubject {
         )?;
         if !matches!(&answer, FromSubject::Done { scenario } if *scenario == name) {
             return Err(out_of_order(expected, &line));
+        }
+        if let Some(reason) = refused_live {
+            return Ok(self.failed(
+                scenario,
+                std::mem::take(steps),
+                "the subject to run the scenario on this machine, live".into(),
+                format!("it answered `unsupported`: {reason}"),
+            ));
         }
         let trace_mismatches = if skipped.is_none() {
             judge.scenario(&scenario.trace_rules, &scenario.trace_levels, &entries)
@@ -279,13 +365,17 @@ impl ProcessSubject {
                 "the subject protocol carries no fault injection (host.fault)",
             );
         }
-        if scenario
-            .steps
-            .iter()
-            .any(|step| step.repeat > 1 || step.expect.retained_bytes.is_some())
+        if let Some(reason) = self.not_here(scenario) {
+            return ScenarioReport::skipped(scenario, reason);
+        }
+        if self.live.is_none()
+            && scenario
+                .steps
+                .iter()
+                .any(|step| step.repeat > 1 || step.expect.retained_bytes.is_some())
         {
-            // Repetitions and device memory are measured around devsim's runtime; protocol v1 sends one
-            // action per step and reports no memory.
+            // Simulated, repetitions and device memory are measured around devsim's runtime, which a
+            // subject does not run on; live, the subject repeats the step and reads the real allocator.
             return ScenarioReport::skipped(
                 scenario,
                 "the subject protocol carries no repeated steps or retained memory (repeat, retained_bytes)",
@@ -298,7 +388,7 @@ impl ProcessSubject {
             };
         }
         if self.connection.is_none() {
-            match connect(&self.spec) {
+            match connect(&self.spec, self.live.is_some()) {
                 Ok((connection, _)) => self.connection = Some(connection),
                 Err(error) => {
                     return self.failed(
@@ -427,8 +517,8 @@ fn stderr_block(tail: &str) -> String {
     block
 }
 
-/// Starts the process, says hello and checks the handshake.
-fn connect(spec: &SubjectSpec) -> Result<(Connection, Capabilities), SubjectError> {
+/// Starts the process, says hello (for a live session when `live`) and checks the handshake.
+fn connect(spec: &SubjectSpec, live: bool) -> Result<(Connection, Capabilities), SubjectError> {
     let Some((program, args)) = spec.command.split_first() else {
         return Err(SubjectError::EmptyCommand {
             subject: spec.name.clone(),
@@ -452,6 +542,7 @@ fn connect(spec: &SubjectSpec) -> Result<(Connection, Capabilities), SubjectErro
     let hello = ToSubject::Hello {
         protocol: PROTOCOL,
         devsim: env!("CARGO_PKG_VERSION").into(),
+        live,
     };
     let hello = serde_json::to_string(&hello).unwrap_or_default();
     if connection.send(&hello).is_err() {
@@ -500,8 +591,9 @@ fn connect(spec: &SubjectSpec) -> Result<(Connection, Capabilities), SubjectErro
             messages,
             levels,
             observes,
+            live,
         }) => match capabilities(
-            protocol, subject, actions, kernels, events, messages, levels, observes,
+            protocol, subject, actions, kernels, events, messages, levels, observes, live,
         ) {
             Ok(capabilities) => capabilities,
             Err(problem) => {
@@ -537,6 +629,7 @@ fn capabilities(
     messages: Wording,
     levels: Vec<Level>,
     observes: Option<BTreeMap<String, Vec<String>>>,
+    live: bool,
 ) -> Result<Capabilities, String> {
     let mut names = Vec::with_capacity(kernels.len());
     let mut declared = Vec::new();
@@ -574,8 +667,8 @@ fn capabilities(
             }
         }
     }
-    if protocol < 2 && (!levels.is_empty() || observes.is_some()) {
-        return Err("`levels` and `observes` are protocol 2 fields".into());
+    if protocol < 2 && (!levels.is_empty() || observes.is_some() || live) {
+        return Err("`levels`, `observes` and `live` are protocol 2 fields".into());
     }
     let observes = observes.map(|map| {
         map.into_iter()
@@ -593,6 +686,7 @@ fn capabilities(
         declared,
         levels: levels.into_iter().collect(),
         observes,
+        live,
     })
 }
 

@@ -24,13 +24,22 @@ pub enum ToSubject {
         protocol: u32,
         /// devsim's version.
         devsim: String,
+        /// This session runs live (`run --live --subject`): the subject prepares the real torch instead
+        /// of a simulated host, and says `live` in its handshake if it can.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        live: bool,
     },
     /// A scenario begins on this host.
     Scenario {
         /// The scenario's name (its path under the scenario root).
         name: String,
-        /// The host the subject must pretend to run on.
+        /// The host the subject must pretend to run on; in a live run, the real machine's host, which the
+        /// subject must not simulate.
         host: HostMessage,
+        /// A live run: run the code under test on the real machine and its real torch, recording trace events
+        /// by wrapping the calls, never by faking them. Only sent to a subject whose handshake says `live`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        live: bool,
     },
     /// One step to perform.
     Step(StepMessage),
@@ -53,6 +62,8 @@ pub enum Wording {
 }
 
 /// A message from the subject to devsim.
+// `Observed` is most of the traffic: boxing it would allocate per step to shrink the rare handshake.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FromSubject {
@@ -82,6 +93,10 @@ pub enum FromSubject {
         /// every field is observed (protocol 1).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         observes: Option<BTreeMap<String, Vec<String>>>,
+        /// Whether it can run scenarios live (`run --live --subject`): on the real machine, its warmups
+        /// running the real kernels.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        live: bool,
     },
     /// The subject is ready for the scenario's steps.
     Ready {
@@ -238,6 +253,10 @@ pub struct StepMessage {
     /// The ordinal to make current (set_device).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ordinal: Option<u32>,
+    /// How many times to perform it (live runs only; absent: once). The answer is the last repetition's,
+    /// with `retained_bytes` measured across all of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<u32>,
 }
 
 /// A selector as written, plus the form the subject builds in its own language.
@@ -271,7 +290,7 @@ pub enum SelectorMessage {
 /// What a step produced; absent fields were not produced. Read into [`crate::output::ObservedOutput`] for
 /// judging, but its own type: the protocol is versioned apart from devsim's JSON output, states `ok`
 /// explicitly, and refuses unknown fields (which serde cannot do through a flattened shared struct).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObservedMessage {
     /// The scenario it answers.
@@ -324,6 +343,13 @@ pub struct ObservedMessage {
     /// Discover: the arch at each ordinal the driver or ROCm runtime exposes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_devices: Option<Vec<String>>,
+    /// A live warmup that ran a forward: its output against an independent FP64 oracle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numerics: Option<crate::output::NumericsOutput>,
+    /// A live step: device bytes the real allocator still held after the step's repetitions, against
+    /// before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retained_bytes: Option<i64>,
     /// The recorded events, in order.
     pub trace: Vec<TraceEvent>,
 }

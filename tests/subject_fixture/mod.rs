@@ -1,7 +1,9 @@
 //! A scripted subject for the protocol tests: the test binary runs itself as this subject when
 //! `DEVSIM_FIXTURE_SUBJECT` names a mode. `good` implements `normalize` and `resolve` (through devsim's
 //! own normalization, so its answers are right by construction); every other mode breaks the protocol or
-//! the answers in one deliberate way.
+//! the answers in one deliberate way. `live` is `good` that also says `live` in its handshake (it answers
+//! live scenarios as it answers simulated ones); `live-unreachable` says `live` too but answers every live
+//! scenario `unsupported`, as a subject whose torch sees no GPU would.
 
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -36,10 +38,18 @@ pub fn serve(mode: &str) -> i32 {
         return 1;
     };
     eprintln!("fixture subject: mode {mode}");
-    let offered = serde_json::from_str::<Value>(&hello)
-        .ok()
-        .and_then(|h| h["protocol"].as_u64())
-        .unwrap_or(1);
+    let hello = serde_json::from_str::<Value>(&hello).unwrap_or(Value::Null);
+    let offered = hello["protocol"].as_u64().unwrap_or(1);
+    let live = matches!(mode, "live" | "live-unreachable");
+    // A live session says so in `hello`, and only as `true`.
+    let live_session = match hello.get("live") {
+        None => false,
+        Some(Value::Bool(true)) => true,
+        Some(other) => {
+            eprintln!("fixture subject: unexpected `live` in hello: {other}");
+            return 1;
+        }
+    };
     let protocol = match mode {
         "wrong-version" => 3,
         "v1" => 1,
@@ -100,10 +110,14 @@ pub fn serve(mode: &str) -> i32 {
         };
         handshake["observes"] =
             json!({"normalize": target, "resolve": target, "validate": ["ok", "error"]});
+        if live {
+            handshake["live"] = json!(true);
+        }
     }
     say(handshake);
     let crash_once = std::env::var_os(STATE).map(|dir| PathBuf::from(dir).join("crashed"));
     let mut host = Value::Null;
+    let mut in_live = false;
     for line in lines {
         let Ok(line) = line else { return 1 };
         let Ok(message) = serde_json::from_str::<Value>(&line) else {
@@ -113,7 +127,26 @@ pub fn serve(mode: &str) -> i32 {
         match message["type"].as_str() {
             Some("scenario") => {
                 host = message["host"].clone();
-                if mode == "unsupported-host" {
+                // devsim sends `live` only to a subject that declared it, only as `true`, and on every
+                // scenario of a live session.
+                in_live = match message.get("live") {
+                    None => false,
+                    Some(Value::Bool(true)) if live => true,
+                    Some(other) => {
+                        eprintln!("fixture subject: unexpected `live`: {other}");
+                        return 1;
+                    }
+                };
+                if in_live != live_session {
+                    eprintln!(
+                        "fixture subject: a scenario with live = {in_live} in a session whose hello said live = {live_session}"
+                    );
+                    return 1;
+                }
+                if mode == "live-unreachable" && in_live {
+                    say(json!({"type": "unsupported", "scenario": message["name"],
+                               "reason": "torch sees no GPU"}));
+                } else if mode == "unsupported-host" {
                     say(json!({"type": "unsupported", "scenario": message["name"],
                                "reason": "fixture cannot simulate this host"}));
                 } else {
@@ -123,6 +156,13 @@ pub fn serve(mode: &str) -> i32 {
             Some("end") => say(json!({"type": "done", "scenario": scenario})),
             Some("step") => {
                 let number = message["number"].as_u64().unwrap_or(0);
+                // `repeat` comes only in a live scenario, and only above 1.
+                if let Some(repeat) = message.get("repeat") {
+                    if !in_live || repeat.as_u64().is_none_or(|n| n < 2) {
+                        eprintln!("fixture subject: unexpected `repeat`: {repeat}");
+                        return 1;
+                    }
+                }
                 let mut answer = good(&host, &message);
                 match mode {
                     "crash" => {

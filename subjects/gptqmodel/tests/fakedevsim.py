@@ -65,8 +65,11 @@ class Driver:
 
     # -- exchanges
 
-    def hello(self, protocol: int = 1) -> dict:
-        self.send({"type": "hello", "protocol": protocol, "devsim": "0.2.0"})
+    def hello(self, protocol: int = 1, live: bool = False) -> dict:
+        hello: dict[str, Any] = {"type": "hello", "protocol": protocol, "devsim": "0.2.0"}
+        if live:
+            hello["live"] = True
+        self.send(hello)
         self.handshake = self.read()
         self.handshake_s = time.monotonic() - self.started
         if self.handshake["type"] != "handshake":

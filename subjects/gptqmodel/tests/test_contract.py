@@ -11,7 +11,7 @@ from conftest import PACKAGE
 from fakedevsim import CPU, H200X2, R9700X2, Driver, fam, host, o, s, tdev
 
 OBSERVED = {"ok", "error", "family", "ordinal", "torch_device", "ran_on", "lands_on", "current_after", "selected",
-            "covers", "vendor", "archs", "torch_device_count", "runtime_devices"}
+            "covers", "vendor", "archs", "torch_device_count", "runtime_devices", "retained_bytes"}
 DEVICE_FAMILIES = {"cuda": "cuda", "rocm": "rocm", "cpu": "cpu", "xpu": "xpu", "mps": "mps", "all": "all"}
 KERNELS = tomllib.loads((PACKAGE / "devsim_subject_gptqmodel" / "kernels.toml").read_text())
 

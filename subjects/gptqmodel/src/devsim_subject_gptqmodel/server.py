@@ -273,6 +273,70 @@ def describe(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}"
 
 
+# ----------------------------------------------------------------------------------------------- live
+
+
+class LiveServer:
+    """A live run (hello says `live`): scenarios run one after another in this process, on the real torch.
+
+    No fork: CUDA state does not survive one. Each scenario's host is checked against the machine and its current
+    device made current (`Subject.enter`); at `end` the device that was current before is current again, also
+    after a step failed."""
+
+    def __init__(self, subject: Any, out: IO[bytes], reader: LineReader) -> None:
+        self.subject = subject
+        self.out = out
+        self.reader = reader
+        self.scenario: str | None = None  # the running scenario, or one answered `unsupported` until its end
+
+    def write(self, msg: dict) -> None:
+        self.out.write(encode(msg))
+
+    def serve(self) -> int:
+        from .fakehost import Host
+        from .subject import ProtocolError
+
+        while True:
+            line = self.reader.next()
+            if line is None:
+                self.subject.runtime.leave()
+                return 0
+            if not line.strip():
+                continue
+            msg = parse(line)
+            kind = msg["type"]
+            name = msg.get("name") if kind == "scenario" else msg.get("scenario")
+            if kind == "scenario":
+                if not isinstance(name, str) or not isinstance(msg.get("host"), dict):
+                    raise Fatal(f"a scenario message needs a name and a host: {json.dumps(msg)[:200]}")
+                self.subject.runtime.leave()
+                self.scenario = name
+                try:
+                    host = Host.from_message(msg["host"])
+                except (KeyError, TypeError, ValueError) as exc:
+                    self.write({"type": "unsupported", "scenario": name, "reason": f"cannot read the host: {exc!r}"})
+                    continue
+                reason = self.subject.enter(host)
+                if reason is not None:
+                    self.write({"type": "unsupported", "scenario": name, "reason": reason})
+                else:
+                    self.write({"type": "ready", "scenario": name})
+            elif kind in ("step", "end"):
+                if name != self.scenario:
+                    raise Fatal(f"{kind} names scenario {name!r} but {self.scenario!r} is running")
+                if kind == "end":
+                    self.subject.runtime.leave()
+                    self.scenario = None
+                    self.write({"type": "done", "scenario": name})
+                    continue
+                try:
+                    self.write(self.subject.step(msg))
+                except ProtocolError as exc:
+                    raise Fatal(f"protocol error: {exc}") from exc
+            else:
+                raise Fatal(f"unknown message type {kind!r} in {line[:200]!r}")
+
+
 # ----------------------------------------------------------------------------------------------- child
 
 
@@ -363,11 +427,16 @@ def main() -> int:
         if hello["type"] != "hello":
             raise Fatal(f"expected hello, got {hello['type']!r}")
         protocol = negotiate(hello.get("protocol"))
+        live = hello.get("live") is True and protocol >= 2
 
         from .subject import Subject
 
         subject = Subject()
-        subject.load()
+        subject.load(live=live)
+        if live:
+            sys.stdout.flush()
+            out.write(encode(subject.handshake(protocol)))
+            return LiveServer(subject, out, reader).serve()
         gc.collect()
         gc.freeze()  # children inherit these objects; a frozen heap keeps their GC from touching (copying) it
         sys.stdout.flush()

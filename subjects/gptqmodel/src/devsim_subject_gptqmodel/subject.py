@@ -9,6 +9,7 @@ caches. `Subject.step(message)` performs one action and returns the `observed` (
 from __future__ import annotations
 
 import functools
+import gc
 import importlib
 import importlib.abc
 import importlib.util
@@ -56,9 +57,13 @@ OBSERVES: dict[str, tuple[str, ...]] = {
     "lock": ("ok", "error", "covers", "current_after"),
     "move": ("ok", "error", "family", "ordinal", "torch_device", "lands_on", "current_after"),
     "set_device": ("ok", "error", "current_after"),
-    "warmup": (),
+    # live only (a simulated run answers warmup `unsupported`): where the forward ran, what stayed allocated
+    "warmup": ("ok", "error", "ran_on", "current_after", "retained_bytes"),
     "discover": (),
 }
+
+# Actions a live run performs that a simulated one cannot (warmups run GPTQModel's kernels on the real device).
+LIVE_ACTIONS = ("warmup",)
 
 # GPTQModel DEVICE values -> devsim families. DEVICE.NPU (Ascend) has no devsim family and is left out of a
 # declaration (the kernels that list it: the portable torch kernels, which also declare ALL or CPU/CUDA).
@@ -101,6 +106,7 @@ class Kernel:
     bits: int = 4
     validate: dict = field(default_factory=dict)
     requires: list = field(default_factory=list)
+    live_weights: str | None = None  # the weight format a live warmup builds for it (kernels.toml)
     cls: Any = None
     missing: list = field(default_factory=list)  # of `requires`, the packages this environment lacks
     # Whether the class carries GPTQModel's quant-linear contract (BaseQuantLinear: SUPPORTS_*, validate,
@@ -152,17 +158,27 @@ class Subject:
         self._selectors: list[Any] = []  # what importer._as_selector_device made of a public device value
         self.name = "gptqmodel"
         self.overlay: str | None = None
+        self.live = False  # the real torch on the real machine (livehost), not a simulated host
+        self.runtime: Any = RUNTIME
 
     # ------------------------------------------------------------------------------------------- loading
 
-    def load(self, import_host: Host | None = None) -> None:
+    def load(self, import_host: Host | None = None, live: bool = False) -> None:
         """Parent process: patch torch, import GPTQModel, resolve the kernel map.
 
         GPTQModel is imported on `import_host` (default: a CPU-only build); children re-set the import-time
-        constants for their own host. The constants test imports on each host instead, to compare.
+        constants for their own host. The constants test imports on each host instead, to compare. `live`: the
+        real torch instead, its device calls wrapped to record events (livehost), GPTQModel's constants as it
+        computes them on this machine, its native extensions loaded for real.
         """
-        fakehost.install(import_host or Host())
-        fakehost.install_move_hook()
+        self.live = live
+        if live:
+            from . import livehost
+
+            self.runtime = livehost.install()
+        else:
+            fakehost.install(import_host or Host())
+            fakehost.install_move_hook()
         import gptqmodel
         import gptqmodel.utils.importer  # noqa: F401
         import torch  # noqa: F401
@@ -179,6 +195,7 @@ class Subject:
                 bits=entry.get("bits", 4),
                 validate=dict(entry.get("validate", {})),
                 requires=list(entry.get("requires", [])),
+                live_weights=entry.get("live_weights"),
             )
             kernel.missing = [pkg for pkg in kernel.requires if importlib.util.find_spec(pkg) is None]
             try:
@@ -231,7 +248,29 @@ class Subject:
             ext._load_attempted, ext._load_result, ext._last_error = True, True, ""
             return True
 
-        TorchOpsJitExtension.load = load
+        real_load = TorchOpsJitExtension.load
+        jit = os.environ.get("DEVSIM_GPTQMODEL_JIT", "0") == "1"
+
+        def load_live(ext: Any) -> bool:
+            # Live: the real loader. A cached or prebuilt library loads as GPTQModel loads it; a JIT build (minutes
+            # of nvcc per extension) runs only with DEVSIM_GPTQMODEL_JIT=1, else the step answers `unsupported`
+            # naming the extension: never a refusal GPTQModel did not make.
+            RECORDER.record("extension_load", None, ext.name)
+            if not jit and not (ext._ops_available() or ext._configured_prebuilt_library() is not None):
+                raise NeedsBuild(f"GPTQModel would JIT-build its native extension {ext.name} here (minutes of nvcc); "
+                                 "this live run does not build (DEVSIM_GPTQMODEL_JIT=1 allows it), so the kernel's "
+                                 "verdict is not observed")
+            try:
+                loaded = bool(real_load(ext))
+            except Exception as exc:  # a build that breaks is this machine's, never the kernel's
+                raise NeedsBuild(f"GPTQModel's build of its native extension {ext.name} failed on this machine: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+            if not loaded:
+                raise NeedsBuild(f"GPTQModel's build of its native extension {ext.name} failed on this machine: "
+                                 f"{getattr(ext, '_last_error', '') or 'no reason given'}")
+            return True
+
+        TorchOpsJitExtension.load = load_live if self.live else load
 
         # lock: the device pool's per-device reader/writer locks.
         subject = self
@@ -248,6 +287,9 @@ class Subject:
         threadx._RWLock.acquire_read = acquire_read
         threadx._RWLock.acquire_write = acquire_write
 
+        if self.live:
+            self._install_observers()
+            return
         # The simulated host's CPU is a plain x86-64 without AVX512-BF16 (devsim's hosts model no CPU ISA).
         # GPTQModel reads /proc/cpuinfo of the machine the subject runs on; left alone, a runner with
         # AVX512-BF16 makes CPU selection try TorchCpuAvx512Linear first and load its native extension, so
@@ -262,7 +304,11 @@ class Subject:
         for module in [m for n, m in sys.modules.items() if n.startswith("gptqmodel") and m]:
             if vars(module).get("has_avx512_bf16") is machine_probe:
                 module.has_avx512_bf16 = no_avx512_bf16  # type: ignore[attr-defined]
+        self._install_observers()
 
+    def _install_observers(self) -> None:
+        """Hooks that only record what GPTQModel's kernel machinery saw (simulated and live alike)."""
+        subject = self
         # the family kernel selection and validation assign to a selector: importer._device_family
         from gptqmodel.utils import importer
 
@@ -355,6 +401,9 @@ class Subject:
         answer["levels"] = ["policy", "contract"]
         answer["kernels"] = [self.declaration(kernel) for kernel in self.kernels.values()]
         answer["observes"] = {action: list(fields) for action, fields in OBSERVES.items()}
+        if self.live:
+            answer["live"] = True
+            answer["observes"]["move"].append("retained_bytes")
         return answer
 
     def declaration(self, kernel: Kernel) -> dict:
@@ -383,7 +432,15 @@ class Subject:
     # ------------------------------------------------------------------------------------------- per scenario
 
     def enter(self, host: Host) -> str | None:
-        """Child process: become `host`. Returns a reason when the host cannot be simulated."""
+        """Child process: become `host`. Returns a reason when the host cannot be simulated. Live (in the
+        subject's own process): check that the real machine is that host and make its current device current."""
+        if self.live:
+            self.pool = None
+            reason = self.runtime.enter(host)
+            if reason is None:
+                with RECORDER.quiet():
+                    self.clear_caches()
+            return reason
         if host.torch not in ("cuda", "hip", "cpu"):
             return f"unknown torch build {host.torch!r}"
         for gpu in host.visible_gpus():
@@ -538,7 +595,7 @@ class Subject:
         check_step(msg)
         action = msg["action"]
         head = {"scenario": msg["scenario"], "number": msg["number"]}
-        if action in UNSUPPORTED_ACTIONS:
+        if action in UNSUPPORTED_ACTIONS and not (self.live and action in LIVE_ACTIONS):
             return {"type": "unsupported", **head, "reason": UNSUPPORTED_ACTIONS[action]}
         handler = getattr(self, f"do_{action}", None)
         if handler is None:
@@ -548,11 +605,19 @@ class Subject:
         self._families = []
         self._selectors = []
         self._held = []
+        repeat = int(msg.get("repeat") or 1)
+        if repeat > 1 and not self.live:
+            raise ProtocolError(f"a repeated step outside a live run: {msg}")
+        before = self._allocated() if self.live else None
         with RECORDER.capture() as trace:
             try:
-                handler(msg, obs)
+                for _ in range(repeat):
+                    obs.clear()
+                    handler(msg, obs)
                 ok = True
             except StepUnsupported as exc:
+                return {"type": "unsupported", **head, "reason": str(exc)}
+            except NeedsBuild as exc:
                 return {"type": "unsupported", **head, "reason": str(exc)}
             except _Refused as exc:
                 ok = False
@@ -564,9 +629,19 @@ class Subject:
                     raise  # a bug of the subject itself: the child prints the traceback and exits non-zero
                 ok = False  # the code under test (or the simulated runtime) raised: an observation
                 obs["error"] = self.classify(exc)
-        if RUNTIME.host.has_gpu_runtime and RUNTIME.count() > 0:
-            obs["current_after"] = RUNTIME.current()
+        if self.runtime.host.has_gpu_runtime and self.runtime.count() > 0:
+            obs["current_after"] = self.runtime.current()
+        if before is not None:
+            obs["retained_bytes"] = self._allocated() - before
         return {"type": "observed", **head, "ok": ok, **obs, "trace": trace}
+
+    def _allocated(self) -> int:
+        """Live: device bytes the real caching allocator holds in tensors, over every visible GPU."""
+        import torch
+
+        gc.collect()
+        count = self.runtime.count() if self.runtime.host.has_gpu_runtime else 0
+        return sum(int(torch.cuda.memory_allocated(i)) for i in range(count))
 
     def classify(self, exc: BaseException) -> dict:
         message = str(exc)
@@ -837,6 +912,34 @@ class Subject:
         self.report_target(passed, obs)
         obs["lands_on"] = landings[-1][1] if landings else "cpu"
 
+    def do_warmup(self, msg: dict, obs: dict) -> None:
+        """Live: the kernel gated as an explicit choice is (validate_quant_linear on the requested device), then its
+        module built on GPTQ-packed weights, moved to the device at the torch boundary, post_init and one forward,
+        judged against the FP64 oracle (livewarmup). `ran_on` is where torch put the output."""
+        from . import livewarmup
+
+        kernel = self.kernel(msg)
+        if kernel.live_weights != "gptq":
+            raise StepUnsupported(
+                f"the live warmup builds GPTQ-packed weights; {kernel.cls_name} takes another format, for which the "
+                "subject has no weight builder"
+            )
+        device = self.selector(msg["device"])
+        self.gate(kernel, device)
+        target = self.boundary(device)
+        packer = self.kernels["gptq_torch"].cls
+        try:
+            with RECORDER.quiet():
+                weights = livewarmup.Weights.draw(kernel.bits)
+                state = livewarmup.packed_state(packer, weights, kernel.bits)
+                module = livewarmup.build(kernel.cls, state, kernel.bits)
+        except livewarmup.Unbuildable as exc:
+            raise StepUnsupported(str(exc)) from exc
+        forward = livewarmup.run(module, weights, target)
+        del module, state
+        obs["ran_on"] = forward.ran_on
+        obs["numerics"] = livewarmup.numerics(forward)
+
     def do_set_device(self, msg: dict, obs: dict) -> None:
         import torch
 
@@ -866,6 +969,12 @@ class Subject:
             self.report_target(seen, obs)
         elif value in FAMILIES:
             obs["ordinal"] = None  # observed: the machinery holds a family target, which has no ordinal
+
+
+class NeedsBuild(BaseException):
+    """Live: a native extension GPTQModel needs is not built here (JIT builds off) or its build failed on this
+    machine. A BaseException, so GPTQModel's own `except Exception` fallbacks cannot turn it into a refusal it never
+    made; the step answers `unsupported` with the reason."""
 
 
 class _Refused(Exception):
@@ -925,7 +1034,7 @@ def check_step(msg: dict) -> None:
 # Modules of this package that stand in for the code under test: an exception raised in them is an observation.
 # fakehost.py is the simulated runtime (its torch-like errors are torch's); seedfix.py is the overlay, written in
 # place of GPTQModel functions (its errors are GPTQModel's, as the seed's code would raise them).
-STAND_INS = ("fakehost.py", "seedfix.py")
+STAND_INS = ("fakehost.py", "seedfix.py", "livehost.py")
 
 
 def raised_by_subject(exc: BaseException) -> bool:

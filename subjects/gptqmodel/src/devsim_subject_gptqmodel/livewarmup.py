@@ -1,0 +1,131 @@
+"""A live warmup: a GPTQModel kernel module on GPTQ-packed weights, run on the real device, judged by an oracle.
+
+The weights are integer codes, per-group scales and zero points drawn from a fixed seed; the float weight they
+stand for, `scale * (code - zero)`, is exactly representable, so GPTQModel's own `pack()` recovers the codes. The
+kernel's forward on the target device is compared with an independent FP64 oracle, `x @ (scale * (code -
+zero))` computed here in float64 from the codes themselves (never from GPTQModel's unpacking), at the seed's
+tolerance, rtol = atol = 2e-3; the largest absolute error is reported either way.
+
+What is the subject's own doing (building the weights, packing them with the reference GPTQ packer) is kept
+apart from what is the kernel's (its module on the device, post_init, forward): a failure of the former is
+`Unbuildable` (the step answers `unsupported`), a failure of the latter is the kernel's observation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+M, K, N, GROUP = 64, 512, 128, 128
+RTOL = ATOL = 2e-3
+SEED = 20261201
+
+
+class Unbuildable(Exception):
+    """The subject could not prepare the kernel's weights (its own failure, never the kernel's)."""
+
+
+@dataclass
+class Weights:
+    codes: torch.Tensor  # (K, N) int32
+    scales: torch.Tensor  # (K // GROUP, N) float16
+    zeros: torch.Tensor  # (K // GROUP, N) int32
+    g_idx: torch.Tensor  # (K,) int32
+
+    @classmethod
+    def draw(cls, bits: int) -> Weights:
+        generator = torch.Generator().manual_seed(SEED)
+        groups = K // GROUP
+        codes = torch.randint(0, 2**bits, (K, N), generator=generator, dtype=torch.int32)
+        scales = (torch.rand(groups, N, generator=generator) * 0.01 + 0.005).to(torch.float16)
+        zeros = torch.full((groups, N), 2 ** (bits - 1), dtype=torch.int32)
+        g_idx = torch.arange(K, dtype=torch.int32) // GROUP
+        return cls(codes, scales, zeros, g_idx)
+
+    def float_weight(self, dtype: torch.dtype) -> torch.Tensor:
+        """(K, N): scale * (code - zero), in `dtype`."""
+        index = self.g_idx.long()
+        return self.scales.to(dtype)[index] * (self.codes - self.zeros[index]).to(dtype)
+
+    def linear(self) -> torch.nn.Linear:
+        linear = torch.nn.Linear(K, N, bias=False)
+        linear.weight.data = self.float_weight(torch.float32).T.contiguous()
+        return linear
+
+
+def module_args(bits: int) -> dict[str, Any]:
+    return {
+        "bits": bits,
+        "group_size": GROUP,
+        "sym": True,
+        "desc_act": False,
+        "in_features": K,
+        "out_features": N,
+        "bias": False,
+        "pack_dtype": torch.int32,
+    }
+
+
+def packed_state(packer: Any, weights: Weights, bits: int) -> dict[str, torch.Tensor]:
+    """GPTQModel's own GPTQ packing of the weights, by the reference packer class (the portable torch kernel)."""
+    try:
+        module = packer(**module_args(bits))
+        # pack_original: GPTQModel's pure-Python GPTQ packer (pack() may JIT-build a native block packer)
+        module.pack_original(weights.linear(), weights.scales.T.contiguous(), weights.zeros.T.contiguous(), weights.g_idx)
+        return {name: tensor.detach().clone() for name, tensor in module.state_dict().items()}
+    except Exception as exc:
+        raise Unbuildable(f"GPTQ packing with {packer.__name__} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def build(cls: Any, state: dict[str, torch.Tensor], bits: int) -> Any:
+    """The kernel's module on the CPU with the packed weights loaded (the checkpoint-loading path)."""
+    try:
+        module = cls(**module_args(bits))
+        missing, unexpected = module.load_state_dict(state, strict=False)
+    except Exception as exc:
+        raise Unbuildable(f"{cls.__name__} could not take GPTQ-packed weights: {type(exc).__name__}: {exc}") from exc
+    if [name for name in missing if name in ("qweight", "qzeros", "scales")]:
+        raise Unbuildable(f"{cls.__name__} does not hold GPTQ-packed weights (missing {', '.join(missing)})")
+    del unexpected
+    return module.eval()
+
+
+@dataclass
+class Forward:
+    ran_on: Any  # the output's ordinal, or "cpu"
+    max_abs_error: float
+    within: bool
+
+
+def run(module: Any, weights: Weights, target: torch.device) -> Forward:
+    """The kernel's own part: onto the device, GPTQModel's post-load init, one float16 forward; then the oracle."""
+    generator = torch.Generator().manual_seed(SEED + 1)
+    x = torch.rand(M, K, generator=generator, dtype=torch.float32).mul_(2).sub_(1).to(torch.float16)
+    from gptqmodel.utils.model import gptqmodel_post_init
+
+    model = torch.nn.Sequential(module).to(target)
+    # GPTQModel's own post-load initialisation (per-device scratch buffers, then each module's post_init), as
+    # its loader calls it after the weights are on the device
+    gptqmodel_post_init(model, use_act_order=False)
+    with torch.inference_mode():
+        y = model(x.to(target))
+    if target.type == "cuda":
+        torch.cuda.synchronize(y.device)
+    ran_on: Any = y.device.index if y.device.type == "cuda" else y.device.type
+    oracle = x.to(torch.float64) @ weights.float_weight(torch.float64)
+    got = y.detach().to("cpu", torch.float64)
+    error = (got - oracle).abs()
+    within = bool(torch.all(error <= ATOL + RTOL * oracle.abs()).item()) and bool(torch.isfinite(got).all().item())
+    return Forward(ran_on=ran_on, max_abs_error=float(error.max().item()), within=within)
+
+
+def numerics(forward: Forward) -> dict[str, Any]:
+    return {
+        "max_abs_error": forward.max_abs_error,
+        "rtol": RTOL,
+        "atol": ATOL,
+        "within": forward.within,
+        "shape": f"{M}x{K}x{N} float16, group size {GROUP}",
+    }
