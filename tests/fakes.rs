@@ -875,7 +875,7 @@ fn uuid_masks_are_mapped_onto_the_real_gpus() {
 /// The scenarios of the live-subject trials, by file name: one a one-GPU CUDA fake satisfies, one with a
 /// repeated step (sent live, never skipped), and three it cannot run live: a HIP build, two GPUs, and a
 /// visible-device mask (the subject process runs under devsim's own environment).
-const LIVE_SUBJECT_SCENARIOS: [(&str, &str); 5] = [
+const LIVE_SUBJECT_SCENARIOS: [(&str, &str); 6] = [
     (
         "cuda_h200.toml",
         r#"format = 1
@@ -946,6 +946,21 @@ device = "cuda:1"
 [step.expect]
 family = "cuda"
 torch_device = "cuda:1"
+"#,
+    ),
+    (
+        "cpu_build.toml",
+        r#"format = 1
+description = "A CPU build, which a live subject on a GPU machine cannot be"
+
+[host]
+profile = "cpu"
+
+[[step]]
+action = "normalize"
+device = "cpu"
+[step.expect]
+family = "cpu"
 "#,
     ),
     (
@@ -1062,6 +1077,10 @@ fn live_subject_runs_what_the_fake_machine_satisfies_and_skips_the_rest() {
         "masked_h200x2.toml",
         "the live subject runs without visible-device variables",
     );
+    skipped(
+        "cpu_build.toml",
+        "a CPU-build scenario: this machine's torch is a cuda build driving 1 GPU(s)",
+    );
 
     // The human header: the subject, then the machine, a fake named as one first.
     let output = live_subject_run(&scratch, "live", "h200", &[]);
@@ -1081,7 +1100,7 @@ fn live_subject_runs_what_the_fake_machine_satisfies_and_skips_the_rest() {
     assert!(
         stdout
             .trim_end()
-            .ends_with("subject fixture: 2 passed, 0 failed, 3 skipped"),
+            .ends_with("subject fixture: 2 passed, 0 failed, 4 skipped"),
         "{stdout}"
     );
     assert_eq!(output.status.code(), Some(0), "{stdout}");

@@ -578,4 +578,32 @@ mod tests {
         assert_eq!(table.trace.order, ["set_device"], "recorded: judged");
         assert!(unbacked.is_empty());
     }
+
+    fn forward(max_abs_error: f64, within: bool) -> Observed {
+        Observed {
+            numerics: Some(crate::output::NumericsOutput {
+                max_abs_error,
+                rtol: 2e-3,
+                atol: 2e-3,
+                within,
+                shape: Some("64x512x128".into()),
+            }),
+            ..Observed::default()
+        }
+    }
+
+    #[test]
+    fn a_forward_outside_the_oracle_tolerance_fails_the_kernels_contract() {
+        assert!(
+            numerics(&Observed::default()).is_none(),
+            "no forward, nothing to judge"
+        );
+        assert!(numerics(&forward(1.2e-3, true)).is_none());
+        let outside = numerics(&forward(5.1e-3, false)).expect("a mismatch");
+        assert_eq!(outside.key, "numerics");
+        assert_eq!(outside.conformance, Some(Conformance::contract()));
+        assert!(outside.actual.contains("5.1e-3") && outside.actual.contains("64x512x128"));
+        // A subject that says `within` of a NaN is not believed.
+        assert!(numerics(&forward(f64::NAN, true)).is_some());
+    }
 }
