@@ -115,6 +115,11 @@ pub struct ScenarioOutput {
     pub description: String,
     /// Its tags.
     pub tags: Vec<String>,
+    /// Its host: the profile name, or `inline`.
+    pub host: String,
+    /// A `[matrix]` case's parameters (absent for a plain file).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
     /// How it ended.
     pub status: Outcome,
     /// Why it was skipped.
@@ -137,6 +142,12 @@ pub struct StepOutput {
     pub line: usize,
     /// The action name.
     pub action: String,
+    /// The kernel it names (validate, warmup, move).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+    /// Its selector as written, for the steps that take one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
     /// What it produced.
     pub observed: ObservedOutput,
     /// Differences from what was expected (empty: the step passed).

@@ -594,9 +594,7 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
                 scenarios: reports
                     .iter()
                     .zip(&scenarios)
-                    .map(|((report, took), scenario)| {
-                        output::scenario(report, &scenario.tags, *took)
-                    })
+                    .map(|((report, took), scenario)| output::scenario(report, scenario, *took))
                     .collect(),
                 load_errors: errors.iter().map(output::load_error).collect(),
                 summary: output::summary(&summary, errors.len()),

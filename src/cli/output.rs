@@ -18,8 +18,8 @@ use crate::scenario::{LoadError, Scenario, ScenarioReport, Status};
 use crate::trace::Entry;
 use crate::vocab::ComputeCapability;
 
-/// One scenario's result, with its tags and wall time.
-pub fn scenario(report: &ScenarioReport, tags: &[String], took: Duration) -> ScenarioOutput {
+/// One scenario's result, with the scenario's tags, host and matrix parameters, and its wall time.
+pub fn scenario(report: &ScenarioReport, scenario: &Scenario, took: Duration) -> ScenarioOutput {
     let (status, reason) = match &report.status {
         Status::Passed => (Outcome::Passed, None),
         Status::Failed => (Outcome::Failed, None),
@@ -31,7 +31,9 @@ pub fn scenario(report: &ScenarioReport, tags: &[String], took: Duration) -> Sce
         name: report.name.clone(),
         path: report.path.clone(),
         description: report.description.clone(),
-        tags: tags.to_vec(),
+        tags: scenario.tags.clone(),
+        host: scenario.host.name.clone(),
+        params: scenario.params.iter().cloned().collect(),
         status,
         reason,
         duration_secs: took.as_secs_f64(),
@@ -45,6 +47,8 @@ fn step(report: &StepReport) -> StepOutput {
         number: report.number,
         line: report.line,
         action: report.action.clone(),
+        kernel: report.kernel.clone(),
+        device: report.device.clone(),
         observed: report.observed.clone(),
         mismatches: report.mismatches.iter().map(mismatch).collect(),
         trace: report.trace.iter().map(entry).collect(),

@@ -27,6 +27,8 @@ pub struct Scenario {
     pub trace_levels: Levels,
     /// The steps.
     pub steps: Vec<Step>,
+    /// A `[matrix]` case's parameters, sorted by name (empty for a plain file).
+    pub params: Vec<(String, String)>,
 }
 
 /// One step.
@@ -108,6 +110,30 @@ pub enum Action {
 }
 
 impl Action {
+    /// The kernel it names (validate, warmup, move).
+    pub fn kernel(&self) -> Option<&str> {
+        match self {
+            Action::Validate { kernel, .. }
+            | Action::Warmup { kernel, .. }
+            | Action::Move { kernel, .. } => Some(kernel),
+            _ => None,
+        }
+    }
+
+    /// The selector it takes (the lock's scope included).
+    pub fn selector(&self) -> Option<&Selector> {
+        match self {
+            Action::Normalize(device)
+            | Action::Resolve(device)
+            | Action::Validate { device, .. }
+            | Action::Warmup { device, .. }
+            | Action::Move { device, .. }
+            | Action::Select { device, .. } => Some(device),
+            Action::Lock { scope, .. } => Some(scope),
+            Action::SetDevice(_) | Action::Discover => None,
+        }
+    }
+
     /// The action's name as written in files.
     pub fn name(&self) -> &'static str {
         match self {

@@ -26,6 +26,10 @@ pub struct StepReport {
     pub line: usize,
     /// The action name.
     pub action: String,
+    /// The kernel it names (validate, warmup, move).
+    pub kernel: Option<String>,
+    /// Its selector as written (`cuda:1`, `0`, `DEVICE.ROCM` …), for the steps that take one.
+    pub device: Option<String>,
     /// What it produced.
     pub observed: Observed,
     /// The differences from what was expected (empty: the step passed).
@@ -50,6 +54,8 @@ impl StepReport {
             number: step.number,
             line: step.line,
             action: step.action.name().to_string(),
+            kernel: step.action.kernel().map(str::to_string),
+            device: step.action.selector().map(ToString::to_string),
             observed,
             mismatches,
             trace,

@@ -95,10 +95,5 @@ pub fn step(scenario: &str, step: &Step) -> StepMessage {
 
 /// The kernel a step names, if any.
 pub fn kernel_of(step: &Step) -> Option<&str> {
-    match &step.action {
-        Action::Validate { kernel, .. }
-        | Action::Warmup { kernel, .. }
-        | Action::Move { kernel, .. } => Some(kernel),
-        _ => None,
-    }
+    step.action.kernel()
 }

@@ -126,6 +126,7 @@ pub fn expand_scenarios(
             let scenario = scenario
                 .map(|scenario| Scenario {
                     name: name.clone(),
+                    params: case.params.clone(),
                     ..scenario
                 })
                 .map_err(|error| LoadError {
@@ -234,5 +235,6 @@ pub fn parse_scenario(
         trace_rules,
         trace_levels,
         steps,
+        params: Vec::new(),
     })
 }
