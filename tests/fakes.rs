@@ -451,6 +451,20 @@ fn probe_maps_the_fake_and_reads_the_profile() {
     assert!(profile.contains("torch = \"cuda\""), "{profile}");
     assert_eq!(archs(&profile), ["sm_90", "sm_90"], "{profile}");
     assert!(profile.contains("smem_optin = 232448"), "{profile}");
+
+    // The live workflows' first step: a fake's GPUs are never real ones.
+    let output = devsim(
+        Fake::Cuda,
+        &profile_path("h200x2"),
+        &[],
+        &["probe", "--require-gpu", "1"],
+    );
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: failed to find 1 real GPU(s): live: FAKE DRIVER"),
+        "{stderr}"
+    );
 }
 
 fn the_fakes_apply_the_visible_device_variables() {
@@ -1104,6 +1118,21 @@ fn live_subject_runs_what_the_fake_machine_satisfies_and_skips_the_rest() {
         "{stdout}"
     );
     assert_eq!(output.status.code(), Some(0), "{stdout}");
+
+    // JUnit says it too: in the suite's name, its properties and every case's output.
+    let output = live_subject_run(&scratch, "live", "h200", &["--format", "junit"]);
+    let junit = text(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{junit}");
+    assert!(
+        junit.contains(r#"name="devsim scenarios (live through a FAKE DRIVER)""#)
+            && junit.contains(r#"<property name="driver" value="fake"/>"#)
+            && junit.contains(r#"<property name="mode" value="live"/>"#)
+            && junit
+                .matches("this result proves nothing about a GPU")
+                .count()
+                == LIVE_SUBJECT_SCENARIOS.len(),
+        "{junit}"
+    );
 
     // A machine with more GPUs than a scenario cannot narrow the one subject process: skipped.
     let output = live_subject_run(&scratch, "live", "h200x2", &["--format", "json"]);

@@ -53,6 +53,14 @@ pub enum CliError {
         /// How many were required.
         required: usize,
     },
+    /// `probe --require-gpu N` found fewer than N real GPUs.
+    #[error("find {required} real GPU(s): {found}")]
+    TooFewGpus {
+        /// How many were required.
+        required: usize,
+        /// What the probe found, in one line.
+        found: String,
+    },
     /// `probe --check-masks`: the driver showed other GPUs than devsim predicts under some masks.
     #[error("match the driver under {count} visible-device mask(s): devsim predicts other GPUs")]
     MasksDisagree {

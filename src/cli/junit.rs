@@ -1,5 +1,7 @@
 //! `devsim run --format junit`: one test case per scenario (classname: its topic folder), skips as
-//! `<skipped message=…>`, failures with the human diff, files that failed to load as failures.
+//! `<skipped message=…>`, failures with the human diff, files that failed to load as failures. The suite's
+//! `<properties>` say what was judged where (subject, mode, machine, driver); a live run through one of devsim's
+//! fake drivers says so in the suite's name and in every case's output.
 
 use std::time::Duration;
 
@@ -8,12 +10,43 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use crate::report;
 use crate::scenario::{LoadError, ScenarioReport, Status};
 
+/// What a run judged, and where.
+pub struct RunInfo<'a> {
+    /// The subject's name and version.
+    pub subject: String,
+    /// `simulated` or `live`.
+    pub mode: &'static str,
+    /// Live: the machine, in one line.
+    pub machine: Option<&'a str>,
+    /// Live through one of devsim's fake drivers.
+    pub fake_driver: bool,
+}
+
+/// What every case of a run through a fake driver carries.
+const FAKE: &str = "live through devsim's FAKE DRIVER (a stand-in, no real GPU): this result proves nothing about a GPU";
+
 /// The JUnit XML for a run.
 pub fn render(
     reports: &[(ScenarioReport, Duration)],
     load_errors: &[LoadError],
+    run: &RunInfo<'_>,
 ) -> Result<String, quick_junit::SerializeError> {
-    let mut suite = TestSuite::new("devsim scenarios");
+    let mut suite = TestSuite::new(if run.fake_driver {
+        "devsim scenarios (live through a FAKE DRIVER)"
+    } else {
+        "devsim scenarios"
+    });
+    suite.add_property(("subject", run.subject.as_str()));
+    suite.add_property(("mode", run.mode));
+    if let Some(machine) = run.machine {
+        suite.add_property(("machine", machine));
+    }
+    let driver = match (run.mode, run.fake_driver) {
+        (_, true) => "fake",
+        ("live", false) => "real",
+        _ => "simulated",
+    };
+    suite.add_property(("driver", driver));
     let mut total = Duration::ZERO;
     for (scenario, took) in reports {
         total += *took;
@@ -37,6 +70,9 @@ pub fn render(
         let mut case = TestCase::new(scenario.name.as_str(), status);
         case.set_classname(topic(&scenario.name));
         case.set_time(*took);
+        if run.fake_driver {
+            case.set_system_out(FAKE);
+        }
         suite.add_test_case(case);
     }
     for error in load_errors {

@@ -145,7 +145,7 @@ enum Command {
     Run(RunArgs),
     /// Print the real machine as a host profile, or write it as <root>/hosts/<NAME>.toml, or check
     /// visible-device masks against the driver (--check-masks). Exits 3 when a GPU driver is present
-    /// but failing.
+    /// but failing, 1 when --require-gpu finds too few real GPUs or --check-masks a disagreement.
     Probe {
         /// Write the profile as hosts/NAME.toml under the scenario root instead of printing it.
         #[arg(long, value_name = "NAME")]
@@ -161,6 +161,11 @@ enum Command {
         /// with only that variable set. Exits 1 on any disagreement.
         #[arg(long, conflicts_with_all = ["write", "force"])]
         check_masks: bool,
+        /// Fail (exit 1) unless the driver shows at least N real GPUs: a GPU runner whose driver
+        /// disappeared, or one of devsim's fake drivers, fails here before any replay (the live
+        /// workflows' first step).
+        #[arg(long, value_name = "N", conflicts_with = "check_masks")]
+        require_gpu: Option<usize>,
     },
     /// Load and validate scenario files without running them.
     #[command(after_help = CHECK_EXIT_CODES)]
@@ -602,7 +607,15 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
             };
             say!("{}", serde_json::to_string_pretty(&document)?);
         }
-        RunFormat::Junit => say!("{}", junit::render(&reports, &errors)?.trim_end()),
+        RunFormat::Junit => {
+            let run = junit::RunInfo {
+                subject: format!("{} {}", subject.name(), subject.version()),
+                mode: if args.live { "live" } else { "simulated" },
+                machine: live_description.as_deref(),
+                fake_driver,
+            };
+            say!("{}", junit::render(&reports, &errors, &run)?.trim_end());
+        }
     }
     if let Some(failing) = driver_failing {
         return Err(CliError::DriverFailing(failing));
@@ -697,7 +710,12 @@ fn check_subject(subject: &str) -> Result<(), CliError> {
     Ok(())
 }
 
-fn probe(write: Option<String>, force: bool, root: PathBuf) -> Result<(), CliError> {
+fn probe(
+    write: Option<String>,
+    force: bool,
+    root: PathBuf,
+    require_gpu: Option<usize>,
+) -> Result<(), CliError> {
     let live = LiveContext::detect(None);
     if live.machine.gpus.is_empty() {
         warn!("{}", live.describe());
@@ -712,6 +730,19 @@ fn probe(write: Option<String>, force: bool, root: PathBuf) -> Result<(), CliErr
     }
     if live.driver_failing() {
         return Err(CliError::DriverFailing(live.unavailable.join("; ")));
+    }
+    if let Some(required) = require_gpu {
+        let real = if live.machine.fake {
+            0
+        } else {
+            live.machine.gpus.len()
+        };
+        if real < required {
+            return Err(CliError::TooFewGpus {
+                required,
+                found: live.describe(),
+            });
+        }
     }
     Ok(())
 }
@@ -899,8 +930,12 @@ pub fn main(catalog: Catalog) -> ExitCode {
             check_masks: true, ..
         } => masks::check(),
         Command::Probe {
-            write, force, root, ..
-        } => probe(write, force, root),
+            write,
+            force,
+            root,
+            require_gpu,
+            ..
+        } => probe(write, force, root, require_gpu),
         Command::Check {
             subject: Some(subject),
             ..
@@ -957,6 +992,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
         Err(
             error @ (CliError::TooFewLive { .. }
             | CliError::FakeDriver { .. }
+            | CliError::TooFewGpus { .. }
             | CliError::MasksDisagree { .. }
             | CliError::BaselineDiffers { .. }
             | CliError::CoverageGaps { .. }),

@@ -43,7 +43,7 @@ fn the_live_workflows_probe_require_live_scenarios_and_upload_junit() {
         let workflow = repo_file(&format!(".github/workflows/{file}"));
         for step in [
             format!("runs-on: [self-hosted, linux, {label}]"),
-            "-- probe".to_string(),
+            "-- probe --require-gpu 1".to_string(),
             "-- run --live --require-live".to_string(),
             "--format junit".to_string(),
             "actions/upload-artifact".to_string(),
