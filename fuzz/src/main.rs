@@ -13,15 +13,32 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
+mod answers;
+
+use clap::{Parser, ValueEnum};
 use devsim::kernel::Catalog;
 use devsim::scenario::render;
 use devsim::scenario::run_simulated;
 use devsim::scenario::{ProfileSources, decode, expand_scenarios, find_scenarios};
 
-/// Fuzz the scenario loader and runner.
+/// What the inputs are fed to.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Target {
+    /// Scenario files: the loader (matrix expansion included), the renderer and the simulated runner.
+    Loader,
+    /// Subject answers: handshakes and step answers, read and judged as the protocol client does.
+    Answers,
+}
+
+/// Fuzz the scenario loader and runner, or devsim's side of the subject protocol.
 #[derive(Parser)]
 struct Args {
+    /// What to fuzz.
+    #[arg(long, value_enum, default_value_t = Target::Loader)]
+    target: Target,
+    /// Seed lines for `--target answers`.
+    #[arg(long, default_value = "fuzz/answers/seeds.jsonl")]
+    answer_seeds: PathBuf,
     /// How many inputs to try.
     #[arg(long, default_value_t = 100_000)]
     iterations: u64,
@@ -133,7 +150,7 @@ const TOKENS: &[&str] = &[
     "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
 ];
 
-fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
+fn mutate(rng: &mut Rng, seeds: &[Vec<u8>], tokens: &[&str]) -> Vec<u8> {
     if rng.below(50) == 0 {
         let len = rng.below(512);
         return (0..len).map(|_| rng.next() as u8).collect();
@@ -152,7 +169,7 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
                 data.drain(at.min(end)..end);
             }
             3 | 4 => {
-                let token = TOKENS[rng.below(TOKENS.len())].as_bytes();
+                let token = tokens[rng.below(tokens.len())].as_bytes();
                 data.splice(at..at, token.iter().copied());
             }
             5 | 6 => {
@@ -225,13 +242,62 @@ fn main() -> std::process::ExitCode {
         eprintln!("error: failed to list the seed corpus: {error}");
         std::process::exit(2);
     });
-    let seeds: Vec<Vec<u8>> = files.iter().filter_map(|f| std::fs::read(f).ok()).collect();
-    if seeds.is_empty() {
+    let files: Vec<Vec<u8>> = files.iter().filter_map(|f| std::fs::read(f).ok()).collect();
+    if files.is_empty() {
         eprintln!("error: failed to find seed files under {:?}", args.corpus);
         return std::process::ExitCode::from(2);
     }
     let catalog = Catalog::reference();
     let profiles = ProfileSources::shipped();
+    let (seeds, tokens, answers) = match args.target {
+        Target::Loader => (files, TOKENS, None),
+        Target::Answers => {
+            let lines: Vec<Vec<u8>> = std::fs::read(&args.answer_seeds)
+                .unwrap_or_default()
+                .split(|b| *b == b'\n')
+                .filter(|line| !line.is_empty())
+                .map(<[u8]>::to_vec)
+                .collect();
+            let scenarios = files
+                .iter()
+                .filter_map(|bytes| {
+                    let path = Path::new("fuzz/seed.toml");
+                    let text = decode(path, bytes.clone()).ok()?;
+                    let loaded = expand_scenarios(path, &text, &catalog, &profiles);
+                    Some(loaded.into_iter().filter_map(|(_, case)| case.ok()).take(4))
+                })
+                .flatten()
+                .collect();
+            match lines
+                .first()
+                .map(|first| answers::Answers::new(first, scenarios))
+            {
+                Some(Ok(answers)) => {
+                    // The seeds themselves must reach the judge, or the mutations explore nothing.
+                    let accepted = lines
+                        .iter()
+                        .filter(|line| answers.exercise(line, 0))
+                        .count();
+                    eprintln!(
+                        "fuzz-loader answers: {accepted} of {} seed lines accepted as they are",
+                        lines.len()
+                    );
+                    (lines, answers::TOKENS, Some(answers))
+                }
+                Some(Err(why)) => {
+                    eprintln!("error: failed to prepare the answers target: {why}");
+                    return std::process::ExitCode::from(2);
+                }
+                None => {
+                    eprintln!(
+                        "error: failed to read seed lines from {}",
+                        args.answer_seeds.display()
+                    );
+                    return std::process::ExitCode::from(2);
+                }
+            }
+        }
+    };
     let _ = std::fs::create_dir_all(&args.out);
 
     // The watchdog: the main loop stamps the start of each input; a stamp older than the limit is a hang.
@@ -273,12 +339,17 @@ fn main() -> std::process::ExitCode {
         if args.seconds > 0 && started.elapsed().as_secs() >= args.seconds {
             break;
         }
-        let input = mutate(&mut rng, &seeds);
+        let input = mutate(&mut rng, &seeds, tokens);
+        let pick = rng.below(1 << 20);
         if let Ok(mut slot) = current.lock() {
             slot.clone_from(&input);
         }
         stamp.store(epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
-        match catch_unwind(AssertUnwindSafe(|| exercise(input, &catalog, &profiles))) {
+        let outcome = catch_unwind(AssertUnwindSafe(|| match &answers {
+            Some(answers) => answers.exercise(&input, pick),
+            None => exercise(input, &catalog, &profiles),
+        }));
+        match outcome {
             Ok(true) => loaded += 1,
             Ok(false) => {}
             Err(_) => {
@@ -301,8 +372,18 @@ fn main() -> std::process::ExitCode {
     let elapsed = started.elapsed().as_secs_f64();
     let _ = writeln!(
         std::io::stdout(),
-        "fuzz-loader: {done} inputs in {elapsed:.1} s ({:.0}/s), {loaded} loaded and ran, {panics} panics, 0 hangs (limit {} ms), seed {}",
+        "fuzz-loader {}: {done} inputs in {elapsed:.1} s ({:.0}/s), {loaded} {}, {panics} panics, 0 hangs (limit {} ms), seed {}",
+        if answers.is_some() {
+            "answers"
+        } else {
+            "loader"
+        },
         done as f64 / elapsed.max(1e-9),
+        if answers.is_some() {
+            "accepted and judged"
+        } else {
+            "loaded and ran"
+        },
         args.input_limit_ms,
         args.seed
     );

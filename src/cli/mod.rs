@@ -841,24 +841,31 @@ fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError> {
         }
         Format::Human => {
             say!(
-                "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} arch",
+                "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} {:<18} arch",
                 "name",
                 "method",
                 "families",
                 "prio",
                 "auto",
-                "extension"
+                "extension",
+                "rocm (inventory)"
             );
+            let inventory = crate::kernel::audit::Inventory::reference();
             for kernel in catalog.iter() {
                 let spec = kernel.spec();
+                // The ROCm decision the inventory records for the kernel (`-`: a kernel it does not list).
+                let rocm = inventory
+                    .row(&spec.name)
+                    .map_or("-", |row| row.rocm.as_str());
                 say!(
-                    "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} {}",
+                    "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} {:<18} {}",
                     spec.name,
                     spec.method.as_str(),
                     spec.families_text(),
                     spec.priority,
                     if spec.selectable { "yes" } else { "no" },
                     spec.extension.as_deref().unwrap_or("-"),
+                    rocm,
                     spec.arch_text()
                 );
             }

@@ -25,6 +25,8 @@ pub struct Summary {
     pub not_applicable: usize,
     /// Scenarios whose observed expectations held while others could not be observed.
     pub set_aside: usize,
+    /// Of `failed`, the files that did not load.
+    pub load_errors: usize,
 }
 
 impl Summary {
@@ -32,6 +34,7 @@ impl Summary {
     pub fn of(reports: &[ScenarioReport], load_errors: usize) -> Self {
         let mut summary = Summary {
             failed: load_errors,
+            load_errors,
             ..Summary::default()
         };
         for report in reports {
@@ -59,6 +62,14 @@ impl std::fmt::Display for Summary {
                 f,
                 ", {} not applicable, {} set aside",
                 self.not_applicable, self.set_aside
+            )?;
+        }
+        if self.load_errors > 0 {
+            // Counted among the failures, and said apart: they never ran.
+            write!(
+                f,
+                " ({} of the failures: files that failed to load)",
+                self.load_errors
             )?;
         }
         Ok(())

@@ -4,6 +4,7 @@
 //! this process on the simulated runtime (or live); [`ProcessSubject`] is dispatch code in another process,
 //! in any language, speaking the subject protocol (`docs/subject-protocol.md`, [`protocol`]).
 
+mod answer;
 mod catalog;
 mod encode;
 mod error;
@@ -14,9 +15,10 @@ mod spec;
 
 use std::fmt;
 
+pub use answer::{Judged, judge_answer};
 pub use catalog::CatalogSubject;
 pub use error::SubjectError;
-pub use process::ProcessSubject;
+pub use process::{Capabilities, ProcessSubject, handshake};
 pub use spec::SubjectSpec;
 
 use crate::scenario::{Scenario, ScenarioReport};

@@ -564,27 +564,50 @@ fn connect(spec: &SubjectSpec, live: bool) -> Result<(Connection, Capabilities),
             return Err(handshake_error(&mut connection, problem));
         }
     };
-    // The version is checked before the rest: another version may well have other fields.
-    if let Ok(value) = serde_json::from_str::<serde_json::Value>(&line) {
+    match handshake(&spec.name, &line) {
+        Ok(capabilities) => Ok((connection, capabilities)),
+        Err(SubjectError::Handshake {
+            subject, problem, ..
+        }) => Err(SubjectError::Handshake {
+            subject,
+            problem,
+            stderr: stderr_block(&connection.kill()),
+        }),
+        Err(error) => {
+            connection.kill();
+            Err(error)
+        }
+    }
+}
+
+/// Reads a subject's handshake line as devsim does at start: the version first (another version may well
+/// have other fields), then the message, its capabilities for that version, and every name in it. The
+/// error of a [`SubjectError::Handshake`] carries no stderr here.
+pub fn handshake(subject: &str, line: &str) -> Result<Capabilities, SubjectError> {
+    let problem = |problem: String| SubjectError::Handshake {
+        subject: subject.to_string(),
+        problem,
+        stderr: String::new(),
+    };
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(line) {
         if value.get("type").and_then(|t| t.as_str()) == Some("handshake") {
             let protocol = value.get("protocol");
             let accepted = protocol
                 .and_then(|p| p.as_u64())
                 .is_some_and(|p| ACCEPTED.iter().any(|a| u64::from(*a) == p));
             if !accepted {
-                connection.kill();
                 return Err(SubjectError::ProtocolVersion {
-                    subject: spec.name.clone(),
+                    subject: subject.to_string(),
                     got: protocol.map_or("(none)".into(), ToString::to_string),
                     expected: PROTOCOL,
                 });
             }
         }
     }
-    let capabilities = match serde_json::from_str::<FromSubject>(&line) {
+    let capabilities = match serde_json::from_str::<FromSubject>(line) {
         Ok(FromSubject::Handshake {
             protocol,
-            subject,
+            subject: info,
             actions,
             kernels,
             events,
@@ -592,29 +615,25 @@ fn connect(spec: &SubjectSpec, live: bool) -> Result<(Connection, Capabilities),
             levels,
             observes,
             live,
-        }) => match capabilities(
-            protocol, subject, actions, kernels, events, messages, levels, observes, live,
-        ) {
-            Ok(capabilities) => capabilities,
-            Err(problem) => {
-                let problem = format!("{problem} in `{}`", clip(&line));
-                return Err(handshake_error(&mut connection, problem));
-            }
-        },
+        }) => capabilities(
+            protocol, info, actions, kernels, events, messages, levels, observes, live,
+        )
+        .map_err(|why| problem(format!("{why} in `{}`", clip(line))))?,
         Ok(_) => {
-            let problem = format!("expected a handshake, got `{}`", clip(&line));
-            return Err(handshake_error(&mut connection, problem));
+            return Err(problem(format!(
+                "expected a handshake, got `{}`",
+                clip(line)
+            )));
         }
         Err(error) => {
-            let problem = format!("`{}` is not a protocol message: {error}", clip(&line));
-            return Err(handshake_error(&mut connection, problem));
+            return Err(problem(format!(
+                "`{}` is not a protocol message: {error}",
+                clip(line)
+            )));
         }
     };
-    if let Err(error) = check_names(&capabilities) {
-        connection.kill();
-        return Err(error);
-    }
-    Ok((connection, capabilities))
+    check_names(&capabilities)?;
+    Ok(capabilities)
 }
 
 /// The capabilities a handshake states, checked against its protocol version: protocol 1 names kernels,

@@ -90,6 +90,35 @@ fn a_malformed_scenario_gives_a_located_error_and_a_nonzero_exit() {
             "{command}: {errors}"
         );
     }
+    // A file that never ran is counted as a failure and said apart from one.
+    let output = devsim(&["run", arg(&root)]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stdout(&output).contains(
+            "0 passed, 1 failed, 0 skipped (1 of the failures: files that failed to load)"
+        ),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn kernels_shows_each_rocm_decision_of_the_inventory() {
+    let output = devsim(&["kernels"]);
+    assert!(output.status.success());
+    let table = stdout(&output);
+    let inventory = devsim::kernel::audit::Inventory::reference();
+    for row in &inventory.rows {
+        let line = table
+            .lines()
+            .find(|line| line.split_whitespace().next() == Some(row.name.as_str()))
+            .unwrap_or_else(|| panic!("no line for {}:\n{table}", row.name));
+        assert!(
+            line.split_whitespace().any(|word| word == row.rocm.as_str()),
+            "{}: {line}",
+            row.name
+        );
+    }
 }
 
 #[test]
