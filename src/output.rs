@@ -152,8 +152,20 @@ pub struct StepOutput {
     pub observed: ObservedOutput,
     /// Differences from what was expected (empty: the step passed).
     pub mismatches: Vec<MismatchOutput>,
-    /// The step's trace.
+    /// The step's trace: a repeated step's identical repetitions once.
     pub trace: Vec<TraceEntryOutput>,
+    /// A repeated step: the repetitions not stored in `trace` because each recorded what the first did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetitions_elided: Option<ElidedOutput>,
+}
+
+/// Repetitions of a step elided from its trace, each identical to the first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ElidedOutput {
+    /// How many.
+    pub repetitions: u64,
+    /// The first repetition's entries in `trace`: `[start, end)`, 0-based.
+    pub first: [usize; 2],
 }
 
 /// A failed step's error.

@@ -58,6 +58,15 @@ fn human_raw(report: &ScenarioReport) -> String {
                 for entry in &step.trace {
                     let _ = writeln!(out, "      {entry}");
                 }
+                if !step.elided.is_empty() {
+                    let _ = writeln!(
+                        out,
+                        "      (and {} more repetition(s) that recorded what the first did, entries {}..{} above: counted, not stored)",
+                        step.elided.repetitions(),
+                        step.elided.first.start + 1,
+                        step.elided.first.end
+                    );
+                }
             }
             for m in &report.trace_mismatches {
                 let _ = writeln!(

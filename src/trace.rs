@@ -381,9 +381,119 @@ impl Trace {
     pub fn entries(&self) -> Vec<Entry> {
         self.since(0)
     }
+
+    /// Drops the entries from `from` on when they are exactly those of `first` (a repetition that did
+    /// what the first did); `true` when they were dropped.
+    pub fn elide_repeat(&self, first: std::ops::Range<usize>, from: usize) -> bool {
+        let mut entries = self.lock();
+        let same = entries
+            .get(from..)
+            .zip(entries.get(first))
+            .is_some_and(|(a, b)| a == b);
+        if same {
+            entries.truncate(from);
+        }
+        same
+    }
+}
+
+/// A repeated step's repetitions that were not stored because each recorded exactly what the first did:
+/// the step's trace keeps the first repetition (and any that differed) once.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Elided {
+    /// The first repetition's entries, as indices into the step's kept entries.
+    pub first: std::ops::Range<usize>,
+    /// Where elided repetitions stood (an index into the kept entries) and how many stood there, in order.
+    pub at: Vec<(usize, u32)>,
+}
+
+impl Elided {
+    /// Notes one more elided repetition before kept entry `position`.
+    pub fn push(&mut self, position: usize) {
+        match self.at.last_mut() {
+            Some((at, times)) if *at == position => *times += 1,
+            _ => self.at.push((position, 1)),
+        }
+    }
+
+    /// How many repetitions were elided.
+    pub fn repetitions(&self) -> u64 {
+        self.at.iter().map(|(_, times)| u64::from(*times)).sum()
+    }
+
+    /// Whether nothing was elided.
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
+    }
+}
+
+/// A step's whole trace, elided repetitions included, in the order it was recorded.
+pub fn expanded<'a>(
+    kept: &'a [Entry],
+    elided: &'a Elided,
+) -> impl Iterator<Item = &'a Entry> + Clone + 'a {
+    let block = kept.get(elided.first.clone()).unwrap_or_default();
+    (0..=kept.len()).flat_map(move |position| {
+        let times = elided
+            .at
+            .binary_search_by_key(&position, |(at, _)| *at)
+            .map_or(0, |i| elided.at[i].1 as usize);
+        std::iter::repeat_n(block, times)
+            .flatten()
+            .chain(kept.get(position))
+    })
 }
 
 /// How many entries in `entries` are named `name`.
 pub fn count(entries: &[Entry], name: &str) -> usize {
     entries.iter().filter(|entry| entry.name() == name).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(detail: &str) -> Entry {
+        Entry::Gate {
+            gate: Gate::EVERY[0],
+            passed: true,
+            detail: detail.into(),
+        }
+    }
+
+    #[test]
+    fn an_elided_trace_expands_to_what_was_recorded_in_order() {
+        // Recorded: a b | a b | a b | c | a b, with the second, third and fifth repetition elided.
+        let trace = Trace::new();
+        let mut elided = Elided::default();
+        for (repetition, details) in [["a", "b"], ["a", "b"], ["a", "b"], ["c", ""], ["a", "b"]]
+            .iter()
+            .enumerate()
+        {
+            let start = trace.len();
+            for detail in details.iter().filter(|d| !d.is_empty()) {
+                trace.push(gate(detail));
+            }
+            if repetition > 0 && trace.elide_repeat(0..2, start) {
+                elided.push(start);
+            }
+        }
+        elided.first = 0..2;
+        let kept = trace.entries();
+        assert_eq!(
+            kept,
+            [gate("a"), gate("b"), gate("c")],
+            "the differing one is kept"
+        );
+        assert_eq!(elided.repetitions(), 3);
+        let whole: Vec<&Entry> = expanded(&kept, &elided).collect();
+        let details: Vec<String> = whole
+            .iter()
+            .map(|e| match e {
+                Entry::Gate { detail, .. } => detail.clone(),
+                _ => String::new(),
+            })
+            .collect();
+        assert_eq!(details, ["a", "b", "a", "b", "a", "b", "c", "a", "b"]);
+    }
 }

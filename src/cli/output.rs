@@ -52,6 +52,10 @@ fn step(report: &StepReport) -> StepOutput {
         observed: report.observed.clone(),
         mismatches: report.mismatches.iter().map(mismatch).collect(),
         trace: report.trace.iter().map(entry).collect(),
+        repetitions_elided: (!report.elided.is_empty()).then(|| crate::output::ElidedOutput {
+            repetitions: report.elided.repetitions(),
+            first: [report.elided.first.start, report.elided.first.end],
+        }),
     }
 }
 

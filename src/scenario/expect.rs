@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::conformance::{Conformance, Levels, ORDER_KEY, trace_key};
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
 use crate::scenario::model::{Expectations, ExpectedOrdinal, TraceRules};
-use crate::trace::{Entry, count};
+use crate::trace::Entry;
 
 /// One expected-versus-actual difference.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -53,12 +53,21 @@ fn check(out: &mut Vec<Mismatch>, key: &str, expected: Option<&str>, actual: Opt
 }
 
 /// Every difference between a step's expectations and what it produced, each with its expectation's level.
-pub fn compare(expect: &Expectations, observed: &Observed, entries: &[Entry]) -> Vec<Mismatch> {
+pub fn compare<'a>(
+    expect: &Expectations,
+    observed: &Observed,
+    entries: impl Iterator<Item = &'a Entry> + Clone,
+) -> Vec<Mismatch> {
     let mut out = compare_fields(expect, observed);
     for mismatch in &mut out {
         mismatch.conformance = expect.levels.get(&mismatch.key).cloned();
     }
-    out.extend(check_trace(&expect.trace, entries, "trace", &expect.levels));
+    out.extend(check_trace(
+        &expect.trace,
+        entries.clone(),
+        "trace",
+        &expect.levels,
+    ));
     let (branch, prefix) = match observed.error {
         None => (&expect.when_ok, "when_ok"),
         Some(_) => (&expect.when_refused, "when_refused"),
@@ -220,15 +229,15 @@ fn compare_fields(expect: &Expectations, observed: &Observed) -> Vec<Mismatch> {
 }
 
 /// Every way `entries` breaks `rules`; keys are prefixed with `prefix`, levels come from `levels`.
-pub fn check_trace(
+pub fn check_trace<'a>(
     rules: &TraceRules,
-    entries: &[Entry],
+    entries: impl Iterator<Item = &'a Entry> + Clone,
     prefix: &str,
     levels: &Levels,
 ) -> Vec<Mismatch> {
     let mut out = Vec::new();
     let mut expect_count = |rule: &str, name: &str, wanted: usize| {
-        let seen = count(entries, name);
+        let seen = entries.clone().filter(|entry| entry.name() == name).count();
         if seen != wanted {
             out.push(Mismatch {
                 key: format!("{prefix}.{rule}"),
@@ -249,20 +258,40 @@ pub fn check_trace(
     }
     if !rules.order.is_empty() {
         let mut wanted = rules.order.iter().peekable();
-        for entry in entries {
+        for entry in entries.clone() {
             if wanted.peek().is_some_and(|name| *name == entry.name()) {
                 wanted.next();
             }
         }
         if wanted.peek().is_some() {
-            let names: Vec<&str> = entries.iter().map(Entry::name).collect();
             out.push(Mismatch {
                 key: format!("{prefix}.order"),
                 expected: rules.order.join(" .. "),
-                actual: names.join(", "),
+                actual: shown_names(entries),
                 conformance: levels.get(ORDER_KEY).cloned(),
             });
         }
     }
     out
 }
+
+/// The names of a trace for a message: the first [`SHOWN_NAMES`], then how many more there were.
+fn shown_names<'a>(entries: impl Iterator<Item = &'a Entry>) -> String {
+    let mut shown = Vec::new();
+    let mut more = 0usize;
+    for entry in entries {
+        if shown.len() < SHOWN_NAMES {
+            shown.push(entry.name());
+        } else {
+            more += 1;
+        }
+    }
+    let mut text = shown.join(", ");
+    if more > 0 {
+        text.push_str(&format!(", … and {more} more"));
+    }
+    text
+}
+
+/// How many entry names an order mismatch shows.
+const SHOWN_NAMES: usize = 64;

@@ -15,7 +15,7 @@ use crate::pool::DevicePool;
 use crate::runtime::{FaultInjector, Recorder, Runtime};
 use crate::scenario::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Expectations, Scenario, Step};
-use crate::trace::Entry;
+use crate::trace::{Elided, Entry, expanded};
 
 /// One step's result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -34,8 +34,11 @@ pub struct StepReport {
     pub observed: Observed,
     /// The differences from what was expected (empty: the step passed).
     pub mismatches: Vec<Mismatch>,
-    /// The step's trace.
+    /// The step's trace: a repeated step's identical repetitions once (see `elided`).
     pub trace: Vec<Entry>,
+    /// The repetitions not stored in `trace` because each recorded what the first did.
+    #[serde(default, skip_serializing_if = "Elided::is_empty")]
+    pub elided: Elided,
     /// How long the step took (benchmarks; not part of the report's data).
     #[serde(skip)]
     pub elapsed: std::time::Duration,
@@ -59,6 +62,7 @@ impl StepReport {
             observed,
             mismatches,
             trace,
+            elided: Elided::default(),
             elapsed,
         }
     }
@@ -264,12 +268,28 @@ pub fn run_scenario(
         let mut observed = Observed::default();
         let before = wants_retained(&step.expect).then(|| bytes_in_use(&*runtime));
         let started = std::time::Instant::now();
+        // A repetition that records exactly what the first did is not stored again, only counted: the trace
+        // stays the size of one repetition (plus any that differed) however large `repeat` is.
+        let mut elided = Elided::default();
+        let mut first = None;
         for _ in 0..step.repeat {
+            let start = recorder.trace().len();
             observed = Observed::default();
             perform(&dispatch, catalog, &pool, &step.action, &mut observed);
+            match &first {
+                None => first = Some(start..recorder.trace().len()),
+                Some(block) => {
+                    if recorder.trace().elide_repeat(block.clone(), start) {
+                        elided.push(start - mark);
+                    }
+                }
+            }
             if observed.error.is_some() {
                 break;
             }
+        }
+        if let Some(block) = first {
+            elided.first = block.start - mark..block.end - mark;
         }
         let elapsed = started.elapsed();
         observed.current_after = current.read(&*runtime);
@@ -285,7 +305,7 @@ pub fn run_scenario(
             Some(Err(why)) => Some(why),
         };
         let trace = recorder.trace().since(mark);
-        let mut mismatches = compare(&step.expect, &observed, &trace);
+        let mut mismatches = compare(&step.expect, &observed, expanded(&trace, &elided));
         if let Some(why) = unmeasured {
             mismatches.push(Mismatch {
                 key: "retained_bytes".into(),
@@ -294,11 +314,15 @@ pub fn run_scenario(
                 conformance: step.expect.levels.get("retained_bytes").cloned(),
             });
         }
-        steps.push(StepReport::of(step, observed, mismatches, trace, elapsed));
+        let mut report = StepReport::of(step, observed, mismatches, trace, elapsed);
+        report.elided = elided;
+        steps.push(report);
     }
     let trace_mismatches = check_trace(
         &scenario.trace_rules,
-        &recorder.trace().entries(),
+        steps
+            .iter()
+            .flat_map(|step| expanded(&step.trace, &step.elided)),
         "expect.trace",
         &scenario.trace_levels,
     );

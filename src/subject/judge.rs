@@ -214,7 +214,7 @@ impl<'a> Judge<'a> {
                 self.filter(branch, action, &absent, prefix, &mut unbacked);
             }
         }
-        let mut mismatches = compare(&expect, observed, entries);
+        let mut mismatches = compare(&expect, observed, entries.iter());
         mismatches.extend(unbacked);
         mismatches.extend(self.declared(step, observed));
         mismatches.extend(numerics(observed));
@@ -236,7 +236,7 @@ impl<'a> Judge<'a> {
         };
         let mut unbacked = Vec::new();
         self.filter(&mut table, None, &BTreeSet::new(), "expect.", &mut unbacked);
-        let mut mismatches = check_trace(&table.trace, entries, "expect.trace", levels);
+        let mut mismatches = check_trace(&table.trace, entries.iter(), "expect.trace", levels);
         mismatches.extend(unbacked);
         mismatches
     }

@@ -114,7 +114,8 @@ fn kernels_shows_each_rocm_decision_of_the_inventory() {
             .find(|line| line.split_whitespace().next() == Some(row.name.as_str()))
             .unwrap_or_else(|| panic!("no line for {}:\n{table}", row.name));
         assert!(
-            line.split_whitespace().any(|word| word == row.rocm.as_str()),
+            line.split_whitespace()
+                .any(|word| word == row.rocm.as_str()),
             "{}: {line}",
             row.name
         );

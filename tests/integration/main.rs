@@ -17,6 +17,7 @@ mod mock_runtime;
 mod mutants;
 mod pool;
 mod properties;
+mod repeats;
 mod schema;
 mod skills;
 mod tools;
