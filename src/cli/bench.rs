@@ -120,7 +120,52 @@ pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> 
         best_corpus * 1e3,
         scenarios.len() as f64 / best_corpus
     );
+    run_budget(catalog)?;
     run_load_scale(catalog)
+}
+
+/// The largest repeated input the budget accepts ([`crate::scenario::Step::MAX_EXECUTIONS`] warmups, each
+/// switching devices and launching), run on the simulated runtime: its time and the process's peak resident
+/// memory while it ran (Linux: the high-water mark is reset first through `/proc/self/clear_refs`).
+pub fn run_budget(catalog: &Catalog) -> Result<(), CliError> {
+    let executions = crate::scenario::Step::MAX_EXECUTIONS;
+    let (steps, repeat) = (executions / 10_000, 10_000);
+    let mut text = String::from(
+        "format = 1\ndescription = \"the largest repeated input the budget accepts\"\n[host]\nprofile = \"h200x2\"\n",
+    );
+    for _ in 0..steps {
+        text.push_str(&format!(
+            "[[step]]\naction = \"warmup\"\nkernel = \"gptq_marlin\"\ndevice = \"cuda:1\"\nrepeat = {repeat}\n"
+        ));
+    }
+    let scenario = parse_scenario(
+        Path::new("budget.toml"),
+        &text,
+        catalog,
+        &ProfileSources::shipped(),
+    )?;
+    let reset = std::fs::write("/proc/self/clear_refs", "5").is_ok();
+    let started = Instant::now();
+    let report = run_simulated(&scenario, catalog);
+    let took = started.elapsed();
+    let peak = peak_resident_kib()
+        .filter(|_| reset)
+        .map_or("not measured (no /proc/self)".to_string(), |kib| {
+            format!("{:.1} MiB", kib as f64 / 1024.0)
+        });
+    say!(
+        "budget: {executions} step executions ({steps} steps x repeat {repeat}) run in {:.2} s, peak resident memory {peak}, {}",
+        took.as_secs_f64(),
+        report.status.word()
+    );
+    Ok(())
+}
+
+/// The process's peak resident set (`VmHWM`), in KiB, where the system says it.
+fn peak_resident_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// `devsim bench --live`: the cost of a live replay against the same runtime calls made directly.
