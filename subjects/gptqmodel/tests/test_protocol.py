@@ -83,6 +83,16 @@ def test_unsupported_actions_and_kernels_say_why(driver):
         assert len(answer["reason"]) > 20
 
 
+def test_a_simulated_warmup_is_observed_up_to_the_gate(driver):
+    """A refusal is GPTQModel's decision before any device work: observed. An admitted kernel would run its
+    forward next, which needs a real GPU: unsupported, saying so."""
+    refused = driver.step(R9700X2, {"action": "warmup", "kernel": "gptq_torch_aten", "device": s("cuda:1")})
+    assert refused["type"] == "observed" and refused["ok"] is False, refused
+    assert refused["error"]["kind"] == "unsupported-family", refused
+    admitted = driver.step(R9700X2, {"action": "warmup", "kernel": "gptq_torch", "device": s("cuda:1")})
+    assert admitted["type"] == "unsupported" and "needs a real GPU" in admitted["reason"], admitted
+
+
 def test_cpu_build_reports_no_current_device(driver):
     answer = driver.step(CPU, {"action": "normalize", "device": s("cpu")})
     assert answer["ok"] and answer["family"] == "cpu"

@@ -62,8 +62,6 @@ OBSERVES: dict[str, tuple[str, ...]] = {
     "discover": (),
 }
 
-# Actions a live run performs that a simulated one cannot (warmups run GPTQModel's kernels on the real device).
-LIVE_ACTIONS = ("warmup",)
 
 # GPTQModel DEVICE values -> devsim families. DEVICE.NPU (Ascend) has no devsim family and is left out of a
 # declaration (the kernels that list it: the portable torch kernels, which also declare ALL or CPU/CUDA).
@@ -87,11 +85,14 @@ UNSUPPORTED_ACTIONS = {
         "gptqmodel.utils.torch.torch_devices() lists torch devices only, and device-smi (its hardware "
         "inventory) reads the real machine"
     ),
-    "warmup": (
-        "GPTQModel 7.7.0 warms a kernel up by running its forward/extension ops on the device, which needs a "
-        "real GPU; the subject does not run GPTQModel kernels"
-    ),
 }
+
+# Simulated, a warmup is observed up to GPTQModel's gate: a refusal is its decision, made before any device
+# work; an admitted kernel would go on to run its forward, which needs a real GPU (a live run does that).
+WARMUP_NEEDS_GPU = (
+    "GPTQModel 7.7.0 admits the kernel here and would then run its forward/extension ops on the device, which "
+    "needs a real GPU (devsim run --live --subject runs it)"
+)
 
 
 class StepUnsupported(Exception):
@@ -595,7 +596,7 @@ class Subject:
         check_step(msg)
         action = msg["action"]
         head = {"scenario": msg["scenario"], "number": msg["number"]}
-        if action in UNSUPPORTED_ACTIONS and not (self.live and action in LIVE_ACTIONS):
+        if action in UNSUPPORTED_ACTIONS:
             return {"type": "unsupported", **head, "reason": UNSUPPORTED_ACTIONS[action]}
         handler = getattr(self, f"do_{action}", None)
         if handler is None:
@@ -913,12 +914,16 @@ class Subject:
         obs["lands_on"] = landings[-1][1] if landings else "cpu"
 
     def do_warmup(self, msg: dict, obs: dict) -> None:
-        """Live: the kernel gated as an explicit choice is (validate_quant_linear on the requested device), then its
-        module built on GPTQ-packed weights, moved to the device at the torch boundary, post_init and one forward,
-        judged against the FP64 oracle (livewarmup). `ran_on` is where torch put the output."""
+        """The kernel gated as an explicit choice is (validate_quant_linear on the requested device): a refusal is
+        the observation. Simulated, an admitted kernel stops there (`unsupported`: its forward needs a GPU). Live,
+        its module is built on GPTQ-packed weights, moved to the device at the torch boundary, initialised and run
+        once, and judged against the FP64 oracle (livewarmup); `ran_on` is where torch put the output."""
         from . import livewarmup
 
         kernel = self.kernel(msg)
+        if not self.live:
+            self.gate(kernel, self.selector(msg["device"]))  # a refusal is observed (`_Refused`)
+            raise StepUnsupported(WARMUP_NEEDS_GPU)
         if kernel.live_weights != "gptq":
             raise StepUnsupported(
                 f"the live warmup builds GPTQ-packed weights; {kernel.cls_name} takes another format, for which the "
