@@ -92,6 +92,17 @@ pub fn scenario() -> Value {
         .chain(["none".to_string()])
         .collect();
     expect["vendor"]["enum"] = json!(vendors);
+    // As strict as the loader: an ordinal is a non-negative integer, and each field has one word of its own.
+    for (field, word, what) in [
+        ("ordinal", "none", "The normalized ordinal: an integer, or \"none\" for a family target."),
+        ("ran_on", "cpu", "Where a warmup ran: an ordinal or \"cpu\"."),
+        ("lands_on", "cpu", "Where moved data ended: an ordinal or \"cpu\"."),
+    ] {
+        expect[field] = json!({
+            "description": what,
+            "anyOf": [{"type": "integer", "minimum": 0}, {"const": word}, {"type": "null"}]
+        });
+    }
     trace_names(&mut defs["TraceRuleFields"]);
     fault_calls(&mut defs["FaultFields"]);
     // A matrix case fills `{name}` placeholders before the loader reads the file, so any value may be one.

@@ -64,3 +64,20 @@ fn matrix_placeholders_may_stand_for_closed_values() {
         .expect("a placeholder pattern");
     assert_eq!(pattern, "^\\{[a-z_][a-z0-9_]*(\\.[a-z_][a-z0-9_]*)?\\}$");
 }
+
+#[test]
+fn places_and_ordinals_take_what_the_loader_takes() {
+    let schema = SchemaKind::Scenario.generate();
+    let expect = &schema["definitions"]["StepExpectFields"]["properties"];
+    for (field, word) in [("ran_on", "cpu"), ("lands_on", "cpu"), ("ordinal", "none")] {
+        let alternatives = expect[field]["anyOf"].as_array().expect("alternatives");
+        let text = serde_json::to_string(alternatives).expect("json");
+        assert!(text.contains(r#""minimum":0"#), "{field}: {text}");
+        assert!(text.contains(&format!(r#""const":"{word}""#)), "{field}: {text}");
+        // No open string: `ran_on = "one"` is refused by the schema as by the loader.
+        assert!(
+            !alternatives.iter().any(|a| a == &serde_json::json!({"type": "string"})),
+            "{field}: {text}"
+        );
+    }
+}
