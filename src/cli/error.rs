@@ -53,6 +53,14 @@ pub enum CliError {
         /// How many were required.
         required: usize,
     },
+    /// No path was given and there is no `./scenarios` folder.
+    #[error(
+        "find scenarios: given no path, devsim reads ./scenarios, and {here} has none; pass a folder or file (`devsim run path/to/scenarios`), or run devsim where your scenarios/ folder is"
+    )]
+    NoDefaultScenarios {
+        /// The current folder.
+        here: String,
+    },
     /// `probe --require-gpu N` found fewer than N real GPUs.
     #[error("find {required} real GPU(s): {found}")]
     TooFewGpus {

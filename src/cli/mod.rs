@@ -274,12 +274,22 @@ macro_rules! warn {
     }};
 }
 
-fn default_paths(paths: &[PathBuf]) -> Vec<PathBuf> {
-    if paths.is_empty() {
-        vec![PathBuf::from("scenarios")]
-    } else {
-        paths.to_vec()
+/// The paths given, or `./scenarios` when none was; no such folder here is an error that says where devsim
+/// looked and what to pass instead.
+fn default_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
+    if !paths.is_empty() {
+        return Ok(paths.to_vec());
     }
+    let default = PathBuf::from("scenarios");
+    if !default.is_dir() {
+        let here = std::env::current_dir()
+            .map(|dir| {
+                crate::scenario::error::escape_controls(&dir.display().to_string()).into_owned()
+            })
+            .unwrap_or_else(|_| "the current folder".into());
+        return Err(CliError::NoDefaultScenarios { here });
+    }
+    Ok(vec![default])
 }
 
 fn print_load_errors(errors: &[LoadError]) {
@@ -298,7 +308,7 @@ fn load_selected(
     corpus: &CorpusArgs,
 ) -> Result<(Vec<Scenario>, Vec<LoadError>), CliError> {
     let filter = Filter::new(selection.tags.clone(), &selection.filters)?;
-    let paths = default_paths(paths);
+    let paths = default_paths(paths)?;
     let profiles = if corpus.hosts.is_empty() {
         ProfileSources::for_paths(&paths)
     } else {

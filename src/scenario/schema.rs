@@ -94,9 +94,21 @@ pub fn scenario() -> Value {
     expect["vendor"]["enum"] = json!(vendors);
     // As strict as the loader: an ordinal is a non-negative integer, and each field has one word of its own.
     for (field, word, what) in [
-        ("ordinal", "none", "The normalized ordinal: an integer, or \"none\" for a family target."),
-        ("ran_on", "cpu", "Where a warmup ran: an ordinal or \"cpu\"."),
-        ("lands_on", "cpu", "Where moved data ended: an ordinal or \"cpu\"."),
+        (
+            "ordinal",
+            "none",
+            "The normalized ordinal: an integer, or \"none\" for a family target.",
+        ),
+        (
+            "ran_on",
+            "cpu",
+            "Where a warmup ran: an ordinal or \"cpu\".",
+        ),
+        (
+            "lands_on",
+            "cpu",
+            "Where moved data ended: an ordinal or \"cpu\".",
+        ),
     ] {
         expect[field] = json!({
             "description": what,

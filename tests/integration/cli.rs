@@ -444,3 +444,22 @@ fn require_live_counts_gpu_scenarios_only() {
         stderr(&output)
     );
 }
+
+#[test]
+fn given_no_path_outside_a_project_run_and_check_say_where_they_looked() {
+    let elsewhere = tempfile::tempdir().expect("temp dir");
+    for command in ["run", "check"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_devsim"))
+            .arg(command)
+            .current_dir(elsewhere.path())
+            .output()
+            .expect("devsim runs");
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        let said = stderr(&output);
+        assert!(
+            said.contains("given no path, devsim reads ./scenarios")
+                && said.contains("pass a folder or file (`devsim run path/to/scenarios`)"),
+            "{command}: {said}"
+        );
+    }
+}

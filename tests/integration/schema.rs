@@ -73,10 +73,15 @@ fn places_and_ordinals_take_what_the_loader_takes() {
         let alternatives = expect[field]["anyOf"].as_array().expect("alternatives");
         let text = serde_json::to_string(alternatives).expect("json");
         assert!(text.contains(r#""minimum":0"#), "{field}: {text}");
-        assert!(text.contains(&format!(r#""const":"{word}""#)), "{field}: {text}");
+        assert!(
+            text.contains(&format!(r#""const":"{word}""#)),
+            "{field}: {text}"
+        );
         // No open string: `ran_on = "one"` is refused by the schema as by the loader.
         assert!(
-            !alternatives.iter().any(|a| a == &serde_json::json!({"type": "string"})),
+            !alternatives
+                .iter()
+                .any(|a| a == &serde_json::json!({"type": "string"})),
             "{field}: {text}"
         );
     }
