@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant, SystemTime};
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::baseline::Baseline;
 use crate::kernel::Catalog;
@@ -241,6 +241,15 @@ enum Command {
         #[arg(long, value_name = "CMD|FILE", conflicts_with = "live")]
         subject: Option<String>,
     },
+    /// Print shell completions for devsim to stdout (e.g. `devsim completions bash >
+    /// ~/.local/share/bash-completion/completions/devsim`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print devsim's man page (roff) to stdout (e.g. `devsim man > devsim.1; man ./devsim.1`).
+    Man,
     /// Internal: a live worker (`scenario::worker`): runs the scenarios named on stdin, one JSON line
     /// each, on the real machine with this process's visible-device variables, answering reports.
     #[command(name = "live-worker", hide = true)]
@@ -290,6 +299,15 @@ fn default_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
         return Err(CliError::NoDefaultScenarios { here });
     }
     Ok(vec![default])
+}
+
+/// Writes `bytes` to stdout; a reader that closed the pipe early is not an error.
+fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(bytes) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Io(error)),
+        _ => Ok(()),
+    }
 }
 
 fn print_load_errors(errors: &[LoadError]) {
@@ -990,6 +1008,19 @@ pub fn main(catalog: Catalog) -> ExitCode {
             } else {
                 bench::run(&root, &catalog, rounds)
             }
+        }
+        Command::Completions { shell } => {
+            // Into memory first: clap_complete panics on a failed write, and a closed pipe is no error.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "devsim", &mut script);
+            write_stdout(&script)
+        }
+        Command::Man => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut page)
+                .map_err(CliError::Io)
+                .and_then(|()| write_stdout(&page))
         }
         Command::LiveWorker => crate::scenario::worker::serve(
             &catalog,

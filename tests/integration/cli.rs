@@ -463,3 +463,22 @@ fn given_no_path_outside_a_project_run_and_check_say_where_they_looked() {
         );
     }
 }
+
+#[test]
+fn completions_and_the_man_page_come_from_the_command_line_itself() {
+    let script = devsim(&["completions", "bash"]);
+    assert!(script.status.success());
+    let script = stdout(&script);
+    assert!(script.contains("_devsim()"), "{script}");
+    for subcommand in ["run", "check", "probe", "kernels", "completions"] {
+        assert!(script.contains(subcommand), "bash completes {subcommand}");
+    }
+    let page = devsim(&["man"]);
+    assert!(page.status.success());
+    let page = stdout(&page);
+    assert!(page.contains(".TH devsim 1"), "{page}");
+    assert!(
+        page.contains("devsim\\-run(1)") || page.contains("run"),
+        "{page}"
+    );
+}
