@@ -13,26 +13,28 @@ use devsim::kernel::{Kernel, KernelSpec, Method};
 use devsim::scenario::Status;
 use devsim::scenario::{load_all, run_simulated};
 use devsim::vocab::Family;
-use serial_test::serial;
 
 #[test]
-#[serial]
 fn the_simulator_ignores_the_real_visible_device_variables() {
-    // SAFETY: #[serial] keeps every test that touches the environment apart.
-    unsafe { std::env::set_var("CUDA_VISIBLE_DEVICES", "1") };
-    let sim = Sim::profile("h200x2", 0);
-    let count = sim.recorder.inner().device_count();
-    // SAFETY: as above, no other test runs while this one changes the environment.
-    unsafe { std::env::remove_var("CUDA_VISIBLE_DEVICES") };
-    assert_eq!(
-        count,
-        Ok(2),
-        "only a scenario's own `env` masks its simulated GPUs"
+    // The variables are set for a child devsim only: this test process's environment is never changed, so
+    // tests that spawn processes beside it cannot inherit a mask.
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_devsim"))
+        .args(["run", "scenarios/live/h200x2_warmup_on_gpu1_from_gpu0.toml"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("CUDA_VISIBLE_DEVICES", "1")
+        .env("HIP_VISIBLE_DEVICES", "0")
+        .env("ROCR_VISIBLE_DEVICES", "0")
+        .output()
+        .expect("devsim runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("1 passed, 0 failed"),
+        "only a scenario's own `env` masks its simulated GPUs:\n{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
     );
 }
 
 #[test]
-#[serial]
 fn running_scenarios_with_env_leaves_the_real_environment_alone() {
     let before: Vec<(String, String)> = std::env::vars().collect();
     let catalog = Catalog::reference();
