@@ -11,6 +11,7 @@
 //! children judge the downstream catalog.
 
 pub(crate) mod bench;
+mod color;
 mod error;
 pub(crate) mod filter;
 pub(crate) mod junit;
@@ -74,6 +75,9 @@ const COVERAGE_EXIT_CODES: &str = "Exit codes:
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// When to colour human output: auto (a terminal without NO_COLOR), always or never.
+    #[arg(long, value_enum, global = true, default_value_t = color::When::Auto)]
+    color: color::When,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -548,7 +552,7 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         let took = started.elapsed();
         let failed = report.status == Status::Failed;
         if human && (failed || !args.quiet) {
-            progress.suspend(|| say!("{}", report::human(&report).trim_end()));
+            progress.suspend(|| color::print(&color::report(report::human(&report).trim_end())));
         }
         progress.done();
         reports.push((report, took));
@@ -959,6 +963,7 @@ fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Result<(), Cli
 /// Runs the `devsim` command line (arguments from the process) against `catalog`.
 pub fn main(catalog: Catalog) -> ExitCode {
     let cli = Cli::parse();
+    color::choose(cli.color);
     let result = match cli.command {
         Command::Run(args) => run(catalog, args),
         Command::Probe {

@@ -482,3 +482,29 @@ fn completions_and_the_man_page_come_from_the_command_line_itself() {
         "{page}"
     );
 }
+
+#[test]
+fn colour_is_asked_for_and_never_reaches_a_pipe_by_default() {
+    let root = scratch("colour", WARMUP_ON_GPU1);
+    let coloured = stdout(&devsim(&["run", "--color", "always", arg(&root)]));
+    assert!(coloured.contains("\u{1b}[32mok\u{1b}[0m"), "{coloured:?}");
+    for args in [
+        vec!["run", arg(&root)],
+        vec!["run", "--color", "never", arg(&root)],
+    ] {
+        let plain = stdout(&devsim(&args));
+        assert!(
+            !plain.contains('\u{1b}') && plain.contains("ok "),
+            "{args:?}: {plain:?}"
+        );
+    }
+    let json = stdout(&devsim(&[
+        "run",
+        "--color",
+        "always",
+        "--format",
+        "json",
+        arg(&root),
+    ]));
+    assert!(!json.contains('\u{1b}'), "JSON is never styled");
+}
