@@ -23,6 +23,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Iterator
 from typing import IO, Any
 
 PROTOCOL = 2  # the highest version this subject speaks; hello's version picks the answer (negotiate)
@@ -83,6 +84,16 @@ def parse(line: bytes) -> dict:
     return msg
 
 
+def messages(reader: LineReader) -> Iterator[dict]:
+    """Every protocol message until stdin closes (blank lines skipped)."""
+    while True:
+        line = reader.next()
+        if line is None:
+            return
+        if line.strip():
+            yield parse(line)
+
+
 def encode(msg: dict) -> bytes:
     data = json.dumps(msg, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
     if len(data) > MAX_LINE:
@@ -110,17 +121,7 @@ class Parent:
         self.out.write(encode(msg))
 
     def serve(self) -> int:
-        while True:
-            line = self.reader.next()
-            if line is None:
-                self.stop_child()
-                for key in list(self.parked):
-                    self.stop_parked(key)
-                self.reap(block=True)
-                return 0
-            if not line.strip():
-                continue
-            msg = parse(line)
+        for msg in messages(self.reader):
             kind = msg["type"]
             if kind == "scenario":
                 self.stop_child()
@@ -128,7 +129,12 @@ class Parent:
             elif kind in ("step", "end"):
                 self.relay(msg)
             else:
-                raise Fatal(f"unknown message type {kind!r} in {line[:200]!r}")
+                raise Fatal(f"unknown message type {kind!r} in {json.dumps(msg)[:200]}")
+        self.stop_child()
+        for key in list(self.parked):
+            self.stop_parked(key)
+        self.reap(block=True)
+        return 0
 
     def start_scenario(self, msg: dict) -> None:
         name = msg.get("name")
@@ -296,14 +302,7 @@ class LiveServer:
         from .fakehost import Host
         from .subject import ProtocolError
 
-        while True:
-            line = self.reader.next()
-            if line is None:
-                self.subject.runtime.leave()
-                return 0
-            if not line.strip():
-                continue
-            msg = parse(line)
+        for msg in messages(self.reader):
             kind = msg["type"]
             name = msg.get("name") if kind == "scenario" else msg.get("scenario")
             if kind == "scenario":
@@ -334,7 +333,9 @@ class LiveServer:
                 except ProtocolError as exc:
                     raise Fatal(f"protocol error: {exc}") from exc
             else:
-                raise Fatal(f"unknown message type {kind!r} in {line[:200]!r}")
+                raise Fatal(f"unknown message type {kind!r} in {json.dumps(msg)[:200]}")
+        self.subject.runtime.leave()
+        return 0
 
 
 # ----------------------------------------------------------------------------------------------- child
