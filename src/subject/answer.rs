@@ -41,8 +41,7 @@ pub fn judge_answer(
         return Err("an answer out of order".into());
     }
     let (observed, trace) = judge::observed(&message, &capabilities.events)?;
-    let visible = u32::try_from(scenario.host.visible().map_or(0, |v| v.len())).unwrap_or(u32::MAX);
-    let mut judge = Judge::new(capabilities, scenario.host.torch, visible);
+    let mut judge = Judge::for_host(capabilities, &scenario.host);
     let mismatches = judge.step(step, &message, &observed, &trace);
     let trace_mismatches = judge.scenario(&scenario.trace_rules, &scenario.trace_levels, &trace);
     let status = if mismatches.is_empty() && trace_mismatches.is_empty() {

@@ -68,6 +68,12 @@ impl<'a> Judge<'a> {
         }
     }
 
+    /// A judge for a scenario on `host`: its build, with as many GPUs as it makes visible.
+    pub fn for_host(capabilities: &'a Capabilities, host: &crate::host::HostSpec) -> Self {
+        let visible = u32::try_from(host.visible().map_or(0, |v| v.len())).unwrap_or(u32::MAX);
+        Self::new(capabilities, host.torch, visible)
+    }
+
     fn claims(&self, level: Level) -> bool {
         level == Level::Policy || self.capabilities.levels.contains(&level)
     }

@@ -118,11 +118,6 @@ impl ProcessSubject {
         })
     }
 
-    /// The real machine, in a live run.
-    pub fn live_context(&self) -> Option<&LiveContext> {
-        self.live.as_ref()
-    }
-
     /// In a live run, why `scenario` cannot be sent to the subject on this machine (a skip), if it cannot.
     fn not_here(&self, scenario: &Scenario) -> Option<String> {
         let live = self.live.as_ref()?;
@@ -253,9 +248,7 @@ impl ProcessSubject {
             } if s == name => skipped = Some(reason),
             _ => return Err(out_of_order(expected, &line)),
         }
-        let visible_count =
-            u32::try_from(scenario.host.visible().map_or(0, |v| v.len())).unwrap_or(u32::MAX);
-        let mut judge = Judge::new(&self.capabilities, scenario.host.torch, visible_count);
+        let mut judge = Judge::for_host(&self.capabilities, &scenario.host);
         let mut entries = Vec::new();
         if skipped.is_none() && refused_live.is_none() {
             for step in &scenario.steps {
