@@ -520,6 +520,9 @@ pub struct HostOutput {
     pub current: u32,
     /// Visible-device variables.
     pub env: BTreeMap<String, String>,
+    /// devsim's resolution of `env`, as the subject protocol sends it: ordinal `i` seen by torch is
+    /// `gpus[visible[i]]`. Null when devsim cannot resolve them.
+    pub visible: Option<Vec<usize>>,
     /// Injected faults.
     pub faults: Vec<FaultOutput>,
 }

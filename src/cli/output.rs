@@ -235,6 +235,7 @@ pub fn host(host: &HostSpec) -> HostOutput {
         foreign_gpus: host.foreign_gpus.iter().map(gpu).collect(),
         current: host.current,
         env: host.env.clone(),
+        visible: host.visible().ok(),
         faults: host.faults.iter().map(fault).collect(),
     }
 }

@@ -10,7 +10,7 @@
 # Idempotent: a second run with everything in place only checks. GPTQModel asks for torch>=2.14.1;
 # its other requirements are installed under a constraint that keeps the venv's torch (2.11.0 by
 # default, override with TORCH_VERSION), and GPTQModel itself runs from SRC_DIR with PYTHONPATH.
-# Afterwards the subject package is installed editable into VENV, with pytest.
+# Afterwards the subject kit and the subject package are installed editable into VENV, with pytest.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -94,7 +94,12 @@ for spec in $OPTIONAL; do
 done
 rm -f "$constraints"
 
-# 4. The subject package itself (editable, no dependencies: they are above).
+# 4. devsim's Python subject kit (editable, with its one dependency, jsonschema; its pytest plugin registers
+#    through the pytest11 entry point), then the subject package itself (editable, no dependencies: above).
+if ! (cd / && "$PY" -c 'import devsim_subject_kit, jsonschema' 2>/dev/null); then
+  "$PY" -m pip install --quiet -e "$REPO/subjects/kit" -c <(echo "torch==$TORCH_VERSION") \
+    || { echo "install.sh: installing the subject kit (subjects/kit) failed" >&2; exit 1; }
+fi
 if ! (cd / && "$PY" -c 'import devsim_subject_gptqmodel' 2>/dev/null); then
   "$PY" -m pip install --quiet --no-deps --no-build-isolation -e "$HERE" 2>/dev/null \
     || "$PY" -m pip install --quiet --no-deps -e "$HERE"

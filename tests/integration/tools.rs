@@ -179,6 +179,35 @@ fn check_and_hosts_write_typed_json() {
         .expect("h200x2");
     assert_eq!(h200x2.torch, "cuda");
     assert_eq!(h200x2.gpus.len(), 2);
+    assert_eq!(h200x2.visible, Some(vec![0, 1]));
+}
+
+#[test]
+fn hosts_json_resolves_each_profiles_visible_devices_as_the_protocol_sends_them() {
+    let root = Root::with(&[
+        (
+            "hosts/second_only.toml",
+            "torch = \"hip\"\ngpus = [\"gfx942\", \"gfx1201\"]\nenv = { HIP_VISIBLE_DEVICES = \"1\" }\n",
+        ),
+        (
+            "hosts/unknown_uuid.toml",
+            "torch = \"hip\"\ngpus = [\"gfx942\"]\nenv = { HIP_VISIBLE_DEVICES = \"GPU-nope\" }\n",
+        ),
+    ]);
+    let output = devsim(&["hosts", "--format", "json", root.path()]);
+    let hosts: HostsOutput = serde_json::from_slice(&output.stdout).expect("a hosts document");
+    let visible = |name: &str| {
+        hosts
+            .hosts
+            .iter()
+            .find(|h| h.name == name)
+            .unwrap_or_else(|| panic!("{name} in {hosts:?}"))
+            .visible
+            .clone()
+    };
+    assert_eq!(visible("second_only"), Some(vec![1]));
+    // torch's rule: the list ends at the first entry that names no GPU, so an unknown UUID hides them all
+    assert_eq!(visible("unknown_uuid"), Some(vec![]));
 }
 
 #[test]

@@ -11,9 +11,11 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 PACKAGE = HERE.parent / "src"
+KIT = HERE.parents[1] / "kit" / "src"
 REPO = HERE.parents[2]
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(PACKAGE))
+sys.path.insert(0, str(KIT))
 
 from fakedevsim import Driver
 
@@ -45,7 +47,7 @@ def pytest_collection_modifyitems(config, items):
 
 def subject_env() -> dict[str, str]:
     env = dict(os.environ)
-    paths = [str(PACKAGE)] + ([SRC] if SRC else []) + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+    paths = [str(PACKAGE), str(KIT)] + ([SRC] if SRC else []) + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["BUILD_CUDA_EXT"] = "0"
     return env

@@ -44,12 +44,13 @@ def dump() -> dict:
 
 
 def main() -> None:
-    from devsim_subject_gptqmodel.server import claim_stdout, prepare_environment
+    from devsim_subject_kit.protocol import claim_stdout
+    from devsim_subject_kit.server import prepare_environment
 
-    prepare_environment()
+    prepare_environment({"BUILD_CUDA_EXT": "0"})
     out = claim_stdout()
-    from devsim_subject_gptqmodel.fakehost import Host
     from devsim_subject_gptqmodel.subject import Subject
+    from devsim_subject_kit import Host
 
     mode, arg = sys.argv[1], json.loads(sys.argv[2])
     subject = Subject()

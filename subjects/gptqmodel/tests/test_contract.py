@@ -228,7 +228,7 @@ def test_overlay_normalize_device_in_process(gptqmodel_path, monkeypatch):
 
     code = (
         "from devsim_subject_gptqmodel.subject import Subject\n"
-        "from devsim_subject_gptqmodel.fakehost import Host\n"
+        "from devsim_subject_kit import Host\n"
         "import json, sys\n"
         "host = Host.from_message(json.loads(sys.argv[1]))\n"
         "s = Subject(); s.load(); s.enter(host)\n"

@@ -52,11 +52,10 @@ def test_a_kernel_without_a_weight_builder_is_unsupported_not_refused(live):
 
 WRAPPED = """
 import json, torch
-from devsim_subject_gptqmodel import livehost
-from devsim_subject_gptqmodel.fakehost import RECORDER
+from devsim_subject_kit.livetorch import LiveTorch
 own = torch.cuda.is_available
-livehost.install()
-with RECORDER.capture() as trace:
+host = LiveTorch().install()
+with host.recorder.capture() as trace:
     answer = torch.cuda.is_available()
 print(json.dumps({"same": answer == own(), "wrapped": torch.cuda.is_available.__wrapped__ is own, "trace": trace}))
 """

@@ -1,10 +1,10 @@
 """A child reused for the next scenario of the same host answers exactly as a fresh fork would.
 
-server.py parks a child after `end` and resumes it for a later scenario with the identical host, but only when
+The kit's fork server (devsim_subject_kit.server) parks a child after `end` and resumes it for a later scenario with the identical host, but only when
 Subject.reusable() finds GPTQModel's state (every module and class namespace and the containers they hold, by
 identity), the environment, the imported modules, the thread count and torch's switches as the scenario found
 them. This runs one stream of scenarios, with every stateful action repeated on the same hosts and interleaved
-hosts, through a subject with reuse and one with a fresh fork per scenario (DEVSIM_GPTQMODEL_REUSE=0), and
+hosts, through a subject with reuse and one with a fresh fork per scenario (DEVSIM_SUBJECT_REUSE=0), and
 requires identical answers, traces included. (The whole corpus, recorded from devsim, compares the same way:
 README.md, "Reuse".)
 """
@@ -48,7 +48,7 @@ STREAM = [
 
 
 def answers(env: dict, reuse: str) -> list:
-    driver = Driver({**env, "DEVSIM_GPTQMODEL_REUSE": reuse})
+    driver = Driver({**env, "DEVSIM_SUBJECT_REUSE": reuse})
     driver.hello(protocol=2)
     try:
         return [driver.scenario(host, steps, name=f"reuse/{i}.toml") for i, (host, steps) in enumerate(STREAM)]

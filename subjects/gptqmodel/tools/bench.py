@@ -42,11 +42,12 @@ def in_child(n: int) -> None:
     code = f"""
 import gc, json, os, sys, time
 sys.path[:0] = {env['PYTHONPATH'].split(os.pathsep)!r}
-from devsim_subject_gptqmodel.server import prepare_environment, claim_stdout
-prepare_environment(); out = claim_stdout()
+from devsim_subject_kit.server import prepare_environment
+from devsim_subject_kit.protocol import claim_stdout
+prepare_environment({{"BUILD_CUDA_EXT": "0"}}); out = claim_stdout()
 t0 = time.perf_counter()
 from devsim_subject_gptqmodel.subject import Subject
-from devsim_subject_gptqmodel.fakehost import Host
+from devsim_subject_kit import Host
 subject = Subject(); subject.load()
 load_s = time.perf_counter() - t0
 gc.collect(); gc.freeze()

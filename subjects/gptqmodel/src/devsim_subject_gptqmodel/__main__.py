@@ -1,7 +1,20 @@
-"""python -m devsim_subject_gptqmodel: a devsim subject (protocol v1) for GPTQModel."""
+"""python -m devsim_subject_gptqmodel: a devsim subject (protocols 1 and 2) for GPTQModel, served by the kit."""
 
 import sys
 
-from .server import main
+from devsim_subject_kit import serve
 
-sys.exit(main())
+from .subject import Subject
+
+# GPTQModel's own switches, set before it is imported: no CUDA extension build at import, logbar headless.
+ENVIRONMENT = {"BUILD_CUDA_EXT": "0"}
+
+
+def load(live: bool) -> Subject:
+    """Import GPTQModel on the simulated (or, live, the real) torch and read its contracts."""
+    subject = Subject()
+    subject.load(live=live)
+    return subject
+
+
+sys.exit(serve(load, ENVIRONMENT))

@@ -1,6 +1,6 @@
 """GPTQModel's real dispatch code, driven by devsim steps on a simulated host.
 
-`Subject.load()` runs once in the parent process: it patches torch (fakehost), imports GPTQModel and loads
+`Subject.load()` runs once in the parent process: it patches torch (the kit's SimulatedTorch), imports GPTQModel and loads
 the data files (kernels.toml, errors.toml, constants.toml). `Subject.enter(host)` runs in the forked child of
 each scenario: it switches the simulated host, re-sets GPTQModel's import-time constants and clears its
 caches. `Subject.step(message)` performs one action and returns the `observed` (or `unsupported`) message.
@@ -8,29 +8,33 @@ caches. `Subject.step(message)` performs one action and returns the `observed` (
 
 from __future__ import annotations
 
-import functools
 import gc
 import importlib
 import importlib.abc
 import importlib.util
-import operator
 import os
 import re
 import sys
-import threading
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import fakehost
-from .fakehost import MOVES, RECORDER, RUNTIME, Host
+from devsim_subject_kit import (
+    Constant,
+    Host,
+    ProjectState,
+    ProtocolError,
+    Recorder,
+    check_step,
+)
+from devsim_subject_kit.server import reuse_enabled
 
 DATA = Path(__file__).parent
 FAMILIES = ("cpu", "cuda", "rocm", "xpu", "mps")
 
-# The trace events the subject records (fakehost's patched runtime plus the hooks below).
+# The trace events the subject records (the kit's simulated torch plus the hooks below).
 EVENTS = [
     "device_count",
     "device_name",
@@ -135,12 +139,13 @@ def load_toml(name: str) -> dict:
 class _ExtensionImportFinder(importlib.abc.MetaPathFinder):
     """Records import attempts of native-library packages (data: kernels.toml [extension].modules)."""
 
-    def __init__(self, names: list[str]) -> None:
+    def __init__(self, names: list[str], recorder: Recorder) -> None:
         self.names = set(names)
+        self.recorder = recorder
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
         if fullname.split(".")[0] in self.names and "." not in fullname:
-            RECORDER.record("extension_load", None, f"import {fullname}")
+            self.recorder.record("extension_load", None, f"import {fullname}")
         # the real finders decide
 
 
@@ -159,8 +164,10 @@ class Subject:
         self._selectors: list[Any] = []  # what importer._as_selector_device made of a public device value
         self.name = "gptqmodel"
         self.overlay: str | None = None
-        self.live = False  # the real torch on the real machine (livehost), not a simulated host
-        self.runtime: Any = RUNTIME
+        self.live = False  # the real torch on the real machine (the kit's LiveTorch), not a simulated host
+        self.recorder = Recorder()
+        self.torch_host: Any = None
+        self.state = ProjectState(("gptqmodel",))
 
     # ------------------------------------------------------------------------------------------- loading
 
@@ -169,20 +176,27 @@ class Subject:
 
         GPTQModel is imported on `import_host` (default: a CPU-only build); children re-set the import-time
         constants for their own host. The constants test imports on each host instead, to compare. `live`: the
-        real torch instead, its device calls wrapped to record events (livehost), GPTQModel's constants as it
+        real torch instead, its device calls wrapped to record events (the kit's LiveTorch), GPTQModel's constants as it
         computes them on this machine, its native extensions loaded for real.
         """
         self.live = live
         if live:
-            from . import livehost
+            import torch
+            from devsim_subject_kit.livetorch import LiveTorch
 
-            self.runtime = livehost.install()
+            # torch.compile (GPTQModel's torch kernels compile their dequantization) costs tens of seconds per
+            # shape, more than a step may take; eager execution computes the same result.
+            # DEVSIM_GPTQMODEL_COMPILE=1 keeps it.
+            if os.environ.get("DEVSIM_GPTQMODEL_COMPILE") != "1":
+                torch._dynamo.config.disable = True
+            self.torch_host = LiveTorch(self.recorder).install()
         else:
-            fakehost.install(import_host or Host())
-            fakehost.install_move_hook()
+            from devsim_subject_kit.simtorch import SimulatedTorch
+
+            self.torch_host = SimulatedTorch(self.recorder).install(import_host or Host())
         import gptqmodel
         import gptqmodel.utils.importer  # noqa: F401
-        import torch  # noqa: F401
+        import torch
         from gptqmodel.version import __version__
 
         self.version = __version__
@@ -227,14 +241,18 @@ class Subject:
             if func is not None:
                 self.boundary_name, self.boundary_fn = candidate, func
                 break
-        sys.meta_path.insert(0, _ExtensionImportFinder(data.get("extension", {}).get("modules", [])))
+        sys.meta_path.insert(0, _ExtensionImportFinder(data.get("extension", {}).get("modules", []), self.recorder))
         self.rules = [
             Rule(kind=r["kind"], match=re.compile(r["match"]), type=r.get("type"))
             for r in load_toml("errors.toml")["rule"]
         ]
-        self.constants = load_toml("constants.toml")["constant"]
+        self.state = ProjectState(
+            ("gptqmodel",), [Constant.from_table(c) for c in load_toml("constants.toml")["constant"]]
+        )
         self._install_hooks()
-        self._plan_resets()
+        self.state.plan()
+        for warning in self.state.warnings:
+            print(f"devsim-subject: constants.toml: {warning}", file=sys.stderr)
 
     def _install_hooks(self) -> None:
         """Hooks on GPTQModel itself. They record and pass results through unchanged, except the extension
@@ -245,7 +263,7 @@ class Subject:
         # extension_load: every GPTQModel native extension goes through TorchOpsJitExtension.load (JIT build or
         # cached torch.ops library). The simulated host has them built: the load succeeds without compiling.
         def load(ext: Any) -> bool:
-            RECORDER.record("extension_load", None, ext.name)
+            self.recorder.record("extension_load", None, ext.name)
             ext._load_attempted, ext._load_result, ext._last_error = True, True, ""
             return True
 
@@ -256,7 +274,7 @@ class Subject:
             # Live: the real loader. A cached or prebuilt library loads as GPTQModel loads it; a JIT build (minutes
             # of nvcc per extension) runs only with DEVSIM_GPTQMODEL_JIT=1, else the step answers `unsupported`
             # naming the extension: never a refusal GPTQModel did not make.
-            RECORDER.record("extension_load", None, ext.name)
+            self.recorder.record("extension_load", None, ext.name)
             if not jit and not (ext._ops_available() or ext._configured_prebuilt_library() is not None):
                 raise NeedsBuild(f"GPTQModel would JIT-build its native extension {ext.name} here (minutes of nvcc); "
                                  "this live run does not build (DEVSIM_GPTQMODEL_JIT=1 allows it), so the kernel's "
@@ -317,7 +335,7 @@ class Subject:
 
         def device_family(device: Any) -> Any:
             family = original_family(device)
-            if threading.get_ident() == RECORDER.thread:
+            if self.recorder.on_step_thread:
                 subject._families.append((device, family))
             return family
 
@@ -329,7 +347,7 @@ class Subject:
 
         def as_selector_device(value: Any) -> Any:
             result = original_as_selector(value)
-            if threading.get_ident() == RECORDER.thread:
+            if self.recorder.on_step_thread:
                 subject._selectors.append(result)
             return result
 
@@ -370,16 +388,16 @@ class Subject:
         try:
             return call()
         except BaseException as exc:
-            if threading.get_ident() == RECORDER.thread:
+            if self.recorder.on_step_thread:
                 self._device_errors.append(exc)
             raise
 
     def _lock_event(self, lock: Any, mode: str) -> None:
         key = self._lock_keys.get(id(lock))
-        if key is None or threading.get_ident() != RECORDER.thread:
+        if key is None or not self.recorder.on_step_thread:
             return
         device = int(key.split(":")[1]) if key.startswith("cuda:") else None
-        RECORDER.record("lock", device, f"{mode} {key}")
+        self.recorder.record("lock", device, f"{mode} {key}")
         self._held.append(key)
 
     def handshake(self, protocol: int = 1) -> dict:
@@ -435,160 +453,35 @@ class Subject:
     def enter(self, host: Host) -> str | None:
         """Child process: become `host`. Returns a reason when the host cannot be simulated. Live (in the
         subject's own process): check that the real machine is that host and make its current device current."""
-        if self.live:
-            self.pool = None
-            reason = self.runtime.enter(host)
-            if reason is None:
-                with RECORDER.quiet():
-                    self.clear_caches()
-            return reason
-        if host.torch not in ("cuda", "hip", "cpu"):
-            return f"unknown torch build {host.torch!r}"
-        for gpu in host.visible_gpus():
-            if host.torch == "hip" and not gpu.arch.startswith("gfx"):
-                return f"a HIP build cannot drive {gpu.arch}"
-            if host.torch == "cuda" and not gpu.is_nvidia:
-                return f"a CUDA build cannot drive {gpu.arch}"
-        RUNTIME.configure(host)
         self.pool = None
-        with RECORDER.quiet():
-            self.reset_constants()
+        reason = self.torch_host.enter(host)
+        if reason is not None:
+            return reason
+        with self.recorder.quiet():
+            if not self.live:
+                self.state.reset_constants()
             self.clear_caches()
-        self._snapshot = self.snapshot() if os.environ.get("DEVSIM_GPTQMODEL_REUSE", "1") != "0" else ()
+        if not self.live and reuse_enabled():
+            self.state.remember()
         return None
-
-    # -- reuse of a child across scenarios of the same host (server.py)
-
-    def snapshot(self) -> tuple:
-        """What `reusable` compares: GPTQModel's mutable state (identities), the process environment, the
-        modules imported, the live threads and torch's global switches."""
-        return (
-            [_plain(d).copy() for d in self._state_dicts],
-            [list.copy(q) if isinstance(q, list) else set.copy(q) for q in self._state_seqs],
-            *self._process_state(),
-        )
-
-    @staticmethod
-    def _process_state() -> tuple:
-        import torch
-
-        return (
-            dict(os.environ),
-            frozenset(sys.modules),
-            threading.active_count(),
-            (torch.get_default_dtype(), torch.get_num_threads(), torch.is_grad_enabled(),
-             torch.is_inference_mode_enabled(), torch.are_deterministic_algorithms_enabled()),
-        )
 
     def reusable(self) -> bool:
         """Child, after a scenario's `end`: whether the next scenario of the same host may run in this child.
         Only when nothing the scenario did outlives it: no device pool (its worker threads pin devices), and,
-        once the caches `enter` clears are cleared, every snapshotted namespace, container, environment
-        variable, module, thread count and torch switch is what it was when the scenario began. Anything else
-        retires the child (the next scenario gets a fresh fork, as always)."""
+        once the caches `enter` clears are cleared, GPTQModel's state, the environment, the modules, the threads
+        and torch's switches are what they were when the scenario began (ProjectState.unchanged)."""
         if self.pool is not None:
             return False
-        with RECORDER.quiet():
+        with self.recorder.quiet():
             self.clear_caches()
-        before = self._snapshot
-        if before[2:] != self._process_state():
-            return False
-        dicts, seqs = before[0], before[1]
-        for old, new in zip(dicts, self._state_dicts):
-            live = _plain(new)
-            if len(live) != len(old) or live.keys() != old.keys() or not all(map(operator.is_, old.values(), live.values())):
-                return False
-        for old_seq, new_seq in zip(seqs, self._state_seqs):
-            if isinstance(old_seq, list):
-                if list.__len__(new_seq) != len(old_seq) or not all(map(operator.is_, old_seq, list.copy(new_seq))):
-                    return False
-            elif {id(x) for x in old_seq} != {id(x) for x in set.copy(new_seq)}:
-                return False
-        return True
-
-    def _plan_resets(self) -> None:
-        """Parent: find, once, every module binding of each constant and every functools cache to clear, so a
-        child only touches those (a forked child pays a copy-on-write page fault per object it touches)."""
-        modules = [mod for name, mod in sys.modules.items() if name.startswith("gptqmodel") and mod]
-        by_name = {mod.__name__: mod for mod in modules}
-        self._constant_plan = []
-        for const in self.constants:
-            home = by_name.get(const["module"])
-            if home is None:
-                print(f"devsim-subject: constants.toml names {const['module']}, which is not imported",
-                      file=sys.stderr)
-                continue
-            old = getattr(home, const["name"])
-            holders = [home] + [m for m in modules if m is not home and vars(m).get(const["name"], _MISSING) is old]
-            code = compile(const["expr"], f"<constants.toml {const['module']}.{const['name']}>", "eval")
-            self._constant_plan.append((home, const["name"], code, holders))
-        caches: dict[int, Any] = {}
-        for mod in modules:
-            for value in list(vars(mod).values()):
-                _collect_cache(value, caches)
-                if isinstance(value, type) and value.__module__ == mod.__name__:
-                    for attr in list(vars(value).values()):
-                        if isinstance(attr, (classmethod, staticmethod)):
-                            attr = attr.__func__
-                        _collect_cache(attr, caches)
-        self._caches = list(caches.values())
-        self._plan_state(modules)
-
-    def _plan_state(self, modules: list) -> None:
-        """Parent: the mutable state a reused child is checked against (see `reusable`): every gptqmodel module's
-        namespace, the namespaces of the classes defined there, and, three levels deep, the dicts, lists, sets and
-        instance namespaces those hold. Snapshots compare by identity, so a rebinding, an insertion, a removal
-        or a replaced element anywhere in them is seen."""
-        import types
-
-        skip = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, types.MethodType, type,
-                functools._lru_cache_wrapper, str, bytes, int, float, bool, type(None))
-        dicts: dict[int, dict] = {}
-        seqs: dict[int, Any] = {}
-
-        def walk(value: Any, depth: int) -> None:
-            if depth > 3:
-                return
-            if isinstance(value, dict):
-                if id(value) in dicts:
-                    return
-                dicts[id(value)] = value
-                for item in list(value.values()):
-                    walk(item, depth + 1)
-            elif isinstance(value, (list, set)):
-                if id(value) not in seqs:
-                    seqs[id(value)] = value
-                    for item in list(value)[:256]:
-                        walk(item, depth + 1)
-            elif not isinstance(value, skip):
-                namespace = getattr(value, "__dict__", None) if not isinstance(value, type) else None
-                if isinstance(namespace, dict):
-                    walk(namespace, depth)
-
-        for mod in modules:
-            walk(vars(mod), 0)
-            for value in list(vars(mod).values()):
-                if isinstance(value, type) and value.__module__ == mod.__name__:
-                    for attr in list(vars(value).values()):
-                        walk(attr, 1)
-                    dicts.setdefault(id(value.__dict__), value.__dict__)  # type: ignore[arg-type]
-        self._state_dicts = list(dicts.values())
-        self._state_seqs = list(seqs.values())
-
-    def reset_constants(self) -> None:
-        """Child: re-evaluate each import-time constant for this host and rebind it wherever it was imported."""
-        for home, name, code, holders in self._constant_plan:
-            new = eval(code, vars(home))
-            for mod in holders:
-                setattr(mod, name, new)
+        return self.state.unchanged()
 
     def clear_caches(self) -> None:
-        """Child: host-dependent caches GPTQModel fills lazily (functools caches, the validation cache)."""
+        """Host-dependent caches GPTQModel fills lazily (functools caches, the validation cache)."""
         from gptqmodel.utils import importer
 
         importer.clear_validation_cache()
-        for cache in self._caches:
-            cache.cache_clear()
+        self.state.clear_caches()
 
     # ------------------------------------------------------------------------------------------- steps
 
@@ -610,7 +503,7 @@ class Subject:
         if repeat > 1 and not self.live:
             raise ProtocolError(f"a repeated step outside a live run: {msg}")
         before = self._allocated() if self.live else None
-        with RECORDER.capture() as trace:
+        with self.recorder.capture() as trace:
             try:
                 for _ in range(repeat):
                     obs.clear()
@@ -630,8 +523,8 @@ class Subject:
                     raise  # a bug of the subject itself: the child prints the traceback and exits non-zero
                 ok = False  # the code under test (or the simulated runtime) raised: an observation
                 obs["error"] = self.classify(exc)
-        if self.runtime.host.has_gpu_runtime and self.runtime.count() > 0:
-            obs["current_after"] = self.runtime.current()
+        if self.torch_host.host.has_gpu_runtime and self.torch_host.count() > 0:
+            obs["current_after"] = self.torch_host.current()
         if before is not None:
             obs["retained_bytes"] = self._allocated() - before
         return {"type": "observed", **head, "ok": ok, **obs, "trace": trace}
@@ -641,7 +534,7 @@ class Subject:
         import torch
 
         gc.collect()
-        count = self.runtime.count() if self.runtime.host.has_gpu_runtime else 0
+        count = self.torch_host.count() if self.torch_host.host.has_gpu_runtime else 0
         return sum(int(torch.cuda.memory_allocated(i)) for i in range(count))
 
     def classify(self, exc: BaseException) -> dict:
@@ -887,7 +780,7 @@ class Subject:
         if self.pool is None:
             from gptqmodel.utils.threadx import DeviceThreadPool
 
-            with RECORDER.quiet():
+            with self.recorder.quiet():
                 self.pool = DeviceThreadPool(
                     inference_mode=True, workers={"cuda:per": 1, "cpu": 1}, empty_cache_every_n=0
                 )
@@ -907,7 +800,7 @@ class Subject:
         family = self.family_of(device, obs)
         self.gate(kernel, family)
         target = self.boundary(device)
-        with MOVES.capture() as landings:
+        with self.torch_host.moves.capture() as landings:
             move_to(torch.zeros(4), device=target)
         passed = torch.device(landings[-1][0]) if landings else target
         self.report_target(passed, obs)
@@ -934,7 +827,7 @@ class Subject:
         target = self.boundary(device)
         packer = self.kernels["gptq_torch"].cls
         try:
-            with RECORDER.quiet():
+            with self.recorder.quiet():
                 weights = livewarmup.Weights.draw(kernel.bits)
                 state = livewarmup.packed_state(packer, weights, kernel.bits)
                 module = livewarmup.build(kernel.cls, state, kernel.bits)
@@ -990,56 +883,10 @@ class _Refused(Exception):
         self.error = error
 
 
-class ProtocolError(Exception):
-    """A message the subject cannot accept."""
-
-
-STEP_FIELDS = {
-    "normalize": ("device",),
-    "resolve": ("device",),
-    "validate": ("kernel", "device"),
-    "warmup": ("kernel", "device"),
-    "move": ("kernel", "device"),
-    "select": ("method", "bits", "device"),
-    "lock": ("scope",),
-    "set_device": ("ordinal",),
-    "discover": (),
-}
-SELECTOR_FIELDS = {
-    "string": ("written",),
-    "ordinal": ("written",),
-    "family_enum": ("family",),
-    "torch_device": ("device_type",),
-}
-
-
-def check_step(msg: dict) -> None:
-    """A step devsim could not have sent is a protocol error, never an observation of GPTQModel."""
-    for key in ("scenario", "number", "action"):
-        if key not in msg:
-            raise ProtocolError(f"a step without {key!r}: {msg}")
-    needed = STEP_FIELDS.get(msg["action"])
-    if needed is None:
-        return  # unknown actions are answered `unsupported`
-    for key in needed:
-        if key not in msg:
-            raise ProtocolError(f"a {msg['action']} step without {key!r}: {msg}")
-    for key in ("device", "scope"):
-        if key in msg:
-            sel = msg[key]
-            if not isinstance(sel, dict) or sel.get("form") not in SELECTOR_FIELDS:
-                raise ProtocolError(f"{key} is not a selector: {sel!r}")
-            for field_name in SELECTOR_FIELDS[sel["form"]]:
-                if field_name not in sel:
-                    raise ProtocolError(f"a {sel['form']} selector without {field_name!r}: {sel!r}")
-            if sel["form"] == "family_enum" and sel["family"] not in (*FAMILIES, "all"):
-                raise ProtocolError(f"unknown family {sel['family']!r}")
-
-
 # Modules of this package that stand in for the code under test: an exception raised in them is an observation.
-# fakehost.py is the simulated runtime (its torch-like errors are torch's); seedfix.py is the overlay, written in
-# place of GPTQModel functions (its errors are GPTQModel's, as the seed's code would raise them).
-STAND_INS = ("fakehost.py", "seedfix.py", "livehost.py")
+# seedfix.py is the overlay, written in place of GPTQModel functions (its errors are GPTQModel's, as the seed's
+# code would raise them). The kit's simulated torch lives outside this package: its torch-like errors are torch's.
+STAND_INS = ("seedfix.py",)
 
 
 def raised_by_subject(exc: BaseException) -> bool:
@@ -1052,21 +899,3 @@ def raised_by_subject(exc: BaseException) -> bool:
         return False
     path = Path(last).resolve()
     return path.parent == DATA and path.name not in STAND_INS
-
-
-_MISSING = object()
-
-
-def _plain(namespace: Any) -> Any:
-    """A namespace read without running subclass code: a class's mappingproxy as is (its methods read the class's
-    own dict), any dict (also a subclass such as an LRU mapping, whose methods may reorder it) as a base dict."""
-    if isinstance(namespace, dict) and type(namespace) is not dict:
-        return dict.copy(namespace)
-    return namespace
-
-
-def _collect_cache(value: Any, caches: dict[int, Any]) -> None:
-    """functools caches (lru_cache / cache) only: GPTQModel has lazy proxies whose attribute access builds a
-    thread pool, so nothing else is probed."""
-    if isinstance(value, functools._lru_cache_wrapper):
-        caches[id(value)] = value

@@ -1,4 +1,5 @@
-"""The simulated runtime follows torch's semantics (in-process: this test process's torch gets patched)."""
+"""The simulated torch follows torch's semantics (in-process: this test process's torch gets patched, and
+restored after each test)."""
 
 from __future__ import annotations
 
@@ -8,20 +9,22 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from devsim_subject_gptqmodel import fakehost
-from devsim_subject_gptqmodel.fakehost import MOVES, RECORDER, Host
-from fakedevsim import AMD_MIXED, CPU, H200X2
+from devsim_subject_kit import Host
+from devsim_subject_kit.simtorch import SimulatedTorch
+from devsim_subject_kit.testing import AMD_MIXED, CPU, H200X2
+
+RUNTIME = SimulatedTorch()
+RECORDER = RUNTIME.recorder
+MOVES = RUNTIME.moves
 
 
 @pytest.fixture
 def become():
-    fakehost.install_move_hook()
-
     def _become(host: dict) -> None:
-        fakehost.install(Host.from_message(host))
+        RUNTIME.install(Host.from_message(host))
 
     yield _become
-    fakehost.install(Host())
+    RUNTIME.uninstall()
 
 
 def names(events):
@@ -39,7 +42,7 @@ def test_device_context_switches_and_restores(become):
         ("get_device", 0), ("set_device", 1), ("get_device", 1), ("set_device", 0),
         ("get_device", 0), ("get_device", 0),
     ]
-    assert fakehost.RUNTIME.current() == 0
+    assert RUNTIME.current() == 0
 
 
 def test_capabilities_and_arch_queries(become):
@@ -101,3 +104,28 @@ def test_moves_land_where_torch_would(become):
         x.to("cpu")
     assert [landed for _, landed in landings] == [1, 0, 1]
     assert x.to("cpu").device.type == "cpu"  # outside a capture, .to is torch's own
+
+
+def test_uninstall_restores_torch():
+    own = (torch.cuda.device_count, torch.cuda.get_device_properties, torch.Tensor.to, torch.version.hip)
+    RUNTIME.install(Host.from_message(AMD_MIXED))
+    assert torch.cuda.device_count() == 2 and torch.version.hip is not None
+    RUNTIME.uninstall()
+    assert (torch.cuda.device_count, torch.cuda.get_device_properties, torch.Tensor.to, torch.version.hip) == own
+
+
+def test_one_torch_host_at_a_time():
+    RUNTIME.install(Host())
+    try:
+        with pytest.raises(RuntimeError, match="another torch host is installed"):
+            SimulatedTorch().install(Host())
+    finally:
+        RUNTIME.uninstall()
+
+
+def test_the_runtime_version_is_the_hosts():
+    RUNTIME.install(Host.from_message({**AMD_MIXED, "runtime_version": "6.4.43482"}))
+    try:
+        assert torch.version.hip == "6.4.43482" and torch.version.cuda is None
+    finally:
+        RUNTIME.uninstall()

@@ -1,0 +1,67 @@
+"""A minimal subject on the kit, for the kit's own tests: `python toy_subject.py`.
+
+It answers `discover` (torch's own device count and archs through the simulated torch) and `set_device`, keeps a
+module-level counter to show that a scenario's state never reaches the next one, and misbehaves on request
+(`TOY_MODE=print` prints to stdout during a step, `TOY_MODE=crash` dies in a step, `TOY_MODE=bad-answer`
+writes an answer the schema refuses).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from devsim_subject_kit import Host, ProjectState, check_step, serve
+
+STEPS_SEEN = [0]  # grows within a process: a fresh child starts from the parent's value
+
+
+class Toy:
+    def __init__(self, live: bool) -> None:
+        from devsim_subject_kit.simtorch import SimulatedTorch
+
+        self.torch_host = SimulatedTorch().install()
+        self.state = ProjectState(("__main__",))  # run as a script
+        self.state.plan()
+
+    def handshake(self, protocol: int) -> dict[str, Any]:
+        return {"type": "handshake", "protocol": protocol, "subject": {"name": "toy", "version": "1"},
+                "actions": ["discover", "set_device"], "kernels": [], "events": ["device_count", "set_device"]}
+
+    def enter(self, host: Host) -> str | None:
+        reason = self.torch_host.enter(host)
+        self.state.remember()
+        return reason
+
+    def step(self, msg: dict[str, Any]) -> dict[str, Any]:
+        import torch
+
+        check_step(msg)
+        STEPS_SEEN[0] += 1
+        mode = os.environ.get("TOY_MODE", "")
+        if mode == "print":
+            print("chatty library output")
+        if mode == "crash":
+            os._exit(7)
+        head = {"scenario": msg["scenario"], "number": msg["number"]}
+        if mode == "bad-answer":
+            return {"type": "observed", **head, "ok": "yes", "trace": []}
+        with self.torch_host.recorder.capture() as trace:
+            if msg["action"] == "set_device":
+                torch.cuda.set_device(msg["ordinal"])
+                obs: dict[str, Any] = {"current_after": self.torch_host.current()}
+            else:
+                count = torch.cuda.device_count()
+                obs = {"torch_device_count": count, "archs": [str(STEPS_SEEN[0])]}
+        return {"type": "observed", **head, "ok": True, **obs, "trace": trace}
+
+    def reusable(self) -> bool:
+        return self.state.unchanged()
+
+
+if __name__ == "__main__":
+    sys.exit(serve(Toy))
