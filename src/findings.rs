@@ -86,6 +86,22 @@ fn without_wording(actual: &str) -> String {
     }
 }
 
+/// A `never` rule's values without their counts (`nvidia_capability x2` → `nvidia_capability`): how many
+/// times a forbidden event happened follows the host's GPU count, not the behaviour.
+fn without_counts(key: &str, values: String) -> String {
+    if !key.ends_with("trace.never") {
+        return values;
+    }
+    values
+        .split(", ")
+        .map(|value| match value.rsplit_once(" x") {
+            Some((event, count)) if count.bytes().all(|b| b.is_ascii_digit()) => event,
+            _ => value,
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn form_and_kernel(action: &Action) -> (&'static str, Option<&str>) {
     let form = |selector| match written_form(selector) {
         WrittenForm::Text(_) => "string",
@@ -129,8 +145,8 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
         build: scenario.host.torch.to_string(),
         kernel: kernel.filter(|_| per_kernel).map(str::to_string),
         key: mismatch.key.clone(),
-        expected: mismatch.expected.clone(),
-        actual: without_wording(&mismatch.actual),
+        expected: without_counts(&mismatch.key, mismatch.expected.clone()),
+        actual: without_counts(&mismatch.key, without_wording(&mismatch.actual)),
     }
 }
 
@@ -200,5 +216,20 @@ mod tests {
             "nvidia_capability x1"
         );
         assert_eq!(without_wording("cuda:0"), "cuda:0");
+    }
+
+    #[test]
+    fn how_often_a_forbidden_event_happened_is_not_part_of_a_finding() {
+        let never = |values: &str| without_counts("expect.trace.never", values.to_string());
+        assert_eq!(never("nvidia_capability x2"), "nvidia_capability");
+        assert_eq!(
+            never("nvidia_capability x1, amd_arch x12"),
+            "nvidia_capability, amd_arch"
+        );
+        assert_eq!(
+            without_counts("expect.trace.count", "launch x2".to_string()),
+            "launch x2",
+            "a count rule's counts are the finding"
+        );
     }
 }

@@ -74,6 +74,9 @@ pub struct HostSpec {
     pub current: u32,
     /// Visible-device variables.
     pub env: BTreeMap<String, String>,
+    /// The GPU runtime's version the build reports (`torch.version.hip` / `torch.version.cuda`), when the
+    /// scenario depends on it: `6.4.43482`, `13.0`. None: the subject's default for the build.
+    pub runtime_version: Option<String>,
     /// Faults to inject.
     pub faults: Vec<Fault>,
 }
@@ -92,6 +95,7 @@ impl HostSpec {
             foreign_gpus: Vec::new(),
             current: 0,
             env: BTreeMap::new(),
+            runtime_version: None,
             faults: Vec::new(),
         }
     }
@@ -141,6 +145,18 @@ impl HostSpec {
                     arch: gpu.arch.to_string(),
                     build: self.torch,
                     expected,
+                });
+            }
+        }
+        if let Some(version) = &self.runtime_version {
+            let dotted = version.split('.').count() >= 2
+                && version
+                    .split('.')
+                    .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+            if self.torch == TorchBuild::Cpu || !dotted {
+                return Err(HostError::RuntimeVersion {
+                    version: version.clone(),
+                    build: self.torch,
                 });
             }
         }
@@ -214,6 +230,16 @@ pub enum HostError {
         current: u32,
         /// How many are visible.
         visible: u32,
+    },
+    /// `runtime_version` on a CPU build, or not a dotted version.
+    #[error(
+        "give the {build} build runtime version `{version}`: expected dotted digits such as `6.4.43482` (HIP) or `13.0` (CUDA), on a cuda or hip build"
+    )]
+    RuntimeVersion {
+        /// The version written.
+        version: String,
+        /// The build.
+        build: TorchBuild,
     },
     /// The visible-device variables cannot be applied.
     #[error(transparent)]

@@ -523,6 +523,9 @@ pub struct HostOutput {
     /// devsim's resolution of `env`, as the subject protocol sends it: ordinal `i` seen by torch is
     /// `gpus[visible[i]]`. Null when devsim cannot resolve them.
     pub visible: Option<Vec<usize>>,
+    /// The GPU runtime version the build reports, when the profile gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_version: Option<String>,
     /// Injected faults.
     pub faults: Vec<FaultOutput>,
 }

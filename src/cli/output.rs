@@ -236,6 +236,7 @@ pub fn host(host: &HostSpec) -> HostOutput {
         current: host.current,
         env: host.env.clone(),
         visible: host.visible().ok(),
+        runtime_version: host.runtime_version.clone(),
         faults: host.faults.iter().map(fault).collect(),
     }
 }

@@ -69,6 +69,10 @@ pub struct HostFields {
     /// Visible-device variables.
     #[schemars(with = "Option<BTreeMap<String, String>>")]
     pub env: Option<Spanned<BTreeMap<String, String>>>,
+    /// The GPU runtime version the build reports (`torch.version.hip` / `torch.version.cuda`):
+    /// `6.4.43482`, `13.0`. Sent to subjects; devsim's own runtime does not depend on it.
+    #[schemars(with = "Option<String>")]
+    pub runtime_version: Option<Spanned<String>>,
     /// Faults to inject (an addition to format 1).
     pub fault: Option<Vec<FaultFields>>,
 }

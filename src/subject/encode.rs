@@ -25,6 +25,7 @@ pub fn host(host: &HostSpec) -> Result<HostMessage, HostError> {
         env: host.env.clone(),
         visible: host.visible()?,
         current: host.current,
+        runtime_version: host.runtime_version.clone(),
     })
 }
 

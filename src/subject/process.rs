@@ -132,6 +132,12 @@ impl ProcessSubject {
                     .into(),
             );
         }
+        if let Some(version) = &scenario.host.runtime_version {
+            // The subject's real torch reports this machine's runtime version; changing it would be faking.
+            return Some(format!(
+                "the live subject runs on this machine's own GPU runtime (host.runtime_version {version} needs a machine with that runtime)"
+            ));
+        }
         if scenario.host.torch == crate::vocab::TorchBuild::Cpu && !live.machine.gpus.is_empty() {
             // devsim's own live runtime can run a CPU build anywhere; a subject's real torch is this
             // machine's GPU build, which nothing short of faking could turn into a CPU-only one.

@@ -206,6 +206,10 @@ pub struct HostMessage {
     pub visible: Vec<usize>,
     /// The thread's current device (an ordinal into `visible`) when the scenario starts.
     pub current: u32,
+    /// The GPU runtime version the build reports (`torch.version.hip` / `torch.version.cuda`), when the
+    /// scenario gives one; absent: the subject's default for the build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_version: Option<String>,
 }
 
 /// One GPU of a host.

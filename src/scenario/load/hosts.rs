@@ -232,6 +232,7 @@ pub fn parse_profile(path: &Path, text: &str) -> Result<HostSpec, LoadError> {
         foreign_gpus: parts.foreign_gpus.unwrap_or_default(),
         current: parts.current.unwrap_or(0),
         env: parts.env.unwrap_or_default(),
+        runtime_version: parts.runtime_version,
         faults: parts.faults.unwrap_or_default(),
     };
     host.validate()
@@ -247,6 +248,7 @@ struct HostParts {
     foreign_gpus: Option<Vec<Gpu>>,
     current: Option<u32>,
     env: Option<BTreeMap<String, String>>,
+    runtime_version: Option<String>,
     faults: Option<Vec<Fault>>,
 }
 
@@ -293,6 +295,7 @@ pub(crate) fn merged_host(
         foreign_gpus: parts.foreign_gpus.unwrap_or(base.foreign_gpus),
         current: parts.current.unwrap_or(base.current),
         env: parts.env.unwrap_or(base.env),
+        runtime_version: parts.runtime_version.or(base.runtime_version),
         faults: parts.faults.unwrap_or(base.faults),
     };
     host.validate()
@@ -310,6 +313,7 @@ fn host_error(
     let at = match &error {
         HostError::CurrentOutOfRange { .. } => fields.current.as_ref().map(|c| c.span()),
         HostError::Visible(_) => fields.env.as_ref().map(|e| e.span()),
+        HostError::RuntimeVersion { .. } => fields.runtime_version.as_ref().map(|v| v.span()),
         HostError::WrongVendor { index, .. } => fields
             .gpus
             .as_ref()
@@ -426,6 +430,7 @@ fn host_parts(
         foreign_gpus,
         current: fields.current.as_ref().map(|c| *c.get_ref()),
         env: fields.env.as_ref().map(|e| e.get_ref().clone()),
+        runtime_version: fields.runtime_version.as_ref().map(|v| v.get_ref().clone()),
         faults,
     })
 }

@@ -1,0 +1,1 @@
+"""devsim subject for bitsandbytes: its native-library and per-device dispatch on simulated hosts."""
