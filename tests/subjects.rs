@@ -333,13 +333,34 @@ fn cli_check_live_and_bench() -> Result<(), Failed> {
         &err,
     )?;
     let root = fixtures().join("scenarios").display().to_string();
-    let (ok, out, err) = devsim(&["bench", &root, "--subject", &good, "--rounds", "1"])?;
+    let (ok, out, err) = devsim(&[
+        "bench",
+        &root,
+        "--subject",
+        &good,
+        "--subject",
+        &good,
+        "--rounds",
+        "1",
+    ])?;
+    let row = |label: &str| {
+        out.lines()
+            .find(|line| line.starts_with(label))
+            .map(|line| line[label.len()..].split_whitespace().collect::<Vec<_>>())
+            .unwrap_or_default()
+    };
     expect(
         ok && out.contains("step median (us)")
             && out.contains("corpus, start included (ms)")
-            && out
-                .contains("fixture 0.0.1 (process): 12 steps timed; 2 passed, 2 failed, 0 skipped, 2 not applicable, 1 set aside"),
-        "bench compares the reference and the subject",
+            && row("conformance (scenarios)") == ["reference", "fixture", "fixture"]
+            && row("passed") == ["6", "2", "2"]
+            && row("failed") == ["1", "2", "2"]
+            && row("set aside") == ["0", "1", "1"]
+            && row("not applicable") == ["0", "2", "2"]
+            && row("distinct findings") == ["1", "2", "2"]
+            && row("  policy:normalize-aliases") == ["1", "1", "1"]
+            && out.contains("fixture: fixture 0.0.1 (process)"),
+        "bench compares the reference and each subject: timings, outcomes, findings by rule",
         &out,
         &err,
     )?;

@@ -17,14 +17,6 @@ pub const GENERATED_STEPS: usize = 1_000_000;
 /// Entries in the generated visible-device mask that `bench` parses.
 pub const MASK_ENTRIES: usize = 200_000;
 
-/// Prints a line to stdout, ignoring a closed pipe.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
-}
-
 /// A scenario of `steps` steps (alternating normalize, validate and discover) on a shipped profile.
 pub fn generated_scenario(steps: usize) -> String {
     let mut text = String::from(
@@ -257,118 +249,8 @@ pub fn run_live(rounds: u32) -> Result<(), CliError> {
 }
 
 /// Seconds as milliseconds for the table.
-fn ms(seconds: f64) -> String {
+pub(crate) fn ms(seconds: f64) -> String {
     format!("{:.2}", seconds * 1e3)
-}
-
-/// One subject's figures over the corpus.
-struct Figures {
-    describe: String,
-    start: f64,
-    best_corpus: f64,
-    step_median: std::time::Duration,
-    steps: usize,
-    summary: crate::scenario::suite::Summary,
-}
-
-fn measure(
-    subject: &mut dyn crate::subject::Subject,
-    start: f64,
-    scenarios: &[crate::scenario::Scenario],
-    rounds: u32,
-) -> Figures {
-    let mut best_corpus = f64::MAX;
-    let mut step_times = Vec::new();
-    let mut summary = crate::scenario::suite::Summary::default();
-    for _ in 0..rounds.max(1) {
-        let started = Instant::now();
-        let reports: Vec<_> = scenarios.iter().map(|s| subject.run(s)).collect();
-        best_corpus = best_corpus.min(started.elapsed().as_secs_f64());
-        step_times.extend(
-            reports
-                .iter()
-                .flat_map(|r| r.steps.iter().map(|s| s.elapsed)),
-        );
-        summary = crate::scenario::suite::Summary::of(&reports, 0);
-    }
-    let steps = step_times.len();
-    Figures {
-        describe: subject.describe(),
-        start,
-        best_corpus,
-        step_median: median(&mut step_times),
-        steps,
-        summary,
-    }
-}
-
-/// `devsim bench --subject`: the corpus through the reference catalog and through the subject, side by
-/// side: per-step median, whole-corpus wall time without and with start-up, and the ratios.
-pub fn run_subject(root: &Path, subject: &str, rounds: u32) -> Result<(), CliError> {
-    use crate::subject::{CatalogSubject, ProcessSubject, SubjectSpec};
-
-    let spec = SubjectSpec::parse(subject)?;
-    let (scenarios, errors) = load_all(&[root.to_path_buf()], &Catalog::reference())?;
-    let started = Instant::now();
-    let mut reference = CatalogSubject::reference();
-    let reference_start = started.elapsed().as_secs_f64();
-    let reference = measure(&mut reference, reference_start, &scenarios, rounds);
-    let mut process = ProcessSubject::start(spec)?;
-    let process_start = process.start_time().as_secs_f64();
-    let process = measure(&mut process, process_start, &scenarios, rounds);
-    println!(
-        "bench: {} scenarios ({} failed to load), best of {} round(s)",
-        scenarios.len(),
-        errors.len(),
-        rounds.max(1)
-    );
-    println!(
-        "{:<34} {:>16} {:>16} {:>10}",
-        "", "reference", "subject", "ratio"
-    );
-    let ratio = |a: f64, b: f64| {
-        if a > 0.0 {
-            format!("{:.1}x", b / a)
-        } else {
-            "-".into()
-        }
-    };
-    let step = |f: &Figures| f.step_median.as_secs_f64();
-    println!(
-        "{:<34} {:>16} {:>16} {:>10}",
-        "step median (us)",
-        format!("{:.1}", step(&reference) * 1e6),
-        format!("{:.1}", step(&process) * 1e6),
-        ratio(step(&reference), step(&process))
-    );
-    println!(
-        "{:<34} {:>16} {:>16} {:>10}",
-        "corpus, start excluded (ms)",
-        ms(reference.best_corpus),
-        ms(process.best_corpus),
-        ratio(reference.best_corpus, process.best_corpus)
-    );
-    let with_start = |f: &Figures| f.start + f.best_corpus;
-    println!(
-        "{:<34} {:>16} {:>16} {:>10}",
-        "corpus, start included (ms)",
-        ms(with_start(&reference)),
-        ms(with_start(&process)),
-        ratio(with_start(&reference), with_start(&process))
-    );
-    println!(
-        "{:<34} {:>16} {:>16}",
-        "start (ms)",
-        ms(reference.start),
-        ms(process.start)
-    );
-    for figures in [&reference, &process] {
-        println!(
-            "{}: {} steps timed; {}",
-            figures.describe, figures.steps, figures.summary
-        );
-    }
-    Ok(())
 }
 
 /// `bench --live`, second part: the scenario corpus under `root` simulated and live, wall time and

@@ -10,6 +10,14 @@
 //! Live replay re-runs scenarios in child processes of the *running* binary, so a downstream binary's
 //! children judge the downstream catalog.
 
+/// Prints a line to stdout, ignoring a closed pipe (`devsim kernels | head` must not panic).
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
 pub(crate) mod bench;
 mod color;
 mod error;
@@ -17,6 +25,7 @@ pub(crate) mod filter;
 pub(crate) mod junit;
 pub(crate) mod masks;
 pub(crate) mod output;
+mod side_by_side;
 // Not part of the public API: public only for devsim's own tests of `probe --write` and progress.
 #[doc(hidden)]
 pub mod probe;
@@ -241,9 +250,10 @@ enum Command {
         /// corpus live (worker pool included) against simulated.
         #[arg(long)]
         live: bool,
-        /// Run the corpus through the reference catalog and this subject side by side instead.
+        /// Run the corpus through the reference catalog and these subjects side by side instead (repeatable):
+        /// timings, then each subject's outcomes and distinct findings by rule.
         #[arg(long, value_name = "CMD|FILE", conflicts_with = "live")]
-        subject: Option<String>,
+        subject: Vec<String>,
     },
     /// Print shell completions for devsim to stdout (e.g. `devsim completions bash >
     /// ~/.local/share/bash-completion/completions/devsim`).
@@ -269,14 +279,6 @@ enum Command {
         #[arg(long, required = true)]
         stdin_jsonl: bool,
     },
-}
-
-/// Prints a line to stdout, ignoring a closed pipe (`devsim kernels | head` must not panic).
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
-    }};
 }
 
 /// Prints a line to stderr, ignoring a closed stream (`devsim check 2>&- ` must not panic).
@@ -1006,8 +1008,8 @@ pub fn main(catalog: Catalog) -> ExitCode {
             live,
             subject,
         } => {
-            if let Some(subject) = subject {
-                bench::run_subject(&root, &subject, rounds)
+            if !subject.is_empty() {
+                side_by_side::run_subjects(&root, &subject, rounds)
             } else if live {
                 bench::run_live(rounds).and_then(|()| bench::corpus_live(&root, &catalog, rounds))
             } else {

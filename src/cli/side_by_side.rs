@@ -1,0 +1,195 @@
+//! `devsim bench --subject A [--subject B …]`: the corpus through the reference catalog and each subject, side
+//! by side. The first table times them (per-step median, the corpus without and with start-up, start-up
+//! alone, and each against the reference). The second is a conformance table: each subject's outcomes and its
+//! distinct findings, with the findings counted by the rule or level they break.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::cli::CliError;
+use crate::cli::bench::ms;
+use crate::findings::findings;
+use crate::kernel::Catalog;
+use crate::matrix::median;
+use crate::scenario::suite::{Summary, load_all};
+use crate::scenario::{Scenario, ScenarioReport};
+use crate::subject::{CatalogSubject, ProcessSubject, Subject, SubjectSpec};
+
+/// One subject's figures over the corpus (the conformance counts from its last round).
+struct Figures {
+    name: String,
+    describe: String,
+    start: f64,
+    best_corpus: f64,
+    step_median: Duration,
+    steps: usize,
+    summary: Summary,
+    /// Distinct findings by the check they break (`policy:<rule>`, `contract`, `reference`, `breakdown`).
+    findings: BTreeMap<String, usize>,
+    distinct: usize,
+}
+
+fn measure(subject: &mut dyn Subject, start: f64, scenarios: &[Scenario], rounds: u32) -> Figures {
+    let mut best_corpus = f64::MAX;
+    let mut step_times = Vec::new();
+    let mut last: Vec<ScenarioReport> = Vec::new();
+    for _ in 0..rounds.max(1) {
+        let started = Instant::now();
+        let reports: Vec<_> = scenarios.iter().map(|s| subject.run(s)).collect();
+        best_corpus = best_corpus.min(started.elapsed().as_secs_f64());
+        step_times.extend(
+            reports
+                .iter()
+                .flat_map(|r| r.steps.iter().map(|s| s.elapsed)),
+        );
+        last = reports;
+    }
+    let found = findings(scenarios.iter().zip(&last));
+    let mut by_check = BTreeMap::new();
+    for finding in &found {
+        *by_check.entry(finding.signature.check.clone()).or_insert(0) += 1;
+    }
+    let steps = step_times.len();
+    Figures {
+        name: subject.name().to_string(),
+        describe: subject.describe(),
+        start,
+        best_corpus,
+        step_median: median(&mut step_times),
+        steps,
+        summary: Summary::of(&last, 0),
+        findings: by_check,
+        distinct: found.len(),
+    }
+}
+
+/// A row: a label, then one right-aligned cell per subject.
+fn row(label: &str, cells: impl IntoIterator<Item = String>) -> String {
+    let mut line = format!("{label:<36}");
+    for cell in cells {
+        line.push_str(&format!(" {cell:>16}"));
+    }
+    line
+}
+
+fn ratio(reference: f64, subject: f64) -> String {
+    if reference > 0.0 {
+        format!("{:.1}x", subject / reference)
+    } else {
+        "-".into()
+    }
+}
+
+/// `devsim bench --subject …`.
+pub fn run_subjects(root: &Path, subjects: &[String], rounds: u32) -> Result<(), CliError> {
+    let specs = subjects
+        .iter()
+        .map(|s| SubjectSpec::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (scenarios, errors) = load_all(&[root.to_path_buf()], &Catalog::reference())?;
+    let started = Instant::now();
+    let mut reference = CatalogSubject::reference();
+    let reference_start = started.elapsed().as_secs_f64();
+    let mut all = vec![measure(&mut reference, reference_start, &scenarios, rounds)];
+    for spec in specs {
+        let mut process = ProcessSubject::start(spec)?;
+        let start = process.start_time().as_secs_f64();
+        all.push(measure(&mut process, start, &scenarios, rounds));
+    }
+    say!(
+        "bench: {} scenarios ({} failed to load), best of {} round(s)",
+        scenarios.len(),
+        errors.len(),
+        rounds.max(1)
+    );
+    say!("{}", row("", all.iter().map(|f| f.name.clone())));
+    let base = &all[0];
+    let step = |f: &Figures| f.step_median.as_secs_f64();
+    let with_start = |f: &Figures| f.start + f.best_corpus;
+    say!(
+        "{}",
+        row(
+            "step median (us)",
+            all.iter().map(|f| format!("{:.1}", step(f) * 1e6))
+        )
+    );
+    say!(
+        "{}",
+        row(
+            "  against the reference",
+            all.iter().map(|f| ratio(step(base), step(f)))
+        )
+    );
+    say!(
+        "{}",
+        row(
+            "corpus, start excluded (ms)",
+            all.iter().map(|f| ms(f.best_corpus))
+        )
+    );
+    say!(
+        "{}",
+        row(
+            "corpus, start included (ms)",
+            all.iter().map(|f| ms(with_start(f)))
+        )
+    );
+    say!(
+        "{}",
+        row(
+            "  against the reference",
+            all.iter().map(|f| ratio(with_start(base), with_start(f)))
+        )
+    );
+    say!("{}", row("start (ms)", all.iter().map(|f| ms(f.start))));
+    say!(
+        "{}",
+        row("steps timed", all.iter().map(|f| f.steps.to_string()))
+    );
+    say!("");
+    say!(
+        "{}",
+        row(
+            "conformance (scenarios)",
+            all.iter().map(|f| f.name.clone())
+        )
+    );
+    type Count = fn(&Summary) -> usize;
+    let outcomes: [(&str, Count); 5] = [
+        ("passed", |s| s.passed),
+        ("failed", |s| s.failed),
+        ("set aside", |s| s.set_aside),
+        ("skipped", |s| s.skipped),
+        ("not applicable", |s| s.not_applicable),
+    ];
+    for (label, count) in outcomes {
+        say!(
+            "{}",
+            row(label, all.iter().map(|f| count(&f.summary).to_string()))
+        );
+    }
+    say!(
+        "{}",
+        row(
+            "distinct findings",
+            all.iter().map(|f| f.distinct.to_string())
+        )
+    );
+    let checks: std::collections::BTreeSet<&String> =
+        all.iter().flat_map(|f| f.findings.keys()).collect();
+    for check in checks {
+        say!(
+            "{}",
+            row(
+                &format!("  {check}"),
+                all.iter()
+                    .map(|f| f.findings.get(check).copied().unwrap_or(0).to_string())
+            )
+        );
+    }
+    for figures in &all {
+        say!("{}: {}", figures.name, figures.describe);
+    }
+    Ok(())
+}
