@@ -71,6 +71,7 @@
 //! errors) ← [`kernel`], [`pool`], [`discover`] ← [`scenario`] ← [`harness`] and [`cli`]. `child` (a child
 //! process spoken to in lines, with timeouts) depends on nothing in devsim.
 
+pub mod accept;
 pub mod baseline;
 pub(crate) mod child;
 pub mod cli;

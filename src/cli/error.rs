@@ -61,6 +61,17 @@ pub enum CliError {
         /// The current folder.
         here: String,
     },
+    /// `run --accept` could not write a pending copy, or `review` could not settle one.
+    #[error(transparent)]
+    Accept(#[from] crate::accept::AcceptError),
+    /// `review` left pending changes undecided.
+    #[error(
+        "settle {count} pending change(s): `devsim review --accept` or `--reject`, or review on a terminal"
+    )]
+    PendingLeft {
+        /// How many pending copies are left.
+        count: usize,
+    },
     /// `probe --require-gpu N` found fewer than N real GPUs.
     #[error("find {required} real GPU(s): {found}")]
     TooFewGpus {

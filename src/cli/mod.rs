@@ -25,6 +25,7 @@ pub(crate) mod filter;
 pub(crate) mod junit;
 pub(crate) mod masks;
 pub(crate) mod output;
+mod review;
 mod side_by_side;
 // Not part of the public API: public only for devsim's own tests of `probe --write` and progress.
 #[doc(hidden)]
@@ -219,6 +220,20 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
+    },
+    /// Show each pending change `run --accept` wrote (`<file>.toml.pending`) as a diff, and accept or reject
+    /// it: interactively on a terminal, or all at once with --accept / --reject. Exits 1 when changes are
+    /// left pending.
+    Review {
+        /// The scenario root to look under.
+        #[arg(default_value = "scenarios")]
+        root: PathBuf,
+        /// Accept every pending change: each pending copy replaces its scenario file.
+        #[arg(long, conflicts_with = "reject")]
+        accept: bool,
+        /// Reject every pending change: each pending copy is deleted.
+        #[arg(long)]
+        reject: bool,
     },
     /// List the host profiles.
     Hosts {
@@ -441,6 +456,35 @@ struct RunArgs {
     /// Write each scenario's outcome to this baseline file.
     #[arg(long, value_name = "FILE")]
     write_baseline: Option<PathBuf>,
+    /// Write what each failing step observed into its scenario's expectations, as a pending copy
+    /// (`<file>.toml.pending`) for `devsim review`. The catalog's observations only: a subject's are
+    /// findings, not expectations.
+    #[arg(long, conflicts_with_all = ["subject", "live"])]
+    accept: bool,
+    /// With --accept: only expectations of these levels (repeatable; default: every level).
+    #[arg(long, value_enum, value_name = "LEVEL", requires = "accept")]
+    accept_level: Vec<AcceptLevel>,
+}
+
+/// A level `run --accept` may rewrite.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AcceptLevel {
+    /// Expectations of the accelerator-family policy.
+    Policy,
+    /// Facts of the catalog's declarations.
+    Contract,
+    /// Details of devsim's reference model.
+    Reference,
+}
+
+impl From<AcceptLevel> for crate::conformance::Level {
+    fn from(level: AcceptLevel) -> Self {
+        match level {
+            AcceptLevel::Policy => Self::Policy,
+            AcceptLevel::Contract => Self::Contract,
+            AcceptLevel::Reference => Self::Reference,
+        }
+    }
 }
 
 /// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
@@ -587,6 +631,14 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     };
     if let Some(path) = &args.write_baseline {
         outcomes.write(path)?;
+    }
+    if args.accept {
+        let levels: Vec<crate::conformance::Level> = if args.accept_level.is_empty() {
+            crate::conformance::Level::EVERY.to_vec()
+        } else {
+            args.accept_level.iter().map(|&l| l.into()).collect()
+        };
+        review::accept_failures(&scenarios, &plain, &levels)?;
     }
     match args.format {
         RunFormat::Human => {
@@ -968,6 +1020,11 @@ pub fn main(catalog: Catalog) -> ExitCode {
     color::choose(cli.color);
     let result = match cli.command {
         Command::Run(args) => run(catalog, args),
+        Command::Review {
+            root,
+            accept,
+            reject,
+        } => review::review(&root, accept, reject),
         Command::Probe {
             check_masks: true, ..
         } => masks::check(),
@@ -1050,6 +1107,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
             | CliError::TooFewGpus { .. }
             | CliError::MasksDisagree { .. }
             | CliError::BaselineDiffers { .. }
+            | CliError::PendingLeft { .. }
             | CliError::CoverageGaps { .. }),
         ) => {
             warn!("error: failed to {error}");

@@ -1,6 +1,7 @@
 //! devsim's integration tests, one binary with a module per topic (the scenario corpus, live replay, the
 //! fake drivers and the subjects are libtest-mimic binaries of their own: tests/*.rs with `harness = false`).
 
+mod accept;
 mod catalog;
 mod ci_config;
 mod cli;

@@ -1,0 +1,140 @@
+//! `devsim run --accept` and `devsim review`: observed values into pending scenario copies, then a review of
+//! each (the library side is [`crate::accept`]).
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::Path;
+
+use crate::accept::{self, AcceptError};
+use crate::cli::CliError;
+use crate::conformance::Level;
+use crate::scenario::ScenarioReport;
+use crate::scenario::model::Scenario;
+
+/// Writes the pending copy of every failed scenario whose failures can take their observed values, and says
+/// what was written and what was kept.
+pub fn accept_failures(
+    scenarios: &[Scenario],
+    reports: &[ScenarioReport],
+    levels: &[Level],
+) -> Result<(), CliError> {
+    let mut written = 0;
+    for (scenario, report) in scenarios.iter().zip(reports) {
+        let plan = accept::plan(scenario, report, levels);
+        if plan.changes.is_empty() && plan.kept.is_empty() {
+            continue;
+        }
+        let (plan, pending) = accept::write_pending(scenario, plan)?;
+        if let Some(pending) = pending {
+            written += 1;
+            say!(
+                "pending: {} ({} change(s))",
+                pending.display(),
+                plan.changes.len()
+            );
+            for change in &plan.changes {
+                say!(
+                    "  step {} {}: {} -> {}",
+                    change.step,
+                    change.key,
+                    change.expected,
+                    change.observed
+                );
+            }
+        }
+        for kept in &plan.kept {
+            let at = if kept.step == 0 {
+                "scenario".to_string()
+            } else {
+                format!("step {}", kept.step)
+            };
+            say!(
+                "not accepted: {} {at} {}: {}",
+                scenario.name,
+                kept.key,
+                kept.why
+            );
+        }
+    }
+    say!("accept: {written} pending file(s) written; `devsim review` shows and settles them");
+    Ok(())
+}
+
+/// `devsim review`: each pending copy under `root` as a diff, then accepted (it replaces the scenario file),
+/// rejected (deleted) or, on a terminal, asked about.
+pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<(), CliError> {
+    let pending = accept::pending_under(root);
+    if pending.is_empty() {
+        say!("review: nothing pending under {}", root.display());
+        return Ok(());
+    }
+    let interactive = !accept_all && !reject_all && std::io::stdin().is_terminal();
+    let mut left = 0;
+    let stdin = std::io::stdin();
+    let mut answers = stdin.lock().lines();
+    for copy in &pending {
+        let Some(original) = accept::original_of(copy) else {
+            continue;
+        };
+        // Only a regular file of the tree is shown or replaced: never what a symbolic link points at.
+        if !std::fs::symlink_metadata(&original).is_ok_and(|m| m.file_type().is_file()) {
+            say!(
+                "review: skipped {}: not a regular scenario file",
+                copy.display()
+            );
+            left += 1;
+            continue;
+        }
+        let old = read(&original)?;
+        let new = read(copy)?;
+        say!("{}", accept::diff(&original, &old, &new).trim_end());
+        let decision = if accept_all {
+            'a'
+        } else if reject_all {
+            'r'
+        } else if interactive {
+            print!(
+                "accept (a), reject (r) or skip (s) {}? ",
+                original.display()
+            );
+            let _ = std::io::stdout().flush();
+            answers
+                .next()
+                .and_then(Result::ok)
+                .and_then(|line| line.trim().chars().next())
+                .unwrap_or('s')
+        } else {
+            's'
+        };
+        match decision {
+            'a' | 'A' => {
+                std::fs::rename(copy, &original).map_err(|source| AcceptError::Io {
+                    action: "accept",
+                    path: copy.display().to_string(),
+                    source,
+                })?;
+                say!("accepted: {}", original.display());
+            }
+            'r' | 'R' => {
+                std::fs::remove_file(copy).map_err(|source| AcceptError::Io {
+                    action: "reject",
+                    path: copy.display().to_string(),
+                    source,
+                })?;
+                say!("rejected: {}", original.display());
+            }
+            _ => left += 1,
+        }
+    }
+    if left > 0 {
+        return Err(CliError::PendingLeft { count: left });
+    }
+    Ok(())
+}
+
+fn read(path: &Path) -> Result<String, AcceptError> {
+    std::fs::read_to_string(path).map_err(|source| AcceptError::Io {
+        action: "read",
+        path: path.display().to_string(),
+        source,
+    })
+}
