@@ -113,7 +113,36 @@ impl Harness {
 
     /// One trial per scenario file under the folders, in path order.
     pub fn trials(&self) -> Result<Vec<Trial>, HarnessError> {
-        let files = find_scenarios(&self.roots)?;
+        self.trials_of(find_scenarios(&self.roots)?)
+    }
+
+    /// The one file an exact test name names (`seed/x.toml`, `x.toml[kernel=…]`) under a root, when the run
+    /// selects exactly one test by name (nextest runs each test so): loading it alone gives the same
+    /// trials for that name as loading every file, at the cost of one file. None: list everything.
+    fn exact_file(&self, args: &Arguments) -> Option<PathBuf> {
+        if args.list || !args.exact || !args.skip.is_empty() {
+            return None;
+        }
+        let name = args.filter.as_deref()?;
+        let file = name.split_once('[').map_or(name, |(file, _)| file);
+        let relative = std::path::Path::new(file);
+        let plain = relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)));
+        if !plain || !file.ends_with(".toml") || relative.starts_with("hosts") {
+            return None;
+        }
+        self.roots.iter().find_map(|root| {
+            let root = std::fs::canonicalize(root).ok()?;
+            let candidate = std::fs::canonicalize(root.join(relative)).ok()?;
+            let inside = candidate.starts_with(&root) && candidate.is_file();
+            // A link that leaves the folder, or a name the walk would not give, is left to the full listing.
+            let as_named = candidate == root.join(relative);
+            (inside && as_named).then(|| root.join(relative))
+        })
+    }
+
+    fn trials_of(&self, files: Vec<PathBuf>) -> Result<Vec<Trial>, HarnessError> {
         let profiles = Arc::new(if self.hosts.is_empty() {
             ProfileSources::for_paths(&self.roots)
         } else {
@@ -181,7 +210,11 @@ impl Harness {
         if let (Mode::Live { child_exe, .. }, false) = (&self.mode, args.list) {
             eprintln!("{}", LiveContext::detect(child_exe.clone()).describe());
         }
-        match self.trials() {
+        let trials = match self.exact_file(&args) {
+            Some(file) => self.trials_of(vec![file]),
+            None => self.trials(),
+        };
+        match trials {
             Ok(trials) => libtest_mimic::run(&args, trials).exit(),
             Err(error) => {
                 eprintln!("error: failed to {error}");
@@ -221,4 +254,61 @@ fn required_from_env() -> Option<Result<usize, String>> {
             .parse()
             .map_err(|_| format!("DEVSIM_REQUIRE_LIVE={text:?} is not a number of scenarios")),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exact(name: &str) -> Arguments {
+        Arguments {
+            filter: Some(name.into()),
+            exact: true,
+            ..Arguments::default()
+        }
+    }
+
+    fn names(trials: &[Trial], wanted: &str) -> Vec<String> {
+        trials
+            .iter()
+            .map(|t| t.name().to_string())
+            .filter(|n| n == wanted)
+            .collect()
+    }
+
+    /// nextest runs each test as `--exact NAME`: the one file it names gives the same trial as the whole
+    /// listing, and anything else falls back to the whole listing.
+    #[test]
+    fn an_exact_name_loads_only_its_file_and_finds_the_same_trial() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios");
+        let harness = Harness::new(Catalog::reference()).scenarios(root);
+        let all = harness.trials().expect("the corpus lists");
+        for name in [
+            "seed/bitsandbytes_admitted_on_rocm.toml",
+            "invariants/warmup_runs_on_target_and_restores.toml[host=amd_mixed,kernel=awq_marlin]",
+        ] {
+            let file = harness.exact_file(&exact(name)).expect("one file");
+            let alone = harness.trials_of(vec![file]).expect("the file lists");
+            assert_eq!(names(&alone, name), names(&all, name), "{name}");
+            assert_eq!(names(&alone, name).len(), 1, "{name}");
+        }
+        for name in [
+            "hosts/a100.toml",
+            "../scenarios/seed/x.toml",
+            "nope.toml",
+            "seed",
+            "/etc/passwd",
+        ] {
+            assert_eq!(harness.exact_file(&exact(name)), None, "{name}");
+        }
+        let listing = Arguments {
+            list: true,
+            ..exact("seed/bitsandbytes_admitted_on_rocm.toml")
+        };
+        assert_eq!(
+            harness.exact_file(&listing),
+            None,
+            "--list lists everything"
+        );
+    }
 }
