@@ -44,23 +44,40 @@ STREAM = [
            {"action": "move", "kernel": "gptq_torch", "device": s("cpu")}]),
     (AMD_MIXED, [{"action": "normalize", "device": s("cuda:1")},
                  {"action": "select", "method": "gptq", "bits": 4, "device": fam("rocm")}]),
+    # the simulated extension loader marks an extension loaded: a reused child must load it again (and say so)
+    (H200X2, [{"action": "validate", "kernel": "gptq_exllama_v2", "device": s("cuda:0")}]),
+    (H200X2, [{"action": "validate", "kernel": "gptq_exllama_v2", "device": s("cuda:0")}]),
+    # a simulated warmup stops at the gate; what it imports must not retire the child
+    (R9700X2, [{"action": "warmup", "kernel": "gptq_torch", "device": s("cuda:1")}]),
+    (R9700X2, [{"action": "warmup", "kernel": "gptq_torch", "device": s("cuda:1")}]),
 ]
 
 
-def answers(env: dict, reuse: str) -> list:
+def answers(env: dict, reuse: str) -> tuple[list, str]:
+    """Every answer of the stream, and the fork server's closing count on stderr."""
     driver = Driver({**env, "DEVSIM_SUBJECT_REUSE": reuse})
     driver.hello(protocol=2)
     try:
-        return [driver.scenario(host, steps, name=f"reuse/{i}.toml") for i, (host, steps) in enumerate(STREAM)]
+        got = [driver.scenario(host, steps, name=f"reuse/{i}.toml") for i, (host, steps) in enumerate(STREAM)]
     finally:
         code = driver.close()
         assert code == 0, driver.stderr_text()[-4000:]
+    counts = [line for line in driver.stderr_text().splitlines() if "forked child(ren)" in line]
+    return got, counts[-1] if counts else ""
 
 
 @pytest.mark.parametrize("overlay", [None, "seedfix"])
 def test_a_reused_child_answers_as_a_fresh_fork(env, overlay):
     env = {**env, **({"DEVSIM_GPTQMODEL_OVERLAY": overlay} if overlay else {})}
-    fresh = answers(env, "0")
-    reused = answers(env, "1")
+    fresh, fresh_counts = answers(env, "0")
+    reused, reused_counts = answers(env, "1")
     for (host, steps), a, b in zip(STREAM, fresh, reused):
         assert a == b, f"{host['torch']} {steps}: fresh fork {a} != reused child {b}"
+    assert f"{len(STREAM)} scenario(s): {len(STREAM)} forked child(ren), 0 run in a reused one" in fresh_counts
+    # one child per host (4), one after each of the two lock scenarios (a device pool's threads retire it), and
+    # one after the CPU validation whose warning GPTQModel logs once (logbar's once-table gains a level: state)
+    assert f"{len(STREAM)} scenario(s): 7 forked child(ren), {len(STREAM) - 7} run in a reused one" in reused_counts, (
+        reused_counts
+    )
+    exllama = [a["answers"][0]["trace"] for a in reused[-4:-2]]
+    assert all(any(e["event"] == "extension_load" for e in trace) for trace in exllama), exllama

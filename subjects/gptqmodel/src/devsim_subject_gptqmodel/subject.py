@@ -164,6 +164,8 @@ class Subject:
         self._selectors: list[Any] = []  # what importer._as_selector_device made of a public device value
         self.name = "gptqmodel"
         self.overlay: str | None = None
+        # extensions the simulated loader marked loaded in this scenario, with what they held before
+        self._loaded: dict[int, tuple[Any, Any, Any, Any]] = {}
         self.live = False  # the real torch on the real machine (the kit's LiveTorch), not a simulated host
         self.recorder = Recorder()
         self.torch_host: Any = None
@@ -222,7 +224,9 @@ class Subject:
             self.kernels[name] = kernel
         # The seed-fix overlay (seedfix.py) replaces GPTQModel functions before any hook below wraps them, so the
         # subject observes the overlay exactly as it observes GPTQModel.
-        from . import seedfix
+        # Imported here, before any child is forked: a module first imported in a child changes sys.modules,
+        # and that child could not be reused.
+        from . import livewarmup, seedfix  # noqa: F401
 
         if seedfix.requested():
             seedfix.apply()
@@ -264,6 +268,8 @@ class Subject:
         # cached torch.ops library). The simulated host has them built: the load succeeds without compiling.
         def load(ext: Any) -> bool:
             self.recorder.record("extension_load", None, ext.name)
+            # What this scenario changed, so a reused child starts the next one with the extension unloaded.
+            self._loaded.setdefault(id(ext), (ext, ext._load_attempted, ext._load_result, ext._last_error))
             ext._load_attempted, ext._load_result, ext._last_error = True, True, ""
             return True
 
@@ -482,6 +488,9 @@ class Subject:
 
         importer.clear_validation_cache()
         self.state.clear_caches()
+        for ext, attempted, result, error in self._loaded.values():
+            ext._load_attempted, ext._load_result, ext._last_error = attempted, result, error
+        self._loaded.clear()
 
     # ------------------------------------------------------------------------------------------- steps
 
@@ -811,6 +820,7 @@ class Subject:
         the observation. Simulated, an admitted kernel stops there (`unsupported`: its forward needs a GPU). Live,
         its module is built on GPTQ-packed weights, moved to the device at the torch boundary, initialised and run
         once, and judged against the FP64 oracle (livewarmup); `ran_on` is where torch put the output."""
+        # imported by `load` already: a first import here would change (and retire) a reused child
         from . import livewarmup
 
         kernel = self.kernel(msg)

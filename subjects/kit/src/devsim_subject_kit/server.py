@@ -78,6 +78,7 @@ class ForkServer(_Writer):
         self.parked: dict[str, tuple[int, int, LineReader]] = {}
         self.reuse = reuse_enabled()
         self.host_key = ""
+        self.counts = {"scenarios": 0, "forks": 0, "reused": 0}
 
     def serve(self) -> int:
         for msg in messages(self.reader):
@@ -93,13 +94,18 @@ class ForkServer(_Writer):
         for key in list(self.parked):
             self.stop_parked(key)
         self.reap(block=True)
+        c = self.counts
+        log(f"{c['scenarios']} scenario(s): {c['forks']} forked child(ren), {c['reused']} run in a reused one")
         return 0
 
     def start_scenario(self, msg: dict[str, Any]) -> None:
         name = msg["name"]
         self.host_key = host_key(msg["host"])
+        self.counts["scenarios"] += 1
         if self.reuse and self.resume_parked(msg, name):
+            self.counts["reused"] += 1
             return
+        self.counts["forks"] += 1
         down_r, down_w = os.pipe()
         up_r, up_w = os.pipe()
         sys.stderr.flush()
