@@ -124,3 +124,19 @@ def test_x():
 """)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*marked devsim_host but does not take the devsim_host fixture*"])
+
+
+@needs_devsim
+def test_a_projects_own_host_profiles_come_from_the_devsim_hosts_folders(pytester):
+    pytester.makeini("[pytest]\ndevsim_hosts = hosts\n")
+    pytester.mkdir("hosts")
+    (pytester.path / "hosts" / "one_mi300x.toml").write_text('torch = "hip"\ngpus = ["gfx942:sramecc+:xnack-"]\n')
+    result = run(pytester, """
+import pytest, torch
+
+@pytest.mark.devsim_host("one_mi300x", "r9700x2")
+def test_x(devsim_host):
+    archs = [torch.cuda.get_device_properties(i).gcnArchName for i in range(torch.cuda.device_count())]
+    assert archs == (["gfx942:sramecc+:xnack-"] if devsim_host.profile == "one_mi300x" else ["gfx1201"] * 2)
+""")
+    result.assert_outcomes(passed=2)
