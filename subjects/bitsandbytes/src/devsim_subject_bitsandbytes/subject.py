@@ -217,9 +217,7 @@ class Subject:
         device = self.device(msg["device"])
         try:
             self.gate(device, obs)
-        except RuntimeError as exc:
-            if isinstance(exc, Refused):
-                raise
+        except RuntimeError as exc:  # torch's, for an ordinal it does not have (Refused is no RuntimeError)
             raise Refused(str(exc), "no-such-device" if "invalid device ordinal" in str(exc) else None) from exc
 
     def do_warmup(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
