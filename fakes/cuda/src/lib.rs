@@ -452,3 +452,33 @@ pub unsafe extern "C" fn cuGetErrorString(error: CUresult, out: *mut *const c_ch
     // SAFETY: forwarded from this function's own contract.
     unsafe { error_text(error, out, |(_, text)| text) }
 }
+
+// Symbols a project's own native extension links against (vLLM 0.33's `_C_stable_libtorch` needs these three
+// to load, subjects/vllm). devsim's client never resolves them; the fake exports them so that such an
+// extension loads, and answers every call `CUDA_ERROR_NOT_SUPPORTED`: the fake runs no project code.
+
+/// `CUresult cuGetProcAddress_v2(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *)`:
+/// not supported (the fake hands out no entry points).
+#[unsafe(no_mangle)]
+pub extern "C" fn cuGetProcAddress_v2(
+    _symbol: *const c_char,
+    _pfn: *mut *mut c_void,
+    _version: c_int,
+    _flags: u64,
+    _status: *mut c_int,
+) -> CUresult {
+    sys::CUDA_ERROR_NOT_SUPPORTED
+}
+
+/// `CUresult cuPointerGetAttribute(void *, CUpointer_attribute, CUdeviceptr)`: not supported.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuPointerGetAttribute(_data: *mut c_void, _attribute: c_int, _ptr: CUdeviceptr) -> CUresult {
+    sys::CUDA_ERROR_NOT_SUPPORTED
+}
+
+/// `CUresult cuTensorMapEncodeTiled(CUtensorMap *, ...)` (ten arguments): not supported. The arguments are
+/// never read, so none are declared: the C calling convention lets the callee ignore them.
+#[unsafe(no_mangle)]
+pub extern "C" fn cuTensorMapEncodeTiled() -> CUresult {
+    sys::CUDA_ERROR_NOT_SUPPORTED
+}

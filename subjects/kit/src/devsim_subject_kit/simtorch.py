@@ -315,6 +315,9 @@ class SimulatedTorch:
             "get_device_capability": self.get_device_capability,
             "get_device_name": self.get_device_name,
             "synchronize": self.synchronize,
+            # torch's own counting below the runtime (NVML, amdsmi), which projects call directly too
+            "_device_count_nvml": lambda: self.count() if self.host.has_gpu_runtime else -1,
+            "_device_count_amdsmi": lambda: self.count() if self.host.has_gpu_runtime else -1,
             "is_initialized": lambda: self.host.has_gpu_runtime,
             "_is_compiled": lambda: self.host.has_gpu_runtime,
             "init": lambda: None,
