@@ -472,7 +472,11 @@ pub extern "C" fn cuGetProcAddress_v2(
 
 /// `CUresult cuPointerGetAttribute(void *, CUpointer_attribute, CUdeviceptr)`: not supported.
 #[unsafe(no_mangle)]
-pub extern "C" fn cuPointerGetAttribute(_data: *mut c_void, _attribute: c_int, _ptr: CUdeviceptr) -> CUresult {
+pub extern "C" fn cuPointerGetAttribute(
+    _data: *mut c_void,
+    _attribute: c_int,
+    _ptr: CUdeviceptr,
+) -> CUresult {
     sys::CUDA_ERROR_NOT_SUPPORTED
 }
 

@@ -201,7 +201,8 @@ class Amdsmi:
         self.host_of = host_of
         self.recorder = recorder
         self.module = self._build()
-        self._saved: Any = _MISSING
+        self._installed = False
+        self._saved: Any = _MISSING  # what sys.modules held as amdsmi before install
 
     def _build(self) -> types.ModuleType:
         module = types.ModuleType("amdsmi", "devsim's fake amdsmi: AMD's management library on a simulated host")
@@ -242,17 +243,18 @@ class Amdsmi:
 
     def install(self) -> Amdsmi:
         """Make `import amdsmi` give the fake (idempotent)."""
-        if self._saved is _MISSING:
+        if not self._installed:
             self._saved = sys.modules.get("amdsmi", _MISSING)
             sys.modules["amdsmi"] = self.module
+            self._installed = True
         return self
 
     def uninstall(self) -> None:
         """Put back whatever `amdsmi` was."""
-        if self._saved is _MISSING:
+        if not self._installed:
             return
         if sys.modules.get("amdsmi") is self.module:
             sys.modules.pop("amdsmi")
-        if self._saved is not None and self._saved is not _MISSING:
+        if self._saved is not _MISSING:
             sys.modules["amdsmi"] = self._saved
-        self._saved = _MISSING
+        self._saved, self._installed = _MISSING, False

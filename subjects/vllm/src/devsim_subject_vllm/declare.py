@@ -87,7 +87,9 @@ class Declaration:
         """A linear layer of `method` with `bits`-bit weights, as vLLM's GPTQ and AWQ loaders describe it:
         GPTQ symmetric `uint{b}b{2^(b-1)}`, AWQ `uint{b}` with zero points; fp16, group size 128, 4096x4096."""
         import torch
-        from vllm.model_executor.kernels.linear.mixed_precision.MPLinearKernel import MPLinearLayerConfig
+        from vllm.model_executor.kernels.linear.mixed_precision.MPLinearKernel import (
+            MPLinearLayerConfig,
+        )
         from vllm.scalar_type import scalar_types
 
         from .subject import StepUnsupported

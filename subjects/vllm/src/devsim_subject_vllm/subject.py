@@ -152,13 +152,13 @@ class Subject:
     def resolved(self) -> Any:
         """vLLM's `current_platform` for this child's host, resolved the first time a step needs it."""
         if self.platform is None and self.platform_error is None:
-            import vllm.platforms as platforms
+            from vllm import platforms
 
             old = platforms._current_platform
             platforms._current_platform = None
             try:
                 self.platform = platforms.current_platform
-            except Exception as exc:  # vLLM's own refusal to pick a platform on this host
+            except Exception as exc:  # noqa: BLE001 - vLLM's own refusal to pick a platform: the observation
                 self.platform_error = exc
             else:
                 for module in list(sys.modules.values()):
@@ -248,8 +248,10 @@ class Subject:
         import torch
 
         try:
+            index = sel.get("index")
             device = (torch.device(str(sel["written"])) if form == "string"
-                      else torch.device(sel["device_type"], sel.get("index")))
+                      else torch.device(sel["device_type"]) if index is None
+                      else torch.device(sel["device_type"], int(index)))
         except (RuntimeError, ValueError, TypeError) as exc:
             raise StepUnsupported(f"torch does not accept {sel.get('written', sel)!r} as a device ({exc}); vLLM "
                                   "takes torch devices") from exc
