@@ -158,11 +158,14 @@ def test_amdsmi_is_a_module_of_the_box_amd_gpus_and_is_removed_on_uninstall():
         amdsmi.amdsmi_init()
         handles = amdsmi.amdsmi_get_processor_handles()
         assert len(handles) == 2  # amdsmi ignores HIP_VISIBLE_DEVICES
+        infos = [amdsmi.amdsmi_get_gpu_asic_info(h) for h in handles]
+        with recorder.capture() as serials:
+            assert [i["asic_serial"] for i in infos] == ["0x" + MI300X["uuid"], "0x" + R9700["uuid"]]
+        assert serials == []  # a serial is no arch probe
         with recorder.capture() as trace:
-            infos = [amdsmi.amdsmi_get_gpu_asic_info(h) for h in handles]
-        assert [i["target_graphics_version"] for i in infos] == ["gfx942", "gfx1201"]  # no target features
+            assert [i["target_graphics_version"] for i in infos] == ["gfx942", "gfx1201"]  # no target features
         assert [i["market_name"] for i in infos] == [MI300X["name"], R9700["name"]]
-        assert [e.get("device") for e in trace] == [None, 0]  # the gfx1201 is torch's cuda:0
+        assert [(e["event"], e.get("device")) for e in trace] == [("amd_arch", None), ("amd_arch", 0)]
         for other in (H200X2, CPU):
             now["host"] = Host.from_message(other)
             with pytest.raises(AmdSmiException):

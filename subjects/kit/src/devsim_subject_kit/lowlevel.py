@@ -87,6 +87,11 @@ def _box_gpus(host: Host, nvidia: bool) -> list[Gpu]:
     return own + [g for g in host.foreign_gpus if g.is_nvidia == nvidia]
 
 
+def nvidia_box_gpus(host: Host) -> list[Gpu]:
+    """The NVIDIA GPUs NVML sees in `host`'s box, in physical order."""
+    return _box_gpus(host, nvidia=True)
+
+
 def _torch_ordinal(host: Host, gpu: Gpu) -> int | None:
     """The torch ordinal of a box GPU, when it is one of the build's own visible GPUs (None otherwise)."""
     for ordinal, physical in enumerate(host.visible if host.has_gpu_runtime else ()):
@@ -184,7 +189,29 @@ class Nvml:
 
 
 class AmdSmiException(Exception):
-    """amdsmi's error type, raised by the fake as the real library raises its own."""
+    """amdsmi's error type, raised by the fake as the real library raises its own (with its `err_code`)."""
+
+    def __init__(self, message: str, err_code: int = 1) -> None:
+        super().__init__(message)
+        self.err_code = err_code
+
+
+class _AsicInfo(dict[str, Any]):
+    """amdsmi_get_gpu_asic_info's answer: reading `target_graphics_version` (the arch) is an `amd_arch` event."""
+
+    def __init__(self, fields: dict[str, Any], on_arch: Callable[[], None]) -> None:
+        super().__init__(fields)
+        self._on_arch = on_arch
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "target_graphics_version":
+            self._on_arch()
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+        if key == "target_graphics_version":
+            self._on_arch()
+        return super().get(key, default)
 
 
 class Amdsmi:
@@ -193,8 +220,9 @@ class Amdsmi:
     `install()` puts it in `sys.modules` as `amdsmi`. Handles are the box's AMD GPUs in physical order (amdsmi
     ignores `HIP_VISIBLE_DEVICES`, `CUDA_VISIBLE_DEVICES` and `ROCR_VISIBLE_DEVICES`); a box without AMD GPUs
     has no amdgpu driver, and `amdsmi_init` raises. `amdsmi_get_gpu_asic_info` gives `target_graphics_version`
-    (the arch without target features), `market_name` and `device_id`; reading it is an `amd_arch` event (with
-    the torch ordinal when the GPU is a visible one of the build).
+    (the arch without target features), `market_name`, `device_id` and `asic_serial` (`0x` and the GPU's
+    serial); reading its arch is an `amd_arch` event (with the torch ordinal when the GPU is a visible one of
+    the build).
     """
 
     def __init__(self, host_of: Callable[[], Host], recorder: Recorder) -> None:
@@ -219,19 +247,25 @@ class Amdsmi:
                 raise AmdSmiException("AMDSMI_STATUS_INVAL: not a processor handle")
             return value
 
+        def handles() -> list[Gpu]:
+            found = list(gpus())
+            self.recorder.record("device_count", None, "amdsmi_get_processor_handles")
+            return found
+
         def asic_info(value: Any) -> dict[str, Any]:
             gpu = gpu_of(value)
-            self.recorder.record("amd_arch", _torch_ordinal(self.host_of(), gpu), "amdsmi_get_gpu_asic_info")
-            return {"market_name": gpu.name, "vendor_id": "0x1002", "vendor_name": "Advanced Micro Devices Inc.",
-                    "device_id": "0x0000", "rev_id": "0x00", "asic_serial": gpu.uuid,
-                    "target_graphics_version": gpu.base_arch, "num_compute_units": 104}
+            ordinal = _torch_ordinal(self.host_of(), gpu)
+            fields = {"market_name": gpu.name, "vendor_id": "0x1002", "vendor_name": "Advanced Micro Devices Inc.",
+                      "device_id": "0x0000", "rev_id": "0x00", "asic_serial": "0x" + gpu.uuid,
+                      "target_graphics_version": gpu.base_arch, "num_compute_units": 104}
+            return _AsicInfo(fields, lambda: self.recorder.record("amd_arch", ordinal, "amdsmi_get_gpu_asic_info"))
 
         for name, value in {
             "AmdSmiException": AmdSmiException,
             "AmdSmiMemoryType": memory_type,
             "amdsmi_init": lambda *flags: (gpus(), None)[1],
             "amdsmi_shut_down": lambda: None,
-            "amdsmi_get_processor_handles": lambda: list(gpus()),
+            "amdsmi_get_processor_handles": handles,
             "amdsmi_get_gpu_asic_info": asic_info,
             "amdsmi_get_gpu_device_uuid": lambda value: gpu_of(value).uuid,
             "amdsmi_get_gpu_memory_total": lambda value, kind=0: (gpu_of(value), 192 * 1024**3)[1],

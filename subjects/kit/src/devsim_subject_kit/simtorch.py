@@ -5,6 +5,14 @@
 any time (a forked child per scenario calls it); `uninstall()` restores torch. Every patched runtime query is
 recorded as a devsim trace event on `self.recorder` while a step is captured. Nothing is module-global: each
 object holds its own state, and at most one is installed at a time (torch's API is process-global).
+
+Two ways to count devices (`counting`):
+- `"simulated"` (the default): `torch.cuda.device_count` and `is_available` themselves answer the host.
+- `"torch"`: torch's own Python counting runs, visible-device parsing, UUID matching and trimming included
+  (`device_count`, `_device_count_nvml`, `_device_count_amdsmi`, `is_available`). Only what it asks below
+  itself is answered: NVML's raw count and UUIDs, the `amdsmi` module (the kit's `Amdsmi`, on which torch's
+  own amdsmi queries run) and the runtime's `torch._C._cuda_getDeviceCount`. Use it where the code under test
+  relies on torch's own reading of the masks.
 """
 
 from __future__ import annotations
@@ -78,7 +86,11 @@ class SimulatedTorch:
     #: What the kit calls this mode in reasons and reports.
     mode = "simulated"
 
-    def __init__(self, recorder: Recorder | None = None) -> None:
+    def __init__(self, recorder: Recorder | None = None,
+                 counting: Literal["simulated", "torch"] = "simulated") -> None:
+        if counting not in ("simulated", "torch"):
+            raise ValueError(f"counting is 'simulated' or 'torch', not {counting!r}")
+        self.counting = counting
         self.recorder = recorder or Recorder()
         self.moves = MoveCapture()
         self.host = Host()
@@ -301,11 +313,41 @@ class SimulatedTorch:
 
         return device
 
+    def _counting_patches(self) -> dict[str, Any]:
+        """torch.cuda's counting functions (simulated) or what torch's own counting asks below itself."""
+        if self.counting == "simulated":
+            return {
+                "is_available": self.is_available,
+                "device_count": self.device_count,
+                # torch's own counting below the runtime (NVML, amdsmi), which projects call directly too
+                "_device_count_nvml": lambda: self.count() if self.host.has_gpu_runtime else -1,
+                "_device_count_amdsmi": lambda: self.count() if self.host.has_gpu_runtime else -1,
+            }
+        from .lowlevel import Amdsmi, nvidia_box_gpus
+
+        amdsmi = Amdsmi(lambda: self.host, self.recorder)
+
+        def nvml_count() -> int:
+            self.recorder.record("device_count", None, "nvmlDeviceGetCount_v2")
+            return len(nvidia_box_gpus(self.host)) or -1
+
+        def nvml_uuids() -> list[str] | None:
+            self.recorder.record("device_count", None, "nvmlDeviceGetCount_v2")
+            gpus = nvidia_box_gpus(self.host)
+            return [g.uuid for g in gpus] if gpus else None
+
+        def runtime_count() -> int:
+            self.recorder.record("device_count", None, "cudaGetDeviceCount")
+            return self.count()
+
+        self._patches.set(torch._C, "_cuda_getDeviceCount", runtime_count)
+        return {"amdsmi": amdsmi.module, "_HAS_PYNVML": True, "_raw_device_count_nvml": nvml_count,
+                "_raw_device_uuid_nvml": nvml_uuids, "_cached_device_count": None}
+
     def _patch_torch(self) -> None:
         p, cuda = self._patches, torch.cuda
         for name, value in {
-            "is_available": self.is_available,
-            "device_count": self.device_count,
+            **self._counting_patches(),
             "current_device": self.current_device,
             "set_device": self.set_device,
             "_exchange_device": self.exchange_device,
@@ -315,9 +357,6 @@ class SimulatedTorch:
             "get_device_capability": self.get_device_capability,
             "get_device_name": self.get_device_name,
             "synchronize": self.synchronize,
-            # torch's own counting below the runtime (NVML, amdsmi), which projects call directly too
-            "_device_count_nvml": lambda: self.count() if self.host.has_gpu_runtime else -1,
-            "_device_count_amdsmi": lambda: self.count() if self.host.has_gpu_runtime else -1,
             "is_initialized": lambda: self.host.has_gpu_runtime,
             "_is_compiled": lambda: self.host.has_gpu_runtime,
             "init": lambda: None,

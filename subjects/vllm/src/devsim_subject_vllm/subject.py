@@ -29,6 +29,7 @@ import ctypes
 import importlib
 import importlib.metadata
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,13 @@ class Refused(Exception):
 
 class NoPlatform(Refused):
     """vLLM could not pick a platform on this host: discover observes it; other steps cannot run at all."""
+
+
+def stable(text: str) -> str:
+    """`text` with each list of quoted names sorted: vLLM lists activated plugins in set order, which varies
+    from process to process, and a skip reason must not."""
+    return re.sub(r"\[('[^'\]]*'(?:, '[^'\]]*')*)\]",
+                  lambda m: "[" + ", ".join(sorted(m.group(1).split(", "))) + "]", text)
 
 
 def fake_libcuda() -> Path:
@@ -166,7 +174,8 @@ class Subject:
                         module.current_platform = self.platform  # type: ignore[attr-defined]
         if self.platform_error is not None:
             error = self.platform_error
-            raise NoPlatform(f"vLLM picks no platform on this host: {type(error).__name__}: {error}", None)
+            raise NoPlatform(f"vLLM picks no platform on this host: {type(error).__name__}: {stable(str(error))}",
+                             None)
         return self.platform
 
     def family(self) -> str | None:
