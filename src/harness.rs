@@ -113,7 +113,7 @@ impl Harness {
 
     /// One trial per scenario file under the folders, in path order.
     pub fn trials(&self) -> Result<Vec<Trial>, HarnessError> {
-        self.trials_of(find_scenarios(&self.roots)?)
+        Ok(self.trials_of(find_scenarios(&self.roots)?)?.0)
     }
 
     /// The one file an exact test name names (`seed/x.toml`, `x.toml[kernel=…]`) under a root, when the run
@@ -142,7 +142,8 @@ impl Harness {
         })
     }
 
-    fn trials_of(&self, files: Vec<PathBuf>) -> Result<Vec<Trial>, HarnessError> {
+    /// The trials of `files`, and the reason each live trial listed as ignored cannot run here.
+    fn trials_of(&self, files: Vec<PathBuf>) -> Result<(Vec<Trial>, Vec<String>), HarnessError> {
         let profiles = Arc::new(if self.hosts.is_empty() {
             ProfileSources::for_paths(&self.roots)
         } else {
@@ -154,6 +155,7 @@ impl Harness {
         };
         let mut runnable = 0;
         let mut trials = Vec::new();
+        let mut cannot_run = Vec::new();
         for path in files {
             for (name, loaded) in load_scenarios_with(&path, &self.catalog, &profiles) {
                 let catalog = Arc::clone(&self.catalog);
@@ -172,10 +174,13 @@ impl Harness {
                             let context = Arc::clone(context);
                             Trial::test(name, move || replayed(&scenario, &context, &catalog))
                         }
-                        Err(reason) => Trial::test(name, move || {
-                            Err(format!("cannot run live here: {reason}").into())
-                        })
-                        .with_ignored_flag(true),
+                        Err(reason) => {
+                            cannot_run.push(reason.to_string());
+                            Trial::test(name, move || {
+                                Err(format!("cannot run live here: {reason}").into())
+                            })
+                            .with_ignored_flag(true)
+                        }
                     }
                     .with_kind("live"),
                 };
@@ -200,7 +205,7 @@ impl Harness {
                 }
             }
         }
-        Ok(trials)
+        Ok((trials, cannot_run))
     }
 
     /// Parses libtest's arguments from the process, runs every trial and exits with libtest's code
@@ -212,10 +217,18 @@ impl Harness {
         }
         let trials = match self.exact_file(&args) {
             Some(file) => self.trials_of(vec![file]),
-            None => self.trials(),
+            None => find_scenarios(&self.roots)
+                .map_err(HarnessError::from)
+                .and_then(|files| self.trials_of(files)),
         };
         match trials {
-            Ok(trials) => libtest_mimic::run(&args, trials).exit(),
+            Ok((trials, cannot_run)) => {
+                // libtest's protocol has no reason for an ignored test: a whole run says why they are.
+                if !args.list && !args.exact && !cannot_run.is_empty() {
+                    eprint!("{}", ignored_summary(&cannot_run));
+                }
+                libtest_mimic::run(&args, trials).exit()
+            }
             Err(error) => {
                 eprintln!("error: failed to {error}");
                 std::process::exit(2);
@@ -244,6 +257,27 @@ fn replayed(scenario: &Scenario, context: &LiveContext, catalog: &Catalog) -> Re
         }
         Status::Failed => Err(report::human(&report).into()),
     }
+}
+
+/// Why the ignored live trials cannot run here, counted by reason (without its parenthesised detail), most
+/// common first, for a run's stderr.
+fn ignored_summary(reasons: &[String]) -> String {
+    let mut kinds: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for reason in reasons {
+        let kind = reason.split_once(" (").map_or(reason.as_str(), |(kind, _)| kind);
+        *kinds.entry(kind.trim()).or_default() += 1;
+    }
+    let mut counted: Vec<(&str, usize)> = kinds.into_iter().collect();
+    counted.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let mut text = format!(
+        "{} scenario(s) cannot run live here and are listed as ignored (run them with `-- --ignored` to see each \
+         one's reason as its failure):\n",
+        reasons.len()
+    );
+    for (kind, count) in counted {
+        text.push_str(&format!("  {count:>5}  {kind}\n"));
+    }
+    text
 }
 
 /// `DEVSIM_REQUIRE_LIVE`, if set: the fewest scenarios that must run live here.
@@ -288,7 +322,7 @@ mod tests {
             "invariants/warmup_runs_on_target_and_restores.toml[host=amd_mixed,kernel=awq_marlin]",
         ] {
             let file = harness.exact_file(&exact(name)).expect("one file");
-            let alone = harness.trials_of(vec![file]).expect("the file lists");
+            let (alone, _) = harness.trials_of(vec![file]).expect("the file lists");
             assert_eq!(names(&alone, name), names(&all, name), "{name}");
             assert_eq!(names(&alone, name).len(), 1, "{name}");
         }
@@ -310,5 +344,21 @@ mod tests {
             None,
             "--list lists everything"
         );
+    }
+
+    #[test]
+    fn the_ignored_summary_counts_reasons_by_kind_most_common_first() {
+        let reasons = [
+            "wrong vendor: the scenario needs a hip build, this machine runs cuda (driver 580)".to_string(),
+            "too few GPUs: the scenario needs 2 GPU(s), this machine has 1".to_string(),
+            "wrong vendor: the scenario needs a hip build, this machine runs cuda (driver 580)".to_string(),
+        ];
+        let text = ignored_summary(&reasons);
+        assert!(text.starts_with("3 scenario(s) cannot run live here"), "{text}");
+        let wrong = text
+            .find("2  wrong vendor: the scenario needs a hip build, this machine runs cuda\n")
+            .expect("counted without the detail");
+        let count = text.find("1  too few GPUs").expect("counted by reason");
+        assert!(wrong < count, "most common first: {text}");
     }
 }
