@@ -21,7 +21,9 @@ from devsim_subject_kit.testing import (
     fam,
     gpu,
     host,
+    o,
     s,
+    tdev,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -142,3 +144,12 @@ def test_each_reproduction_shows_its_finding(script: Path, env):
                           check=False, env=env)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "FINDING" in done.stdout, done.stdout
+
+
+def test_resolve_goes_through_device_config(subject):
+    written = subject.step(R9700X2, {"action": "resolve", "device": s("cuda:1")})
+    assert (written["ok"], written["family"], written["torch_device"], written["ordinal"]) == (True, "rocm", "cuda:1", 1)
+    given = subject.step(R9700X2, {"action": "resolve", "device": tdev("cuda", 1)})
+    assert (given["torch_device"], given["ordinal"]) == ("cuda", None), given  # the finding: the ordinal is dropped
+    ordinal = subject.scenario(R9700X2, [{"action": "resolve", "device": o(1)}])
+    assert ordinal["answers"][0]["type"] == "unsupported", ordinal  # DeviceConfig takes no ordinals

@@ -20,6 +20,8 @@ Actions, each through vLLM's own code:
   as vLLM's workers do (`torch.accelerator.set_device_index(local_rank)`): vLLM's selection takes no device.
 - `validate`: the same `choose_mp_linear_kernel` with every other kernel turned off through vLLM's own
   `VLLM_DISABLED_KERNELS`: vLLM either returns the kernel or says why it cannot run it.
+- `resolve`: `DeviceConfig(device=...)`, vLLM's device configuration, with a device string torch accepts or a
+  `torch.device` (its typed API: no ordinals, no family enums); the device it keeps is the boundary.
 - `set_device`: `current_platform.set_device(torch.device("cuda", n))`.
 """
 
@@ -44,6 +46,7 @@ OBSERVES = {
     "select": ["ok", "error", "family", "selected"],
     "validate": ["ok", "error", "family"],
     "set_device": ["ok", "error", "current_after"],
+    "resolve": ["ok", "error", "family", "ordinal", "torch_device"],
 }
 # The heavy libraries vLLM's selection code imports; none reads the host. vLLM itself is imported after them.
 SELECTION = "vllm.model_executor.kernels.linear"
@@ -131,7 +134,7 @@ class Subject:
             "type": "handshake",
             "protocol": 2,
             "subject": {"name": "vllm", "version": self.version},
-            "actions": ["discover", "select", "validate", "set_device"],
+            "actions": ["discover", "select", "validate", "resolve", "set_device"],
             "kernels": self.declaration.handshake_kernels(),
             "events": EVENTS,
             "messages": "own",
@@ -189,7 +192,7 @@ class Subject:
         check_step(msg)
         head = {"scenario": msg["scenario"], "number": msg["number"]}
         handler = {"discover": self.do_discover, "select": self.do_select, "validate": self.do_validate,
-                   "set_device": self.do_set_device}.get(msg["action"])
+                   "resolve": self.do_resolve, "set_device": self.do_set_device}.get(msg["action"])
         if handler is None:
             return {"type": "unsupported", **head, "reason": f"the vLLM subject has no action {msg['action']!r}"}
         obs: dict[str, Any] = {}
@@ -339,6 +342,40 @@ class Subject:
             raise Refused(text, "unsupported-arch" if "requires capability" in text else None) from exc
         if chosen.__name__ != kernel.vllm_class:
             raise ProtocolError(f"VLLM_DISABLED_KERNELS left {chosen.__name__} in, asked for {kernel.vllm_class}")
+
+    def do_resolve(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
+        """vLLM's `DeviceConfig` for the selector: the device it keeps for execution."""
+        import torch
+        from vllm.config.device import DeviceConfig
+
+        sel = msg["device"]
+        form = sel["form"]
+        if form not in ("string", "torch_device"):
+            raise StepUnsupported(f"vLLM's DeviceConfig takes a device-type string or a torch.device, not a selector of form {form!r} "
+                                  "(an ordinal or a family enum)")
+        try:
+            index = sel.get("index")
+            device: Any = (str(sel["written"]) if form == "string"
+                           else torch.device(sel["device_type"]) if index is None
+                           else torch.device(sel["device_type"], int(index)))
+            if form == "string":
+                torch.device(device)  # a string torch refuses never reaches vLLM's execution
+        except (RuntimeError, ValueError, TypeError) as exc:
+            raise StepUnsupported(f"torch does not accept {sel.get('written', sel)!r} as a device ({exc}); vLLM "
+                                  "takes torch devices") from exc
+        platform = self.resolved()
+        try:
+            config = DeviceConfig(device=device)
+        except Exception as exc:
+            raise Refused(f"vLLM's DeviceConfig raised {type(exc).__name__}: {exc}", None) from exc
+        kept = config.device
+        kind = config.device_type.split(":", 1)[0]
+        family = self.family() if kind == platform.device_type else {"cpu": "cpu", "xpu": "xpu"}.get(kind)
+        if family is not None:
+            obs["family"] = family
+        if isinstance(kept, torch.device):
+            obs["torch_device"] = str(kept)
+            obs["ordinal"] = kept.index
 
     def do_set_device(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
         """vLLM's `current_platform.set_device` (what its workers call), then torch's current device."""
