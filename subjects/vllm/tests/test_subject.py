@@ -18,6 +18,7 @@ from devsim_subject_kit.testing import (
     R9700,
     R9700X2,
     Driver,
+    ProtocolViolation,
     fam,
     gpu,
     host,
@@ -153,3 +154,18 @@ def test_resolve_goes_through_device_config(subject):
     assert (given["torch_device"], given["ordinal"]) == ("cuda", None), given  # the finding: the ordinal is dropped
     ordinal = subject.scenario(R9700X2, [{"action": "resolve", "device": o(1)}])
     assert ordinal["answers"][0]["type"] == "unsupported", ordinal  # DeviceConfig takes no ordinals
+
+
+def test_without_the_fake_driver_the_subject_fails_at_start_naming_it(env, tmp_path):
+    driver = Driver("devsim_subject_vllm", {**env, "DEVSIM_FAKE_LIBCUDA": str(tmp_path / "libcuda.so.1")})
+    with pytest.raises(ProtocolViolation, match="closed stdout"):
+        driver.hello(protocol=2)
+    assert "devsim's fake driver is not at" in driver.stderr_text()
+    assert driver.proc.wait(timeout=60) != 0
+
+
+def test_a_live_hello_gets_a_handshake_without_live(env):
+    driver = Driver("devsim_subject_vllm", env, timeout=300.0)
+    handshake = driver.hello(protocol=2, live=True)
+    assert "live" not in handshake and handshake["kernels"], handshake  # devsim then refuses the live run
+    assert driver.close() == 0, driver.stderr_text()[-3000:]

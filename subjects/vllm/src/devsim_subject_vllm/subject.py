@@ -102,7 +102,16 @@ class Subject:
         """Parent: simulate a CPU-only host below and above torch, import vLLM's selection code on its CPU
         platform, and read the kernel declaration from it."""
         if live:
-            raise ProtocolError("the vLLM subject has no live mode: its kernels are not run here")
+            # No live mode: nothing is patched, the declaration is read on vLLM's CPU platform (no GPU module,
+            # no driver), and the handshake does not say `live`, so devsim refuses the run before any scenario.
+            from devsim_subject_kit.livetorch import LiveTorch
+
+            self.torch_host = LiveTorch(self.recorder)  # the real torch, never patched (nothing is installed)
+            os.environ["VLLM_TARGET_DEVICE"] = "cpu"
+            self.selection = importlib.import_module(SELECTION)
+            self.declaration = declare.read(self.selection)
+            self.version = importlib.metadata.version("vllm")
+            return
         from devsim_subject_kit.lowlevel import Amdsmi, Nvml
         from devsim_subject_kit.simtorch import SimulatedTorch
 
