@@ -264,7 +264,9 @@ fn replayed(scenario: &Scenario, context: &LiveContext, catalog: &Catalog) -> Re
 fn ignored_summary(reasons: &[String]) -> String {
     let mut kinds: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for reason in reasons {
-        let kind = reason.split_once(" (").map_or(reason.as_str(), |(kind, _)| kind);
+        let kind = reason
+            .split_once(" (")
+            .map_or(reason.as_str(), |(kind, _)| kind);
         *kinds.entry(kind.trim()).or_default() += 1;
     }
     let mut counted: Vec<(&str, usize)> = kinds.into_iter().collect();
@@ -349,12 +351,17 @@ mod tests {
     #[test]
     fn the_ignored_summary_counts_reasons_by_kind_most_common_first() {
         let reasons = [
-            "wrong vendor: the scenario needs a hip build, this machine runs cuda (driver 580)".to_string(),
+            "wrong vendor: the scenario needs a hip build, this machine runs cuda (driver 580)"
+                .to_string(),
             "too few GPUs: the scenario needs 2 GPU(s), this machine has 1".to_string(),
-            "wrong vendor: the scenario needs a hip build, this machine runs cuda (driver 580)".to_string(),
+            "wrong vendor: the scenario needs a hip build, this machine runs cuda (driver 580)"
+                .to_string(),
         ];
         let text = ignored_summary(&reasons);
-        assert!(text.starts_with("3 scenario(s) cannot run live here"), "{text}");
+        assert!(
+            text.starts_with("3 scenario(s) cannot run live here"),
+            "{text}"
+        );
         let wrong = text
             .find("2  wrong vendor: the scenario needs a hip build, this machine runs cuda\n")
             .expect("counted without the detail");

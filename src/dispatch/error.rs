@@ -134,17 +134,22 @@ fn refusal_list(refusals: &[(String, String)]) -> String {
 impl DispatchError {
     /// The stable kind that scenario files match on with `error = "..."`.
     pub fn kind(&self) -> &'static str {
+        self.error_kind().as_str()
+    }
+
+    /// The kind as a value.
+    pub fn error_kind(&self) -> ErrorKind {
         match self {
-            DispatchError::UnknownSelector { .. } => "unknown-selector",
-            DispatchError::UnknownKernel { .. } => "unknown-kernel",
-            DispatchError::UnknownArch(_) => "unknown-arch",
-            DispatchError::NoSuchDevice { .. } => "no-such-device",
-            DispatchError::FamilyNotPresent { .. } => "family-not-present",
-            DispatchError::UnsupportedFamily { .. } => "unsupported-family",
-            DispatchError::UnsupportedArch { .. } => "unsupported-arch",
-            DispatchError::UnsupportedBits { .. } => "unsupported-bits",
-            DispatchError::NoKernel { .. } => "no-kernel",
-            DispatchError::Driver(_) => "driver-error",
+            DispatchError::UnknownSelector { .. } => ErrorKind::UnknownSelector,
+            DispatchError::UnknownKernel { .. } => ErrorKind::UnknownKernel,
+            DispatchError::UnknownArch(_) => ErrorKind::UnknownArch,
+            DispatchError::NoSuchDevice { .. } => ErrorKind::NoSuchDevice,
+            DispatchError::FamilyNotPresent { .. } => ErrorKind::FamilyNotPresent,
+            DispatchError::UnsupportedFamily { .. } => ErrorKind::UnsupportedFamily,
+            DispatchError::UnsupportedArch { .. } => ErrorKind::UnsupportedArch,
+            DispatchError::UnsupportedBits { .. } => ErrorKind::UnsupportedBits,
+            DispatchError::NoKernel { .. } => ErrorKind::NoKernel,
+            DispatchError::Driver(_) => ErrorKind::DriverError,
         }
     }
 
@@ -158,18 +163,61 @@ impl DispatchError {
             _ => None,
         }
     }
+}
 
-    /// Every kind [`DispatchError::kind`] can return.
-    pub const KINDS: [&'static str; 10] = [
-        "unknown-selector",
-        "unknown-kernel",
-        "unknown-arch",
-        "no-such-device",
-        "family-not-present",
-        "unsupported-family",
-        "unsupported-arch",
-        "unsupported-bits",
-        "no-kernel",
-        "driver-error",
-    ];
+/// Declares [`ErrorKind`] and [`DispatchError::KINDS`] from one list, so each kind's name is written once.
+macro_rules! error_kinds {
+    ($($(#[$doc:meta])* $variant:ident = $name:literal,)*) => {
+        /// The stable kinds of [`DispatchError`], as scenario files and subject answers spell them.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ErrorKind {
+            $($(#[$doc])* $variant,)*
+        }
+
+        impl ErrorKind {
+            /// Every kind, in declaration order.
+            pub const ALL: &'static [ErrorKind] = &[$(ErrorKind::$variant,)*];
+
+            /// The kind's name (`unsupported-arch`).
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(ErrorKind::$variant => $name,)*
+                }
+            }
+        }
+
+        impl DispatchError {
+            /// Every kind [`DispatchError::kind`] can return.
+            pub const KINDS: [&'static str; [$($name),*].len()] = [$($name),*];
+        }
+    };
+}
+
+error_kinds! {
+    /// A selector spelling devsim does not know.
+    UnknownSelector = "unknown-selector",
+    /// A kernel name that is not in the catalog.
+    UnknownKernel = "unknown-kernel",
+    /// An arch string devsim does not accept.
+    UnknownArch = "unknown-arch",
+    /// An ordinal past the visible device count.
+    NoSuchDevice = "no-such-device",
+    /// A family the running build has no devices of.
+    FamilyNotPresent = "family-not-present",
+    /// A kernel that does not declare the target's family.
+    UnsupportedFamily = "unsupported-family",
+    /// A kernel whose arch rule refuses the target's GPU.
+    UnsupportedArch = "unsupported-arch",
+    /// A bit width the kernel does not support.
+    UnsupportedBits = "unsupported-bits",
+    /// No kernel can be selected.
+    NoKernel = "no-kernel",
+    /// The GPU driver failed.
+    DriverError = "driver-error",
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

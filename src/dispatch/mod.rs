@@ -6,7 +6,7 @@ pub mod selector;
 use crate::runtime::Runtime;
 use crate::trace::{Gate, Trace};
 use crate::vocab::Target;
-pub use error::DispatchError;
+pub use error::{DispatchError, ErrorKind};
 use selector::{Scope, Selector};
 
 /// A runtime plus the trace gates are recorded into. Cheap to copy around by reference.
