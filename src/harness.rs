@@ -31,7 +31,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use crate::kernel::Catalog;
 use crate::report;
 use crate::scenario::live::LiveContext;
-use crate::scenario::load::{ProfileSources, load_scenarios_with};
+use crate::scenario::load::{ProfileSources, load_scenario_named, load_scenarios_with};
 use crate::scenario::suite::run_simulated;
 use crate::scenario::{CorpusError, ProfileError, Scenario, Status, find_scenarios};
 
@@ -113,13 +113,13 @@ impl Harness {
 
     /// One trial per scenario file under the folders, in path order.
     pub fn trials(&self) -> Result<Vec<Trial>, HarnessError> {
-        Ok(self.trials_of(find_scenarios(&self.roots)?)?.0)
+        Ok(self.trials_of(find_scenarios(&self.roots)?, None)?.0)
     }
 
     /// The one file an exact test name names (`seed/x.toml`, `x.toml[kernel=…]`) under a root, when the run
     /// selects exactly one test by name (nextest runs each test so): loading it alone gives the same
     /// trials for that name as loading every file, at the cost of one file. None: list everything.
-    fn exact_file(&self, args: &Arguments) -> Option<PathBuf> {
+    fn exact_file(&self, args: &Arguments) -> Option<(PathBuf, String)> {
         if args.list || !args.exact || !args.skip.is_empty() {
             return None;
         }
@@ -138,12 +138,17 @@ impl Harness {
             let inside = candidate.starts_with(&root) && candidate.is_file();
             // A link that leaves the folder, or a name the walk would not give, is left to the full listing.
             let as_named = candidate == root.join(relative);
-            (inside && as_named).then(|| root.join(relative))
+            (inside && as_named).then(|| (root.join(relative), name.to_string()))
         })
     }
 
-    /// The trials of `files`, and the reason each live trial listed as ignored cannot run here.
-    fn trials_of(&self, files: Vec<PathBuf>) -> Result<(Vec<Trial>, Vec<String>), HarnessError> {
+    /// The trials of `files` (with `only`, just the scenario of that name), and the reason each live trial
+    /// listed as ignored cannot run here.
+    fn trials_of(
+        &self,
+        files: Vec<PathBuf>,
+        only: Option<&str>,
+    ) -> Result<(Vec<Trial>, Vec<String>), HarnessError> {
         let profiles = Arc::new(if self.hosts.is_empty() {
             ProfileSources::for_paths(&self.roots)
         } else {
@@ -157,7 +162,11 @@ impl Harness {
         let mut trials = Vec::new();
         let mut cannot_run = Vec::new();
         for path in files {
-            for (name, loaded) in load_scenarios_with(&path, &self.catalog, &profiles) {
+            let loaded = match only {
+                Some(name) => load_scenario_named(&path, name, &self.catalog, &profiles),
+                None => load_scenarios_with(&path, &self.catalog, &profiles),
+            };
+            for (name, loaded) in loaded {
                 let catalog = Arc::clone(&self.catalog);
                 let trial = match (&live, loaded) {
                     (_, Err(error)) => Trial::test(name, move || Err(error.to_string().into())),
@@ -216,10 +225,10 @@ impl Harness {
             eprintln!("{}", LiveContext::detect(child_exe.clone()).describe());
         }
         let trials = match self.exact_file(&args) {
-            Some(file) => self.trials_of(vec![file]),
+            Some((file, name)) => self.trials_of(vec![file], Some(&name)),
             None => find_scenarios(&self.roots)
                 .map_err(HarnessError::from)
-                .and_then(|files| self.trials_of(files)),
+                .and_then(|files| self.trials_of(files, None)),
         };
         match trials {
             Ok((trials, cannot_run)) => {
@@ -323,8 +332,10 @@ mod tests {
             "seed/bitsandbytes_admitted_on_rocm.toml",
             "invariants/warmup_runs_on_target_and_restores.toml[host=amd_mixed,kernel=awq_marlin]",
         ] {
-            let file = harness.exact_file(&exact(name)).expect("one file");
-            let (alone, _) = harness.trials_of(vec![file]).expect("the file lists");
+            let (file, named) = harness.exact_file(&exact(name)).expect("one file");
+            let (alone, _) = harness
+                .trials_of(vec![file], Some(&named))
+                .expect("the file lists");
             assert_eq!(names(&alone, name), names(&all, name), "{name}");
             assert_eq!(names(&alone, name).len(), 1, "{name}");
         }

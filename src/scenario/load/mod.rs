@@ -69,12 +69,39 @@ pub fn load_scenarios_with(
     expand_scenarios(path, &text, catalog, profiles)
 }
 
+/// The one scenario of `path` named `name` (a matrix case `x.toml[k=v]`, or the file's own name): only that
+/// case is checked, so a test process that runs one matrix case does not check all of its file's cases.
+/// Empty when the file has no scenario of that name (a load error of the file itself is still given).
+pub fn load_scenario_named(
+    path: &Path,
+    name: &str,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+) -> Vec<Loaded> {
+    let text = match read_bounded(path) {
+        Ok(text) => text,
+        Err(error) => return vec![(scenario_name(path), Err(error))],
+    };
+    expand_only(path, &text, catalog, profiles, Some(name))
+}
+
 /// [`load_scenarios_with`] over text the caller already holds.
 pub fn expand_scenarios(
     path: &Path,
     text: &str,
     catalog: &Catalog,
     profiles: &ProfileSources,
+) -> Vec<Loaded> {
+    expand_only(path, text, catalog, profiles, None)
+}
+
+/// The scenarios of `text`; with `only`, just the case of that name (and any error of the file as a whole).
+fn expand_only(
+    path: &Path,
+    text: &str,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+    only: Option<&str>,
 ) -> Vec<Loaded> {
     if !matrix::has_matrix(text) {
         return vec![(
@@ -117,6 +144,7 @@ pub fn expand_scenarios(
     let base = scenario_name(path);
     cases
         .into_iter()
+        .filter(|case| only.is_none_or(|wanted| case.name(&base) == wanted))
         .map(|case| {
             let name = case.name(&base);
             let scenario = match &case.text {
