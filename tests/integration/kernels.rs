@@ -48,6 +48,60 @@ fn a_kernel_added_without_a_row_fails_the_inventory_naming_the_file_to_edit() {
     );
 }
 
+/// The contributor path, end to end: a catalog entry, an inventory row and a scenario file are all a new
+/// kernel needs; nothing else counts or lists kernels.
+#[test]
+fn adding_a_kernel_takes_a_catalog_entry_an_inventory_row_and_a_scenario() {
+    use devsim::kernel::KernelSpec;
+    use devsim::kernel::audit::{AuditedArch, InventoryRow};
+    let spec = KernelSpec::new("gptq_new_fast_path", Method::Gptq, &[4], &[Family::Cuda]);
+    let catalog = Catalog::reference_builder()
+        .with_spec(spec.clone())
+        .build()
+        .expect("a consistent catalog");
+    let mut inventory = Inventory::reference().clone();
+    inventory.rows.push(InventoryRow {
+        name: "gptq_new_fast_path".into(),
+        families: vec![Family::Cuda],
+        rocm: RocmDecision::Refused,
+        reason: "an NVIDIA-only fast path".into(),
+        arch: AuditedArch::of(&spec),
+    });
+    assert_eq!(inventory.check(&catalog), Vec::<String>::new());
+
+    let folder = tempfile::tempdir().expect("a scratch folder");
+    std::fs::write(
+        folder.path().join("new_kernel_gates.toml"),
+        r#"format = 1
+description = "The new kernel runs on its declared CUDA family and refuses an AMD GPU."
+
+[host]
+profile = "r9700x2"
+
+[[step]]
+action = "validate"
+kernel = "gptq_new_fast_path"
+device = "cuda:0"
+[step.expect]
+error = "unsupported-family"
+"#,
+    )
+    .expect("write the scenario");
+    let hosts = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/hosts");
+    let trials = devsim::harness::Harness::new(catalog)
+        .scenarios(folder.path())
+        .hosts(hosts)
+        .trials()
+        .expect("the folder lists");
+    let args = libtest_mimic::Arguments {
+        test_threads: Some(1),
+        quiet: true,
+        ..libtest_mimic::Arguments::default()
+    };
+    let conclusion = libtest_mimic::run(&args, trials);
+    assert_eq!((conclusion.num_passed, conclusion.num_failed), (1, 0));
+}
+
 #[test]
 fn a_row_that_drifted_from_its_contract_is_named() {
     let mut inventory = Inventory::reference().clone();
