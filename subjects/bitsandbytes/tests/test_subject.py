@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from devsim_subject_bitsandbytes import declare
-from devsim_subject_kit.testing import CPU, H200X2, R9700X2, Driver, s, tdev
+from devsim_subject_kit.testing import AMD_MIXED, CPU, H200X2, R9700X2, Driver, s, tdev
 
 HERE = Path(__file__).resolve().parent
 
@@ -100,3 +100,12 @@ def test_the_reproduction_shows_the_finding():
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 1, done.stderr[-2000:]
     assert done.stdout.count("asked AMD GPU") == 2, done.stdout
+
+
+def test_a_warmup_skip_names_the_per_device_gemm_path_bitsandbytes_picks(subject):
+    on_gfx942 = subject.step(AMD_MIXED, {"action": "warmup", "kernel": "bitsandbytes", "device": s("cuda:0")})
+    on_gfx1201 = subject.step(AMD_MIXED, {"action": "warmup", "kernel": "bitsandbytes", "device": s("cuda:1")})
+    # bitsandbytes' ROCm heuristic reads each device's own gcnArchName: CDNA (gfx9) keeps its fused kernel to
+    # M <= 4, RDNA4 (gfx12) to M <= 8, so the same M = 6 GEMM takes different paths on the two GPUs.
+    assert "on device 0 its _gemm_4bit_use_custom_rocm picks dequantize + F.linear" in on_gfx942["reason"]
+    assert "on device 1 its _gemm_4bit_use_custom_rocm picks the fused kernel" in on_gfx1201["reason"]

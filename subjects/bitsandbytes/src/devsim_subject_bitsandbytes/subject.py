@@ -36,6 +36,8 @@ OBSERVES = {
 # torch's compiler stack, which bitsandbytes' default backend imports (about 3.6 s of its 3.7 s import): imported
 # once in the parent, so that each scenario's child imports only bitsandbytes itself. None of it reads the host.
 PREIMPORT = ("torch._dynamo", "torch._inductor.compile_fx", "torch._inductor.compiler_bisector", "functorch.compile")
+# A decode-sized GEMM (M, N, K): M = 6 is past the heuristics' tiny-M floor (4), so their per-arch rules decide.
+GEMM_SHAPE = (6, 4096, 4096)
 WARMUP_NEEDS_GPU = (
     "bitsandbytes admits the device here and would then run its 4-bit kernels in native code, which a simulated "
     "host does not run"
@@ -221,6 +223,24 @@ class Subject:
             raise Refused(str(exc), "no-such-device" if "invalid device ordinal" in str(exc) else None) from exc
 
     def do_warmup(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
-        """The gate as for validate (a refusal is observed); an admitted device would run native code."""
+        """The gate as for validate (a refusal is observed); an admitted device would run native code. The skip
+        reason says which path bitsandbytes' own per-device heuristic picks there (fused kernel or
+        dequantize+linear), which is Python and runs on the simulated host."""
         self.do_validate(msg, obs)
-        raise StepUnsupported(WARMUP_NEEDS_GPU)
+        raise StepUnsupported(f"{WARMUP_NEEDS_GPU}; {self.gemm_path(self.device(msg['device']))}")
+
+    def gemm_path(self, device: Any) -> str:
+        """What bitsandbytes' `gemm_4bit` dispatch picks on `device` for a decode-sized fp16 GEMM."""
+        import torch
+
+        if device.type != "cuda":
+            return f"its {device.type} backend has no per-device fused-kernel choice"
+        from bitsandbytes.backends.cuda import ops
+
+        index = device.index if device.index is not None else self.torch_host.current()
+        with self.recorder.quiet():
+            fused = ops._gemm_4bit_use_custom_fn(index, torch.float16, *GEMM_SHAPE)
+        m, n, k = GEMM_SHAPE
+        heuristic = ops._gemm_4bit_use_custom_fn.__name__
+        return (f"for an fp16 {m}x{n}x{k} gemm_4bit on device {index} its {heuristic} picks "
+                f"{'the fused kernel' if fused else 'dequantize + F.linear'}")
