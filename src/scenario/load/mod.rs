@@ -62,11 +62,7 @@ pub fn load_scenarios_with(
     catalog: &Catalog,
     profiles: &ProfileSources,
 ) -> Vec<Loaded> {
-    let text = match read_bounded(path) {
-        Ok(text) => text,
-        Err(error) => return vec![(scenario_name(path), Err(error))],
-    };
-    expand_scenarios(path, &text, catalog, profiles)
+    read_and_expand(path, catalog, profiles, None)
 }
 
 /// The one scenario of `path` named `name` (a matrix case `x.toml[k=v]`, or the file's own name): only that
@@ -78,11 +74,20 @@ pub fn load_scenario_named(
     catalog: &Catalog,
     profiles: &ProfileSources,
 ) -> Vec<Loaded> {
-    let text = match read_bounded(path) {
-        Ok(text) => text,
-        Err(error) => return vec![(scenario_name(path), Err(error))],
-    };
-    expand_only(path, &text, catalog, profiles, Some(name))
+    read_and_expand(path, catalog, profiles, Some(name))
+}
+
+/// Reads `path` (bounded) and expands it, keeping only the case named `only` when one is given.
+fn read_and_expand(
+    path: &Path,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+    only: Option<&str>,
+) -> Vec<Loaded> {
+    match read_bounded(path) {
+        Ok(text) => expand_only(path, &text, catalog, profiles, only),
+        Err(error) => vec![(scenario_name(path), Err(error))],
+    }
 }
 
 /// [`load_scenarios_with`] over text the caller already holds.
