@@ -86,6 +86,7 @@ pub(crate) mod matrix;
 pub mod output;
 pub mod pool;
 pub mod report;
+pub mod runner;
 pub mod runtime;
 pub mod scenario;
 pub mod subject;

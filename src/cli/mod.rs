@@ -38,7 +38,7 @@ pub use error::CliError;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::SystemTime;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
@@ -46,12 +46,13 @@ use crate::baseline::Baseline;
 use crate::kernel::Catalog;
 use crate::output::{CheckOutput, HostsOutput, KernelsOutput, Mode, RunOutput, SubjectOutput};
 use crate::report;
+use crate::runner::{Expectations, SuiteObserver, Verdict, run_suite};
 use crate::scenario::coverage::{Coverage, Threshold};
 use crate::scenario::error::render;
 use crate::scenario::live::LiveContext;
 use crate::scenario::load::scenario_name;
 use crate::scenario::schema::SchemaKind;
-use crate::scenario::suite::{Summary, load_all_with};
+use crate::scenario::suite::load_all_with;
 use crate::scenario::{CorpusError, LoadError, ProfileSources, Scenario, ScenarioReport, Status};
 use crate::subject::{CatalogSubject, ProcessSubject, Subject, SubjectSpec};
 use filter::Filter;
@@ -589,48 +590,30 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
             say!("{line}");
         }
     }
-    let progress = Progress::new(scenarios.len(), human && progress::wanted_here());
-    let mut reports: Vec<(ScenarioReport, Duration)> = Vec::new();
-    for scenario in &scenarios {
-        progress.start(&scenario.name);
-        let started = Instant::now();
-        let report = subject.run(scenario);
-        let took = started.elapsed();
-        let failed = report.status == Status::Failed;
-        if human && (failed || !args.quiet) {
-            progress.suspend(|| color::print(&color::report(report::human(&report).trim_end())));
-        }
-        progress.done();
-        reports.push((report, took));
-    }
-    progress.finish();
-    let plain: Vec<ScenarioReport> = reports.iter().map(|(r, _)| r.clone()).collect();
-    let summary = Summary::of(&plain, errors.len());
-    let failed = summary.failed - errors.len();
-    let findings = crate::findings::findings(scenarios.iter().zip(&plain));
-    let outcomes = Baseline::of(subject.name(), &plain, &findings);
+    let mut shown = Shown {
+        progress: Progress::new(scenarios.len(), human && progress::wanted_here()),
+        human,
+        quiet: args.quiet,
+    };
+    let suite = run_suite(subject.as_mut(), &scenarios, errors.len(), &mut shown);
+    shown.progress.finish();
+    let plain = suite.plain_reports();
+    let failed = suite.failed();
+    let (summary, findings, reports) = (&suite.summary, &suite.findings, &suite.reports);
     let differences = match &args.baseline {
-        Some(path) => {
-            let baseline = Baseline::read(path)?;
-            if baseline.subject != subject.name() {
-                return Err(CliError::BaselineSubject {
+        Some(path) => Some(
+            suite
+                .compare(&Baseline::read(path)?, args.selection.is_active())
+                .map_err(|other| CliError::BaselineSubject {
                     path: path.display().to_string(),
-                    recorded: baseline.subject,
-                    judged: subject.name().to_string(),
-                });
-            }
-            // A filtered run compares only what it ran: the rest of the baseline is not a change.
-            let baseline = if args.selection.is_active() {
-                baseline.restricted_to(outcomes.outcomes.keys())
-            } else {
-                baseline
-            };
-            Some(baseline.compare(&outcomes))
-        }
+                    recorded: other.recorded,
+                    judged: other.judged,
+                })?,
+        ),
         None => None,
     };
     if let Some(path) = &args.write_baseline {
-        outcomes.write(path)?;
+        suite.outcomes.write(path)?;
     }
     if args.accept {
         let levels: Vec<crate::conformance::Level> = if args.accept_level.is_empty() {
@@ -688,7 +671,7 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
                     .map(|((report, took), scenario)| output::scenario(report, scenario, *took))
                     .collect(),
                 load_errors: errors.iter().map(output::load_error).collect(),
-                summary: output::summary(&summary, errors.len()),
+                summary: output::summary(summary, errors.len()),
                 findings: findings.iter().map(output::finding).collect(),
             };
             say!("{}", serde_json::to_string_pretty(&document)?);
@@ -700,41 +683,54 @@ fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
                 machine: live_description.as_deref(),
                 fake_driver,
             };
-            say!("{}", junit::render(&reports, &errors, &run)?.trim_end());
+            say!("{}", junit::render(reports, &errors, &run)?.trim_end());
         }
     }
-    if let Some(failing) = driver_failing {
-        return Err(CliError::DriverFailing(failing));
+    let asked = Expectations {
+        baseline_differences: differences,
+        writes_baseline: args.write_baseline.is_some(),
+        require_live: args.require_live,
+        fake_driver,
+        allow_fake: args.allow_fake,
+        driver_failing,
+    };
+    match suite.verdict(&scenarios, &asked) {
+        Verdict::Passed => Ok(()),
+        Verdict::DriverFailing(failing) => Err(CliError::DriverFailing(failing)),
+        Verdict::FakeDriver { required } => Err(CliError::FakeDriver { required }),
+        Verdict::TooFewLive { ran, required } => Err(CliError::TooFewLive { ran, required }),
+        Verdict::BaselineDiffers { count } => Err(CliError::BaselineDiffers {
+            path: args
+                .baseline
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            count,
+        }),
+        Verdict::LoadErrors { count } => Err(CliError::Load { count }),
+        Verdict::Failed { count } => Err(CliError::Failed { failed: count }),
     }
-    if let Some(required) = args.require_live {
-        // CPU-only scenarios run on any machine: only scenarios with GPUs prove the driver is there, and
-        // never through one of devsim's fakes unless the run says it means to (devsim's own tests).
-        if fake_driver && !args.allow_fake {
-            return Err(CliError::FakeDriver { required });
-        }
-        let ran = plain
-            .iter()
-            .zip(&scenarios)
-            .filter(|(report, scenario)| {
-                !scenario.host.gpus.is_empty()
-                    && matches!(report.status, Status::Passed | Status::Failed)
-            })
-            .count();
-        if ran < required {
-            return Err(CliError::TooFewLive { ran, required });
-        }
+}
+
+/// What `devsim run` shows while the suite runs: the progress bar, and each report (failures always,
+/// the rest unless `--quiet`) in human output.
+struct Shown {
+    progress: Progress,
+    human: bool,
+    quiet: bool,
+}
+
+impl SuiteObserver for Shown {
+    fn started(&mut self, scenario: &Scenario) {
+        self.progress.start(&scenario.name);
     }
-    match (&args.baseline, differences) {
-        (Some(path), Some(differences)) if !differences.is_empty() => {
-            Err(CliError::BaselineDiffers {
-                path: path.display().to_string(),
-                count: differences.len(),
-            })
+
+    fn finished(&mut self, _scenario: &Scenario, report: &ScenarioReport) {
+        if self.human && (report.status == Status::Failed || !self.quiet) {
+            self.progress
+                .suspend(|| color::print(&color::report(report::human(report).trim_end())));
         }
-        // With a baseline, known failures are expected; only load errors still fail the run.
-        (Some(_), _) => verdict(errors.len(), 0),
-        _ if args.write_baseline.is_some() => verdict(errors.len(), 0),
-        _ => verdict(errors.len(), failed),
+        self.progress.done();
     }
 }
 
