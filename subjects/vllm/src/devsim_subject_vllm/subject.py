@@ -78,6 +78,21 @@ def stable(text: str) -> str:
                   lambda m: "[" + ", ".join(sorted(m.group(1).split(", "))) + "]", text)
 
 
+def torch_device_of(sel: dict[str, Any]) -> Any:
+    """The `torch.device` a `string` or `torch_device` selector names; a spelling torch refuses cannot reach
+    vLLM, which takes torch devices, so the step is unsupported."""
+    import torch
+
+    try:
+        if sel["form"] == "string":
+            return torch.device(str(sel["written"]))
+        index = sel.get("index")
+        return torch.device(sel["device_type"]) if index is None else torch.device(sel["device_type"], int(index))
+    except (RuntimeError, ValueError, TypeError) as exc:
+        raise StepUnsupported(f"torch does not accept {sel.get('written', sel)!r} as a device ({exc}); vLLM "
+                              "takes torch devices") from exc
+
+
 def fake_libcuda() -> Path:
     """devsim's fake `libcuda.so.1` (`DEVSIM_FAKE_LIBCUDA`, else the repository's target/fake-drivers)."""
     named = os.environ.get("DEVSIM_FAKE_LIBCUDA")
@@ -233,7 +248,6 @@ class Subject:
             obs["torch_device_count"] = count
             obs["archs"] = [self.arch_of(platform, i) for i in range(count)]
         except Exception as exc:  # vLLM's own error while it looks at this host's devices: the observation
-            obs.pop("archs", None)
             raise Refused(f"vLLM raised {type(exc).__name__}: {exc}", None) from exc
 
     def arch_of(self, platform: Any, ordinal: int) -> str:
@@ -266,16 +280,7 @@ class Subject:
             return None
         if form == "ordinal":
             return int(sel["written"])
-        import torch
-
-        try:
-            index = sel.get("index")
-            device = (torch.device(str(sel["written"])) if form == "string"
-                      else torch.device(sel["device_type"]) if index is None
-                      else torch.device(sel["device_type"], int(index)))
-        except (RuntimeError, ValueError, TypeError) as exc:
-            raise StepUnsupported(f"torch does not accept {sel.get('written', sel)!r} as a device ({exc}); vLLM "
-                                  "takes torch devices") from exc
+        device = torch_device_of(sel)
         if device.type == "cpu" and family == "cpu":
             return None
         if device.type != "cuda" or family not in ("cuda", "rocm"):
@@ -362,16 +367,9 @@ class Subject:
         if form not in ("string", "torch_device"):
             raise StepUnsupported(f"vLLM's DeviceConfig takes a device-type string or a torch.device, not a selector of form {form!r} "
                                   "(an ordinal or a family enum)")
-        try:
-            index = sel.get("index")
-            device: Any = (str(sel["written"]) if form == "string"
-                           else torch.device(sel["device_type"]) if index is None
-                           else torch.device(sel["device_type"], int(index)))
-            if form == "string":
-                torch.device(device)  # a string torch refuses never reaches vLLM's execution
-        except (RuntimeError, ValueError, TypeError) as exc:
-            raise StepUnsupported(f"torch does not accept {sel.get('written', sel)!r} as a device ({exc}); vLLM "
-                                  "takes torch devices") from exc
+        parsed = torch_device_of(sel)  # a string torch refuses never reaches vLLM's execution
+        # DeviceConfig is given what the user would write: the string itself, or the torch.device.
+        device: Any = str(sel["written"]) if form == "string" else parsed
         platform = self.resolved()
         try:
             config = DeviceConfig(device=device)
