@@ -7,9 +7,9 @@ use std::time::Instant;
 
 use crate::cli::CliError;
 use crate::kernel::Catalog;
-use crate::matrix::{median, run_matrix, shipped_hosts};
 use crate::scenario::load::{ProfileSources, parse_scenario};
 use crate::scenario::suite::{load_all, run_simulated};
+use crate::sweep::{median, run_matrix, shipped_hosts};
 use crate::visible::torch::{TorchList, parse_list};
 
 /// Steps in the generated scenario that `bench` loads.

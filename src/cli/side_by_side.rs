@@ -11,10 +11,10 @@ use crate::cli::CliError;
 use crate::cli::bench::ms;
 use crate::findings::findings;
 use crate::kernel::Catalog;
-use crate::matrix::median;
 use crate::scenario::suite::{Summary, load_all};
 use crate::scenario::{Scenario, ScenarioReport};
 use crate::subject::{CatalogSubject, ProcessSubject, Subject, SubjectSpec};
+use crate::sweep::median;
 
 /// One subject's figures over the corpus (the conformance counts from its last round).
 struct Figures {

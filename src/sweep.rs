@@ -1,5 +1,6 @@
-//! The kernel matrix: every catalog kernel × every host × several selector spellings × validate, warmup
-//! and move, each checked against the invariants the seed demands.
+//! The kernel sweep behind `devsim bench` (not a scenario `[matrix]`, which is `scenario::matrix`): every
+//! catalog kernel × every host × several selector spellings × validate, warmup and move, each checked
+//! against the invariants the seed demands.
 
 use std::time::{Duration, Instant};
 
