@@ -75,7 +75,7 @@ def test_every_observation_is_well_formed(driver):
 def test_unsupported_actions_and_kernels_say_why(driver):
     result = driver.scenario(R9700X2, [
         {"action": "discover"},
-        {"action": "warmup", "kernel": "gptq_torch", "device": s("cuda:1")},
+        {"action": "warmup", "kernel": "qqq", "device": s("cuda:1")},
         {"action": "validate", "kernel": "gptq_bitblas", "device": s("rocm")},
     ])
     for answer in result["answers"]:
@@ -84,13 +84,28 @@ def test_unsupported_actions_and_kernels_say_why(driver):
 
 
 def test_a_simulated_warmup_is_observed_up_to_the_gate(driver):
-    """A refusal is GPTQModel's decision before any device work: observed. An admitted kernel would run its
-    forward next, which needs a real GPU: unsupported, saying so."""
+    """A refusal is GPTQModel's decision before any device work: observed."""
     refused = driver.step(R9700X2, {"action": "warmup", "kernel": "gptq_torch_aten", "device": s("cuda:1")})
     assert refused["type"] == "observed" and refused["ok"] is False, refused
     assert refused["error"]["kind"] == "unsupported-family", refused
-    admitted = driver.step(R9700X2, {"action": "warmup", "kernel": "gptq_torch", "device": s("cuda:1")})
-    assert admitted["type"] == "unsupported" and "needs a real GPU" in admitted["reason"], admitted
+
+
+@pytest.mark.parametrize("device, ran_on", [("cuda:1", 1), ("cuda:0", 0), ("cpu", "cpu")])
+def test_an_admitted_simulated_warmup_runs_gptqmodels_forward_on_fake_tensors(driver, device, ran_on):
+    """Admitted, the kernel's module is moved, post-initialised and run by GPTQModel's own code on torch's fake
+    tensors; `ran_on` is where its output is (test_fakewarmup.py: an indexless "cuda" is the current GPU)."""
+    host = {**R9700X2, "current": 1}
+    answer = driver.step(host, {"action": "warmup", "kernel": "gptq_torch", "device": s(device)})
+    assert answer["type"] == "observed" and answer["ok"] is True, answer
+    assert answer["ran_on"] == ran_on, answer
+    assert answer["current_after"] == 1, answer
+
+
+def test_a_simulated_warmup_that_fake_tensors_cannot_run_says_why(driver):
+    """A forward that needs what fake tensors cannot run (here a native extension op) is never a failure."""
+    answer = driver.step(R9700X2, {"action": "warmup", "kernel": "qqq", "device": s("cuda:0")})
+    assert answer["type"] == "unsupported", answer
+    assert "could not be simulated" in answer["reason"] and "gptqmodel_qqq" in answer["reason"], answer
 
 
 def test_cpu_build_reports_no_current_device(driver):

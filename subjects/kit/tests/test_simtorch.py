@@ -4,6 +4,7 @@ restored after each test)."""
 from __future__ import annotations
 
 import threading
+import types
 
 import pytest
 
@@ -62,6 +63,25 @@ def test_capabilities_and_arch_queries(become):
         assert props.gcnArchName == "NVIDIA"  # CUDA builds never answer an arch, but the question is recorded
     assert [e["event"] for e in events] == ["nvidia_capability", "nvidia_capability", "smem_optin", "amd_arch"]
     assert torch.version.hip is None and torch.version.cuda is not None
+
+
+def test_torch_reading_device_properties_for_itself_is_not_a_probe(become):
+    """Torch's own code (torch.utils._triton.has_triton reads `major`) is not the code under test: its reads are
+    not recorded; the same reads from anywhere else are."""
+    become(AMD_MIXED)
+
+    def read():
+        props = torch.cuda.get_device_properties(0)
+        return props.major, props.gcnArchName, torch.cuda.get_device_capability(0)
+
+    # the same code, as a function of a torch module
+    read_by_torch = types.FunctionType(read.__code__, {"__name__": "torch.utils._triton", "torch": torch})
+    with RECORDER.capture() as events:
+        assert read_by_torch() == (9, "gfx942:sramecc+:xnack-", (9, 4))
+    assert events == []
+    with RECORDER.capture() as events:
+        assert read() == (9, "gfx942:sramecc+:xnack-", (9, 4))
+    assert names(events) == [("nvidia_capability", 0), ("amd_arch", 0), ("nvidia_capability", 0)]
 
 
 def test_bad_ordinals_raise_like_torch(become):

@@ -17,7 +17,11 @@ runs it as its own subject). What it changes, by the seed's wording:
 3. Kernel family normalization (`importer._device_family` and BaseQuantLinear.validate_device): torch.device
    ("cuda:N"), DEVICE.CUDA and string selectors become DEVICE.ROCM on HIP, so CUDA-only kernels (TritonV2,
    W4A-FP8, W4A-NVFP4, ...) fail the family gate on ROCm.
-4. No NVIDIA compute-capability probe for an AMD request (`importer._device_capability`).
+4. No NVIDIA compute-capability probe for an AMD request, wherever GPTQModel reads one for a device:
+   `importer._device_capability` (the validation cache key) answers None; the forward-time readers the
+   simulated warmups reach leave it out too: `quantization.dtype._advertised_linear_dtypes_for_device` gives
+   the portable dtypes it gives every non-CUDA device, and the AWQ Triton scheduler's device identity
+   (`_device_identity_cached`) holds no capability.
 5. DeviceThreadPool accepts DEVICE enums: DEVICE.ROCM (and DEVICE.CUDA) -> the runtime's cuda family, covering
    every GPU; DEVICE.ALL -> every device.
 6. BitsAndBytesLinear declares DEVICE.ROCM.
@@ -28,6 +32,7 @@ runs it as its own subject). What it changes, by the seed's wording:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -170,6 +175,43 @@ def _patch_kernel_family() -> None:
         return original_capability(device)
 
     _rebind(original_capability, device_capability)
+    _patch_forward_capability_probes()
+
+
+def _patch_forward_capability_probes() -> None:
+    """Item 4 for the readers a forward reaches: on an AMD request, no compute capability is asked for."""
+    from functools import lru_cache
+
+    import torch
+    from gptqmodel.quantization import dtype
+    from gptqmodel.quantization.awq.modules.triton import scheduler
+
+    original_advertised = dtype._advertised_linear_dtypes_for_device
+
+    def advertised_linear_dtypes_for_device(device: Any) -> Any:
+        if _is_rocm():
+            return None, frozenset({torch.float16, torch.float32, torch.bfloat16})
+        return original_advertised(device)
+
+    _rebind(original_advertised, advertised_linear_dtypes_for_device)
+
+    original_identity = scheduler._device_identity_cached
+
+    @lru_cache(maxsize=16)
+    def device_identity_cached(device_type: str, index: int | None) -> tuple[Any, ...]:
+        if not _is_rocm():
+            return original_identity.__wrapped__(device_type, index)  # cached here, cleared with this cache
+        name = sm_count = total_memory = None
+        if device_type == "cuda" and torch.cuda.is_available():
+            # as 7.7.0's own: "a mocked or unavailable runtime is unverified by design"
+            with contextlib.suppress(Exception):
+                name = torch.cuda.get_device_name(index)
+                props = torch.cuda.get_device_properties(index)
+                sm_count = int(getattr(props, "multi_processor_count", 0))
+                total_memory = int(getattr(props, "total_memory", 0))
+        return (device_type, index, name, None, sm_count, total_memory)
+
+    _rebind(original_identity, device_identity_cached)
 
 
 def _patch_thread_pool() -> None:

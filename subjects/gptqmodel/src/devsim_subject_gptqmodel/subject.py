@@ -51,8 +51,8 @@ EVENTS = [
 ACTIONS = ("normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup", "discover")
 
 # Protocol v2: the observation fields each action really reports (`current_after`: on every GPU build with a
-# visible GPU). normalize reports no ordinal: GPTQModel's normalize_device returns a family enum. warmup and
-# discover are answered `unsupported`, so they observe nothing.
+# visible GPU). normalize reports no ordinal: GPTQModel's normalize_device returns a family enum. discover is
+# answered `unsupported`, so it observes nothing.
 OBSERVES: dict[str, tuple[str, ...]] = {
     "normalize": ("ok", "error", "family", "current_after"),
     "resolve": ("ok", "error", "family", "ordinal", "torch_device", "current_after"),
@@ -61,7 +61,7 @@ OBSERVES: dict[str, tuple[str, ...]] = {
     "lock": ("ok", "error", "covers", "current_after"),
     "move": ("ok", "error", "family", "ordinal", "torch_device", "lands_on", "current_after"),
     "set_device": ("ok", "error", "current_after"),
-    # live only (a simulated run answers warmup `unsupported`): where the forward ran, what stayed allocated
+    # simulated: GPTQModel's forward on fake tensors (fakewarmup.py) gives ran_on; retained_bytes is live only
     "warmup": ("ok", "error", "ran_on", "current_after", "retained_bytes"),
     "discover": (),
 }
@@ -94,8 +94,8 @@ UNSUPPORTED_ACTIONS = {
 # Simulated, a warmup is observed up to GPTQModel's gate: a refusal is its decision, made before any device
 # work; an admitted kernel would go on to run its forward, which needs a real GPU (a live run does that).
 WARMUP_NEEDS_GPU = (
-    "GPTQModel 7.7.0 admits the kernel here and would then run its forward/extension ops on the device, which "
-    "needs a real GPU (devsim run --live --subject runs it)"
+    "GPTQModel 7.7.0 admits the kernel here, and its warmup could not be simulated on torch's fake tensors "
+    "(devsim run --live --subject runs it on a real GPU)"
 )
 
 
@@ -226,7 +226,10 @@ class Subject:
         # subject observes the overlay exactly as it observes GPTQModel.
         # Imported here, before any child is forked: a module first imported in a child changes sys.modules,
         # and that child could not be reused.
-        from . import livewarmup, seedfix  # noqa: F401
+        from . import fakewarmup, livewarmup, seedfix  # noqa: F401
+
+        if not live:
+            fakewarmup.prime()
 
         if seedfix.requested():
             seedfix.apply()
@@ -817,16 +820,26 @@ class Subject:
 
     def do_warmup(self, msg: dict, obs: dict) -> None:
         """The kernel gated as an explicit choice is (validate_quant_linear on the requested device): a refusal is
-        the observation. Simulated, an admitted kernel stops there (`unsupported`: its forward needs a GPU). Live,
+        the observation. Simulated, an admitted kernel's module is moved to the device at the torch boundary,
+        initialised and run once by GPTQModel's own code on torch's fake tensors (fakewarmup; `unsupported` when
+        its forward needs what fake tensors cannot run). Live,
         its module is built on GPTQ-packed weights, moved to the device at the torch boundary, initialised and run
         once, and judged against the FP64 oracle (livewarmup); `ran_on` is where torch put the output."""
         # imported by `load` already: a first import here would change (and retire) a reused child
-        from . import livewarmup
+        from . import fakewarmup, livewarmup
 
         kernel = self.kernel(msg)
         if not self.live:
-            self.gate(kernel, self.selector(msg["device"]))  # a refusal is observed (`_Refused`)
-            raise StepUnsupported(WARMUP_NEEDS_GPU)
+            device = self.selector(msg["device"])
+            self.gate(kernel, device)  # a refusal is observed (`_Refused`)
+            target = self.boundary(device)
+            try:
+                with self.recorder.quiet():
+                    module = fakewarmup.build(kernel.cls, kernel.bits)
+                obs["ran_on"] = fakewarmup.ran_on(module, target)
+            except fakewarmup.Unsimulable as exc:
+                raise StepUnsupported(f"{WARMUP_NEEDS_GPU}: {exc}") from exc
+            return
         if kernel.live_weights != "gptq":
             raise StepUnsupported(
                 f"the live warmup builds GPTQ-packed weights; {kernel.cls_name} takes another format, for which the "

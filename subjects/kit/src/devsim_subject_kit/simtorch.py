@@ -18,8 +18,10 @@ Two ways to count devices (`counting`):
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable
+from types import FrameType
 from typing import Any, Literal
 
 import torch
@@ -53,27 +55,30 @@ class _Props:
         self.shared_memory_per_block = 49152
         self.shared_memory_per_multiprocessor = max(gpu.smem_optin, 65536)
 
+    def _probe(self, event: str, detail: str) -> None:
+        """Record a property read as the code under test's probe; torch's own reads are not (see `_by_torch`)."""
+        if not _by_torch(sys._getframe(2)):
+            self._runtime.recorder.record(event, self._ordinal, detail)
+
     @property
     def major(self) -> int:
-        self._runtime.recorder.record("nvidia_capability", self._ordinal, "get_device_properties().major")
+        self._probe("nvidia_capability", "get_device_properties().major")
         return self._gpu.capability[0]
 
     @property
     def minor(self) -> int:
-        self._runtime.recorder.record("nvidia_capability", self._ordinal, "get_device_properties().minor")
+        self._probe("nvidia_capability", "get_device_properties().minor")
         return self._gpu.capability[1]
 
     @property
     def gcnArchName(self) -> str:
-        self._runtime.recorder.record("amd_arch", self._ordinal, "get_device_properties().gcnArchName")
+        self._probe("amd_arch", "get_device_properties().gcnArchName")
         # CUDA builds of torch answer gcnArchName with a fixed text, never an arch.
         return self._gpu.arch if self._amd else "NVIDIA"
 
     @property
     def shared_memory_per_block_optin(self) -> int:
-        self._runtime.recorder.record(
-            "smem_optin", self._ordinal, "get_device_properties().shared_memory_per_block_optin"
-        )
+        self._probe("smem_optin", "get_device_properties().shared_memory_per_block_optin")
         return self._gpu.smem_optin
 
     def __repr__(self) -> str:
@@ -260,7 +265,8 @@ class SimulatedTorch:
 
     def get_device_capability(self, device: Any = None) -> tuple[int, int]:
         ordinal, gpu = self._visible(device)
-        self.recorder.record("nvidia_capability", ordinal, "get_device_capability")
+        if not _by_torch(sys._getframe(1)):
+            self.recorder.record("nvidia_capability", ordinal, "get_device_capability")
         return gpu.capability
 
     def get_device_name(self, device: Any = None) -> str:
@@ -408,6 +414,18 @@ class SimulatedTorch:
 
         to.__wrapped__ = original  # type: ignore[attr-defined]
         self._patches.set(torch.Tensor, "to", to)
+
+
+def _by_torch(frame: FrameType | None) -> bool:
+    """Whether `frame` is torch's own code (a module of the torch package), not the code under test.
+
+    Torch reads device properties for its own purposes (e.g. `torch.utils._triton.has_triton` checks
+    `get_device_properties().major` when a compiled or Triton path is first considered, on ROCm builds too):
+    such a read is torch's implementation, never a dispatch decision of the project, so it is not recorded."""
+    if frame is None:
+        return False
+    name = frame.f_globals.get("__name__", "")
+    return name == "torch" or name.startswith("torch.")
 
 
 def _wrapped(replacement: Callable[..., Any], original: Callable[..., Any]) -> Callable[..., Any]:

@@ -1,0 +1,187 @@
+"""A simulated warmup: GPTQModel's own placement, post-load init and forward, run under torch's FakeTensorMode.
+
+A simulated host has no GPU, so a warmup cannot compute anything. What it can observe without one is where
+GPTQModel's code puts the work: the kernel's module is built on the CPU with its own (zero) buffers, then moved
+to the target, initialised by GPTQModel's `gptqmodel_post_init` and run once on a float16 input, all under
+torch's `FakeTensorMode`. Fake tensors carry shapes, dtypes and devices but no data, and torch propagates their
+devices exactly as it would real ones (an indexless "cuda" becomes the calling thread's current device, which
+the simulated host answers). `ran_on` is the output's device; numerics are not observed.
+
+Only a forward that completes is an observation. Fake mode cannot run what has no fake implementation
+(GPTQModel's native extension ops, Triton kernels, data-dependent control flow on values), so any exception on
+the way is `Unsimulable`: the step answers `unsupported` with the reason, never a failure GPTQModel did not
+make on a real GPU.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+from collections.abc import Callable, Iterator
+from types import TracebackType
+from typing import Any, Self
+
+import torch
+from torch._subclasses import fake_tensor
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.overrides import TorchFunctionMode
+
+from .livewarmup import K, M, module_args
+
+
+class _NoGpuFakeMode(FakeTensorMode):
+    """FakeTensorMode as torch uses it on a machine without a GPU, whatever the simulated host answers.
+
+    Torch decides from `torch.cuda.is_available()` whether a fake GPU tensor may touch the real device
+    (constant propagation of one-element tensors, the CUDA device guard, and `init_gpu_context`, which
+    allocates one real tensor per GPU the first time a fake one names it); the simulated host answers True,
+    but this machine has no GPU, so the mode always avoids device initialisation."""
+
+    @property
+    def avoid_device_init(self) -> bool:
+        return True
+
+    def __enter__(self) -> Self:
+        self._init_gpu_context = fake_tensor.init_gpu_context
+        fake_tensor.init_gpu_context = _no_gpu_context  # type: ignore[assignment]
+        return super().__enter__()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        try:
+            super().__exit__(kind, error, trace)
+        finally:
+            fake_tensor.init_gpu_context = self._init_gpu_context
+
+
+def _no_gpu_context(device: torch.device) -> None:
+    """There is no real GPU context to initialise on a simulated host."""
+
+
+class _CurrentGpuIndex(TorchFunctionMode):
+    """An indexless "cuda" in a torch call names the calling thread's current GPU, as the simulated host says.
+
+    Torch resolves an indexless GPU device in C++, through the CUDA device guard (`Tensor.to("cuda")`,
+    `Tensor.cuda()`). Under a fake mode on a machine without a GPU that guard is a no-op that answers GPU 0, so
+    without this every indexless move would seem to land on GPU 0 whatever the current device is. Here the index
+    is filled in, in Python, from `torch.cuda.current_device()` (the simulated host's answer) before torch sees
+    the call; a device that already has an index is left alone."""
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = dict(kwargs or {})
+        if "device" in kwargs:
+            kwargs["device"] = _indexed(kwargs["device"])
+        if func is torch.Tensor.to:
+            args = tuple(_indexed(a) for a in args)
+        elif func is torch.Tensor.cuda:
+            if len(args) > 1:
+                args = (args[0], _indexed(args[1]), *args[2:])
+            elif "device" not in kwargs:
+                kwargs["device"] = _indexed(torch.device("cuda"))
+        return func(*args, **kwargs)
+
+
+def _indexed(value: Any) -> Any:
+    if isinstance(value, str) and value == "cuda":
+        value = torch.device(value)
+    if isinstance(value, torch.device) and value.type == "cuda" and value.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return value
+
+
+class Unsimulable(Exception):
+    """The forward could not run on fake tensors (a limit of the simulation, never the kernel's verdict)."""
+
+
+def prime() -> None:
+    """Run one fake op in the parent, so forked children inherit torch's initialised fake-tensor machinery."""
+    with _NoGpuFakeMode(allow_non_fake_inputs=True):
+        (torch.zeros(2, 2, dtype=torch.float16) @ torch.zeros(2, 2, dtype=torch.float16)).sum()
+
+
+def build(cls: Any, bits: int) -> Any:
+    """The kernel's module on the CPU with the buffers its constructor gives it (the subject's own doing)."""
+    try:
+        # register_buffers: the empty packed buffers GPTQModel's loader has its modules create (create_quant_layer);
+        # the pack dtype the class declares when it does not take int32 (e.g. AwqGEMVFastLinear: int16)
+        args = module_args(bits)
+        packs = list(getattr(cls, "SUPPORTS_PACK_DTYPES", None) or [args["pack_dtype"]])
+        if args["pack_dtype"] not in packs:
+            args["pack_dtype"] = packs[0]
+        return cls(**args, register_buffers=True).eval()
+    except Exception as exc:
+        raise Unsimulable(f"{cls.__name__} could not be built: {type(exc).__name__}: {exc}") from exc
+
+
+def ran_on(module: Any, target: torch.device) -> Any:
+    """Where the kernel's forward put its output for `target`: an ordinal, or the device type ("cpu")."""
+    from gptqmodel.utils.model import gptqmodel_post_init
+
+    try:
+        # no_grad, not inference_mode: in inference mode `Tensor.to` reaches the mode as aten.to.dtype_layout, which
+        # the mode's device-init avoidance does not cover (it would allocate a real GPU tensor)
+        # force_eager: a torch.compile'd function (e.g. TorchQuantLinear.dequantize_weight) runs as written, since
+        # dynamo would save and restore the real GPU's RNG state; placement is the same either way
+        with (
+            _NoGpuFakeMode(allow_non_fake_inputs=True),
+            _CurrentGpuIndex(),
+            torch.no_grad(),
+            torch.compiler.set_stance("force_eager"),
+            _triton_launches_on_fake_tensors(),
+        ):
+            model = torch.nn.Sequential(module).to(target)
+            gptqmodel_post_init(model, use_act_order=False)
+            device = model(torch.zeros(M, K, dtype=torch.float16).to(target)).device
+    except Exception as exc:
+        raise Unsimulable(
+            f"{type(module).__name__}'s forward calls what torch's fake tensors cannot run: "
+            f"{type(exc).__name__}: {_first_line(exc)}"
+        ) from exc
+    return device.index if device.type == "cuda" else device.type
+
+
+@contextlib.contextmanager
+def _triton_launches_on_fake_tensors() -> Iterator[None]:
+    """`kernel[grid](...)` of a Triton kernel does nothing when its tensors are fake.
+
+    A Triton kernel writes into buffers its caller allocated, so skipping the launch leaves every device the
+    caller chose as it was. The launch is checked as Triton would run it: on the calling thread's current GPU,
+    with every tensor argument a (fake) tensor on that GPU; anything else is not simulated (`Unsimulable`)."""
+    if importlib.util.find_spec("triton") is None:
+        yield
+        return
+    from triton.runtime.jit import KernelInterface  # type: ignore[import-untyped]
+
+    original = KernelInterface.__getitem__
+
+    def launcher(kernel: Any, grid: Any) -> Callable[..., None]:
+        def launch(*args: Any, **kwargs: Any) -> None:
+            devices = {a.device for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)}
+            if not all(isinstance(a, fake_tensor.FakeTensor) for a in (*args, *kwargs.values())
+                       if isinstance(a, torch.Tensor)):
+                raise Unsimulable(f"Triton kernel {_kernel_name(kernel)} was given real tensors")
+            current = torch.device("cuda", torch.cuda.current_device())
+            if devices - {current}:
+                raise Unsimulable(
+                    f"Triton kernel {_kernel_name(kernel)} would launch on the current GPU {current.index} with "
+                    f"tensors on {', '.join(sorted(str(d) for d in devices - {current}))}"
+                )
+
+        return launch
+
+    KernelInterface.__getitem__ = launcher  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        KernelInterface.__getitem__ = original  # type: ignore[method-assign]
+
+
+def _kernel_name(kernel: Any) -> str:
+    return str(getattr(kernel, "__name__", None) or getattr(getattr(kernel, "fn", None), "__name__", "?"))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:300] if text else "no message"
+
