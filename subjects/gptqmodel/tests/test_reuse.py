@@ -76,8 +76,9 @@ def test_a_reused_child_answers_as_a_fresh_fork(env, overlay):
     assert f"{len(STREAM)} scenario(s): {len(STREAM)} forked child(ren), 0 run in a reused one" in fresh_counts
     # one child per host (4), one after each of the two lock scenarios (a device pool's threads retire it), and
     # one after the CPU validation whose warning GPTQModel logs once (logbar's once-table gains a level: state),
-    # and one after the first simulated warmup (its first forward on a GPU host changes state the child's
-    # snapshot compares; the fresh fork after it answers the same, as checked above)
+    # and one after the first simulated warmup (its forward fills GPTQModel's per-device dtype-support table,
+    # quantization.dtype._DTYPE_SUPPORT_CACHE, which the snapshot compares; the fresh fork after it answers the
+    # same, as checked above)
     assert f"{len(STREAM)} scenario(s): 8 forked child(ren), {len(STREAM) - 8} run in a reused one" in reused_counts, (
         reused_counts
     )

@@ -48,6 +48,10 @@ EVENTS = [
     "lock",
 ]
 
+# What a simulated extension load changes on GPTQModel's TorchOpsJitExtension: the load verdict, and the torch.ops
+# caches `namespace_object()` refreshes after it. A scenario's values are put back before the next one.
+EXTENSION_STATE = ("_load_attempted", "_load_result", "_last_error", "_namespace_cache", "_op_cache")
+
 ACTIONS = ("normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup", "discover")
 
 # Protocol v2: the observation fields each action really reports (`current_after`: on every GPU build with a
@@ -165,7 +169,7 @@ class Subject:
         self.name = "gptqmodel"
         self.overlay: str | None = None
         # extensions the simulated loader marked loaded in this scenario, with what they held before
-        self._loaded: dict[int, tuple[Any, Any, Any, Any]] = {}
+        self._loaded: dict[int, tuple[Any, tuple[Any, ...]]] = {}
         self.live = False  # the real torch on the real machine (the kit's LiveTorch), not a simulated host
         self.recorder = Recorder()
         self.torch_host: Any = None
@@ -272,7 +276,8 @@ class Subject:
         def load(ext: Any) -> bool:
             self.recorder.record("extension_load", None, ext.name)
             # What this scenario changed, so a reused child starts the next one with the extension unloaded.
-            self._loaded.setdefault(id(ext), (ext, ext._load_attempted, ext._load_result, ext._last_error))
+            # (the load and the torch.ops caches `namespace_object` refreshes after it)
+            self._loaded.setdefault(id(ext), (ext, tuple(getattr(ext, name) for name in EXTENSION_STATE)))
             ext._load_attempted, ext._load_result, ext._last_error = True, True, ""
             return True
 
@@ -491,8 +496,9 @@ class Subject:
 
         importer.clear_validation_cache()
         self.state.clear_caches()
-        for ext, attempted, result, error in self._loaded.values():
-            ext._load_attempted, ext._load_result, ext._last_error = attempted, result, error
+        for ext, values in self._loaded.values():
+            for name, value in zip(EXTENSION_STATE, values, strict=True):
+                setattr(ext, name, value)
         self._loaded.clear()
 
     # ------------------------------------------------------------------------------------------- steps
