@@ -52,11 +52,13 @@ EVENTS = [
 # caches `namespace_object()` refreshes after it. A scenario's values are put back before the next one.
 EXTENSION_STATE = ("_load_attempted", "_load_result", "_last_error", "_namespace_cache", "_op_cache")
 
-ACTIONS = ("normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup", "discover")
+# Not `discover`: GPTQModel 7.7.0 has no device-discovery function that reports a vendor and per-GPU archs
+# (gptqmodel.utils.torch.torch_devices() lists torch devices only, and device-smi, its hardware inventory, reads
+# the real machine), so a scenario that discovers is not applicable to it, as one naming a kernel it lacks is.
+ACTIONS = ("normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup")
 
 # Protocol v2: the observation fields each action really reports (`current_after`: on every GPU build with a
-# visible GPU). normalize reports no ordinal: GPTQModel's normalize_device returns a family enum. discover is
-# answered `unsupported`, so it observes nothing.
+# visible GPU). normalize reports no ordinal: GPTQModel's normalize_device returns a family enum.
 OBSERVES: dict[str, tuple[str, ...]] = {
     "normalize": ("ok", "error", "family", "current_after"),
     "resolve": ("ok", "error", "family", "ordinal", "torch_device", "current_after"),
@@ -67,7 +69,6 @@ OBSERVES: dict[str, tuple[str, ...]] = {
     "set_device": ("ok", "error", "current_after"),
     # simulated: GPTQModel's forward on fake tensors (fakewarmup.py) gives ran_on; retained_bytes is live only
     "warmup": ("ok", "error", "ran_on", "current_after", "retained_bytes"),
-    "discover": (),
 }
 
 
@@ -87,16 +88,9 @@ def declared_families(cls: Any) -> list[str]:
     return families
 
 
-UNSUPPORTED_ACTIONS = {
-    "discover": (
-        "GPTQModel 7.7.0 has no device-discovery function that reports a vendor and per-GPU archs: "
-        "gptqmodel.utils.torch.torch_devices() lists torch devices only, and device-smi (its hardware "
-        "inventory) reads the real machine"
-    ),
-}
 
-# Simulated, a warmup is observed up to GPTQModel's gate: a refusal is its decision, made before any device
-# work; an admitted kernel would go on to run its forward, which needs a real GPU (a live run does that).
+# Simulated, a warmup is observed at GPTQModel's gate (a refusal is its decision, made before any device work)
+# and, admitted, through its forward on fake tensors (fakewarmup.py); this is the reason when that cannot run.
 WARMUP_NEEDS_GPU = (
     "GPTQModel 7.7.0 admits the kernel here, and its warmup could not be simulated on torch's fake tensors "
     "(devsim run --live --subject runs it on a real GPU)"
@@ -417,7 +411,7 @@ class Subject:
     def handshake(self, protocol: int = 1) -> dict:
         """The answer to hello: protocol 1 exactly as before; protocol 2 adds the subject's own contract
         (kernel declarations read from GPTQModel's classes, the fields each action observes, its levels)."""
-        # warmup and discover are listed so that devsim sends them and reports the reason each step gives
+        # warmup is listed so that devsim sends it and reports the reason a step gives when it cannot be simulated
         # (`unsupported`, as the protocol has it for "a warmup that needs a real GPU").
         answer: dict[str, Any] = {
             "type": "handshake",
@@ -507,8 +501,6 @@ class Subject:
         check_step(msg)
         action = msg["action"]
         head = {"scenario": msg["scenario"], "number": msg["number"]}
-        if action in UNSUPPORTED_ACTIONS:
-            return {"type": "unsupported", **head, "reason": UNSUPPORTED_ACTIONS[action]}
         handler = getattr(self, f"do_{action}", None)
         if handler is None:
             return {"type": "unsupported", **head, "reason": f"the GPTQModel subject has no action {action!r}"}
