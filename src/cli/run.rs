@@ -1,0 +1,261 @@
+//! `devsim run`: the subject judged (the catalog, a subject process, live or simulated), the suite through
+//! `runner::run_suite`, and the output in the format asked for.
+
+use super::args::{RunArgs, RunFormat};
+use super::progress::{self, Progress};
+use super::select::{load_selected, print_load_errors};
+use super::{CliError, color, junit, output, review};
+use crate::baseline::Baseline;
+use crate::kernel::Catalog;
+use crate::output::{Mode, RunOutput, SubjectOutput};
+use crate::report;
+use crate::runner::{Expectations, SuiteObserver, Verdict, run_suite};
+use crate::scenario::live::LiveContext;
+use crate::scenario::{Scenario, ScenarioReport, Status};
+use crate::subject::{CatalogSubject, ProcessSubject, Subject, SubjectSpec};
+
+/// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
+/// failing, why.
+pub(super) struct Judged {
+    pub(super) subject: Box<dyn Subject>,
+    pub(super) live_description: Option<String>,
+    pub(super) driver_failing: Option<String>,
+    /// The live driver is one of devsim's fakes.
+    pub(super) fake_driver: bool,
+}
+
+/// The subject `devsim run` judges: the given process, or the binary's own catalog (live or simulated).
+pub(super) fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
+    if let Some(subject) = &args.subject {
+        let spec = SubjectSpec::parse(subject)?;
+        let (mut live_description, mut driver_failing, mut fake_driver) = (None, None, false);
+        let subject = if args.live {
+            // The subject runs the scenarios itself, on the real torch: no worker processes of devsim's.
+            let context = LiveContext::detect(None);
+            fake_driver = context.machine.fake;
+            driver_failing = context
+                .driver_failing()
+                .then(|| context.unavailable.join("; "));
+            let description = context.describe();
+            let subject = ProcessSubject::start_live(spec, context)?;
+            live_description = Some(format!(
+                "{description} (subject {} runs them on the real torch)",
+                subject.capabilities().name
+            ));
+            subject
+        } else {
+            ProcessSubject::start(spec)?
+        };
+        if let Some(warning) = subject.capabilities().deprecation() {
+            warn!("{warning}");
+        }
+        return Ok(Judged {
+            subject: Box::new(subject),
+            live_description,
+            driver_failing,
+            fake_driver,
+        });
+    }
+    let mut subject = catalog_subject(catalog);
+    let mut live_description = None;
+    let mut driver_failing = None;
+    let mut fake_driver = false;
+    if args.live {
+        let context = LiveContext::detect(std::env::current_exe().ok());
+        fake_driver = context.machine.fake;
+        live_description = Some(context.describe());
+        driver_failing = context
+            .driver_failing()
+            .then(|| context.unavailable.join("; "));
+        subject = subject.live(context);
+    }
+    Ok(Judged {
+        subject: Box::new(subject),
+        live_description,
+        driver_failing,
+        fake_driver,
+    })
+}
+
+/// The binary's own catalog as a subject: `reference` when it is devsim's reference catalog.
+pub(super) fn catalog_subject(catalog: Catalog) -> CatalogSubject {
+    let names = |c: &Catalog| c.names().join(",");
+    let name = if names(&catalog) == names(&Catalog::reference()) {
+        "reference"
+    } else {
+        "catalog"
+    };
+    CatalogSubject::new(name, env!("CARGO_PKG_VERSION"), catalog)
+}
+
+pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
+    // A process subject's kernels are named by devsim's reference catalog.
+    let (scenarios, errors) = if args.subject.is_some() {
+        load_selected(
+            &Catalog::reference(),
+            &args.paths,
+            &args.selection,
+            &args.corpus,
+        )?
+    } else {
+        load_selected(&catalog, &args.paths, &args.selection, &args.corpus)?
+    };
+    let human = args.format == RunFormat::Human;
+    if human {
+        print_load_errors(&errors);
+    }
+    let Judged {
+        mut subject,
+        live_description,
+        driver_failing,
+        fake_driver,
+    } = subject_for(catalog, &args)?;
+    if human {
+        say!("subject: {}", subject.describe());
+        if let Some(line) = &live_description {
+            say!("{line}");
+        }
+    }
+    let mut shown = Shown {
+        progress: Progress::new(scenarios.len(), human && progress::wanted_here()),
+        human,
+        quiet: args.quiet,
+    };
+    let suite = run_suite(subject.as_mut(), &scenarios, errors.len(), &mut shown);
+    shown.progress.finish();
+    let plain = suite.plain_reports();
+    let failed = suite.failed();
+    let (summary, findings, reports) = (&suite.summary, &suite.findings, &suite.reports);
+    let differences = match &args.baseline {
+        Some(path) => Some(
+            suite
+                .compare(&Baseline::read(path)?, args.selection.is_active())
+                .map_err(|other| CliError::BaselineSubject {
+                    path: path.display().to_string(),
+                    recorded: other.recorded,
+                    judged: other.judged,
+                })?,
+        ),
+        None => None,
+    };
+    if let Some(path) = &args.write_baseline {
+        suite.outcomes.write(path)?;
+    }
+    if args.accept {
+        let levels: Vec<crate::conformance::Level> = if args.accept_level.is_empty() {
+            crate::conformance::Level::EVERY.to_vec()
+        } else {
+            args.accept_level.iter().map(|&l| l.into()).collect()
+        };
+        review::accept_failures(&scenarios, &plain, &levels)?;
+    }
+    match args.format {
+        RunFormat::Human => {
+            for difference in differences.iter().flatten() {
+                say!("baseline changed: {difference}");
+            }
+            if let Some(path) = &args.write_baseline {
+                say!("baseline written to {}", path.display());
+            }
+            if failed > 0 {
+                say!(
+                    "{failed} failed scenario(s) hold {} distinct finding(s):",
+                    findings.len()
+                );
+                for (n, finding) in findings.iter().enumerate() {
+                    say!(
+                        "  finding {}: {}\n    shown by {} scenario(s): {}",
+                        n + 1,
+                        finding.signature,
+                        finding.scenarios.len(),
+                        crate::report::first_names(&finding.scenarios, 5)
+                    );
+                }
+            }
+            say!("subject {}: {summary}", subject.name());
+        }
+        RunFormat::Json => {
+            let document = RunOutput {
+                version: crate::output::VERSION,
+                mode: if args.live {
+                    Mode::Live
+                } else {
+                    Mode::Simulated
+                },
+                machine: live_description,
+                subject: SubjectOutput {
+                    name: subject.name().to_string(),
+                    version: subject.version().to_string(),
+                    kind: subject.kind().to_string(),
+                },
+                baseline_differences: differences
+                    .as_ref()
+                    .map(|d| d.iter().map(ToString::to_string).collect()),
+                scenarios: reports
+                    .iter()
+                    .zip(&scenarios)
+                    .map(|((report, took), scenario)| output::scenario(report, scenario, *took))
+                    .collect(),
+                load_errors: errors.iter().map(output::load_error).collect(),
+                summary: output::summary(summary, errors.len()),
+                findings: findings.iter().map(output::finding).collect(),
+            };
+            say!("{}", serde_json::to_string_pretty(&document)?);
+        }
+        RunFormat::Junit => {
+            let run = junit::RunInfo {
+                subject: format!("{} {}", subject.name(), subject.version()),
+                mode: if args.live { "live" } else { "simulated" },
+                machine: live_description.as_deref(),
+                fake_driver,
+            };
+            say!("{}", junit::render(reports, &errors, &run)?.trim_end());
+        }
+    }
+    let asked = Expectations {
+        baseline_differences: differences,
+        writes_baseline: args.write_baseline.is_some(),
+        require_live: args.require_live,
+        fake_driver,
+        allow_fake: args.allow_fake,
+        driver_failing,
+    };
+    match suite.verdict(&scenarios, &asked) {
+        Verdict::Passed => Ok(()),
+        Verdict::DriverFailing(failing) => Err(CliError::DriverFailing(failing)),
+        Verdict::FakeDriver { required } => Err(CliError::FakeDriver { required }),
+        Verdict::TooFewLive { ran, required } => Err(CliError::TooFewLive { ran, required }),
+        Verdict::BaselineDiffers { count } => Err(CliError::BaselineDiffers {
+            path: args
+                .baseline
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            count,
+        }),
+        Verdict::LoadErrors { count } => Err(CliError::Load { count }),
+        Verdict::Failed { count } => Err(CliError::Failed { failed: count }),
+    }
+}
+
+/// What `devsim run` shows while the suite runs: the progress bar, and each report (failures always,
+/// the rest unless `--quiet`) in human output.
+pub(super) struct Shown {
+    pub(super) progress: Progress,
+    pub(super) human: bool,
+    pub(super) quiet: bool,
+}
+
+impl SuiteObserver for Shown {
+    fn started(&mut self, scenario: &Scenario) {
+        self.progress.start(&scenario.name);
+    }
+
+    fn finished(&mut self, _scenario: &Scenario, report: &ScenarioReport) {
+        if self.human && (report.status == Status::Failed || !self.quiet) {
+            self.progress
+                .suspend(|| color::print(&color::report(report::human(report).trim_end())));
+        }
+        self.progress.done();
+    }
+}

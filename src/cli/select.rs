@@ -1,0 +1,127 @@
+//! Which scenarios a command takes: the paths (default `./scenarios`), the tag and name selection, and the
+//! verdict of a finished run.
+
+use std::path::PathBuf;
+
+use super::CliError;
+use super::args::{CorpusArgs, Selection};
+use super::filter::Filter;
+use crate::kernel::Catalog;
+use crate::scenario::error::render;
+use crate::scenario::load::scenario_name;
+use crate::scenario::suite::load_all_with;
+use crate::scenario::{CorpusError, LoadError, ProfileSources, Scenario};
+
+/// The paths given, or `./scenarios` when none was; no such folder here is an error that says where devsim
+/// looked and what to pass instead.
+pub(super) fn default_paths(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CliError> {
+    if !paths.is_empty() {
+        return Ok(paths.to_vec());
+    }
+    let default = PathBuf::from("scenarios");
+    if !default.is_dir() {
+        let here = std::env::current_dir()
+            .map(|dir| {
+                crate::scenario::error::escape_controls(&dir.display().to_string()).into_owned()
+            })
+            .unwrap_or_else(|_| "the current folder".into());
+        return Err(CliError::NoDefaultScenarios { here });
+    }
+    Ok(vec![default])
+}
+
+/// Writes `bytes` to stdout; a reader that closed the pipe early is not an error.
+pub(super) fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
+    use std::io::Write as _;
+    match std::io::stdout().lock().write_all(bytes) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Io(error)),
+        _ => Ok(()),
+    }
+}
+
+pub(super) fn print_load_errors(errors: &[LoadError]) {
+    for error in errors {
+        warn!("{}", render(error).trim_end());
+    }
+}
+
+/// Loads the scenarios under `paths` that `selection` takes, with profiles from `corpus`; files that
+/// fail to load are kept when their name is selected (their tags cannot be read, so a tag selection keeps
+/// them too). Nothing to load is an error unless `--allow-empty`.
+pub(super) fn load_selected(
+    catalog: &Catalog,
+    paths: &[PathBuf],
+    selection: &Selection,
+    corpus: &CorpusArgs,
+) -> Result<(Vec<Scenario>, Vec<LoadError>), CliError> {
+    let filter = Filter::new(selection.tags.clone(), &selection.filters)?;
+    let paths = default_paths(paths)?;
+    let profiles = if corpus.hosts.is_empty() {
+        ProfileSources::for_paths(&paths)
+    } else {
+        ProfileSources::folders(corpus.hosts.clone()).map_err(CorpusError::from)?
+    };
+    let (scenarios, errors) = load_all_with(&paths, catalog, &profiles)?;
+    if scenarios.is_empty() && errors.is_empty() && !corpus.allow_empty {
+        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        return Err(CorpusError::Empty {
+            paths: shown.join(", "),
+        }
+        .into());
+    }
+    let total = scenarios.len() + errors.len();
+    let mut tags: Vec<String> = scenarios.iter().flat_map(|s| s.tags.clone()).collect();
+    tags.sort();
+    tags.dedup();
+    let scenarios: Vec<Scenario> = scenarios
+        .into_iter()
+        .filter(|s| filter.takes(&s.name, &s.tags))
+        .collect();
+    let errors: Vec<LoadError> = errors
+        .into_iter()
+        .filter(|e| filter.takes_name(&scenario_name(&e.path)))
+        .collect();
+    if selection.is_active()
+        && total > 0
+        && scenarios.is_empty()
+        && errors.is_empty()
+        && !corpus.allow_empty
+    {
+        // A typo in a CI filter must not go green on zero scenarios.
+        let unknown: Vec<&String> = selection
+            .tags
+            .iter()
+            .filter(|t| !tags.contains(t))
+            .collect();
+        let hint = unknown
+            .iter()
+            .filter_map(|t| {
+                crate::kernel::catalog::closest(t, tags.iter().map(String::as_str))
+                    .map(|close| format!(" (tag `{t}`: did you mean `{close}`?)"))
+            })
+            .collect::<String>();
+        let mut asked: Vec<String> = selection
+            .tags
+            .iter()
+            .map(|t| format!("--tag {t}"))
+            .collect();
+        asked.extend(selection.filters.iter().map(|f| format!("--filter {f}")));
+        return Err(CliError::EmptySelection {
+            asked: asked.join(" "),
+            total,
+            hint,
+        });
+    }
+    Ok((scenarios, errors))
+}
+
+/// The exit status of a finished run or check: load errors first (2), then failures (1).
+pub(super) fn verdict(load_errors: usize, failed: usize) -> Result<(), CliError> {
+    if load_errors > 0 {
+        Err(CliError::Load { count: load_errors })
+    } else if failed > 0 {
+        Err(CliError::Failed { failed })
+    } else {
+        Ok(())
+    }
+}
