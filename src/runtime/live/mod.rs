@@ -6,6 +6,7 @@ pub mod driver;
 pub mod hip;
 pub mod library;
 pub mod machine;
+pub mod masks;
 pub mod runtime;
 mod status;
 #[cfg(feature = "torch")]
