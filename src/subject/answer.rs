@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::scenario::run::StepReport;
 use crate::scenario::{Scenario, Status};
-use crate::subject::judge::{self, Judge};
+use crate::subject::decode;
+use crate::subject::judge::Judge;
 use crate::subject::process::Capabilities;
 use crate::subject::protocol::FromSubject;
 
@@ -40,7 +41,7 @@ pub fn judge_answer(
     if message.scenario != scenario.name || message.number != number {
         return Err("an answer out of order".into());
     }
-    let (observed, trace) = judge::observed(&message, &capabilities.events)?;
+    let (observed, trace) = decode::observed(&message, &capabilities.events)?;
     let mut judge = Judge::for_host(capabilities, &scenario.host);
     let mismatches = judge.step(step, &message, &observed, &trace);
     let trace_mismatches = judge.scenario(&scenario.trace_rules, &scenario.trace_levels, &trace);

@@ -24,7 +24,7 @@ use crate::scenario::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Expectations, Step, TraceRules};
 use crate::subject::process::Capabilities;
 use crate::subject::protocol::{KernelDeclaration, ObservedMessage};
-use crate::trace::{Entry, Event};
+use crate::trace::Entry;
 use crate::vocab::{Family, TorchBuild};
 
 /// What happens to one expectation for this subject.
@@ -421,79 +421,6 @@ fn declares(declaration: &KernelDeclaration, family: Family) -> bool {
         .any(|f| f == "all" || f == family.as_str())
 }
 
-/// An answer devsim cannot accept as an observation.
-pub type Invalid = String;
-
-/// Turns an `observed` message into what expectations are compared with, and its trace into entries.
-/// Events must be devsim names declared in the handshake; error kinds must be devsim's.
-pub fn observed(
-    message: &ObservedMessage,
-    declared: &[String],
-) -> Result<(Observed, Vec<Entry>), Invalid> {
-    let error = match (message.ok, &message.error) {
-        (true, None) => None,
-        (true, Some(_)) => return Err("`ok` is true but an `error` is given".into()),
-        (false, None) => Some(ErrorOutput {
-            kind: "(unclassified)".into(),
-            message: "(no message)".into(),
-        }),
-        (false, Some(error)) => {
-            let kind = match &error.kind {
-                Some(kind) if DispatchError::KINDS.contains(&kind.as_str()) => kind.clone(),
-                Some(kind) => {
-                    return Err(format!(
-                        "error kind `{kind}` is not one of devsim's ({})",
-                        DispatchError::KINDS.join(", ")
-                    ));
-                }
-                None => "(unclassified)".into(),
-            };
-            Some(ErrorOutput {
-                kind,
-                message: error.message.clone(),
-            })
-        }
-    };
-    let mut entries = Vec::with_capacity(message.trace.len());
-    for event in &message.trace {
-        let parsed: Event = event.event.parse().map_err(|name| {
-            format!(
-                "trace event `{name}` is not one of devsim's ({})",
-                crate::trace::event_names().join(", ")
-            )
-        })?;
-        if !declared.contains(&event.event) {
-            return Err(format!(
-                "trace event `{}` was not declared in the handshake",
-                event.event
-            ));
-        }
-        entries.push(Entry::Reported {
-            event: parsed,
-            device: event.device.map(|d| d.to_string()),
-            detail: event.detail.clone(),
-        });
-    }
-    let observed = Observed {
-        error,
-        family: message.family.clone(),
-        ordinal: message.ordinal.flatten(),
-        torch_device: message.torch_device.clone(),
-        ran_on: message.ran_on.map(Into::into),
-        lands_on: message.lands_on.map(Into::into),
-        current_after: message.current_after,
-        selected: message.selected.clone(),
-        covers: message.covers.clone(),
-        vendor: message.vendor.clone(),
-        archs: message.archs.clone(),
-        torch_device_count: message.torch_device_count,
-        runtime_devices: message.runtime_devices.clone(),
-        retained_bytes: message.retained_bytes,
-        numerics: message.numerics.clone(),
-    };
-    Ok((observed, entries))
-}
-
 /// A live warmup's forward against the FP64 oracle: outside the tolerance is a failure of the kernel's own
 /// contract (it computes the wrong result), whatever the scenario expects.
 fn numerics(observed: &Observed) -> Option<Mismatch> {
@@ -519,97 +446,4 @@ fn numerics(observed: &Observed) -> Option<Mismatch> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::subject::protocol::Wording;
-
-    fn capabilities(levels: &[Level]) -> Capabilities {
-        Capabilities {
-            protocol: 2,
-            name: "s".into(),
-            version: "1".into(),
-            actions: vec!["resolve".into()],
-            kernels: Vec::new(),
-            events: vec!["set_device".into()],
-            messages: Wording::Own,
-            declared: Vec::new(),
-            levels: levels.iter().copied().collect(),
-            observes: None,
-            live: false,
-        }
-    }
-
-    fn with_order(names: &[&str]) -> Expectations {
-        let mut levels = Levels::default();
-        levels.insert(
-            crate::conformance::ORDER_KEY.into(),
-            Conformance::reference(),
-        );
-        Expectations {
-            ok: None,
-            trace: TraceRules {
-                order: names.iter().map(|n| n.to_string()).collect(),
-                ..TraceRules::default()
-            },
-            levels,
-            ..Expectations::default()
-        }
-    }
-
-    #[test]
-    fn an_order_rule_needs_every_event_it_names() {
-        let plain = capabilities(&[]);
-        let mut judge = Judge::new(&plain, TorchBuild::Hip, 2);
-        let mut table = with_order(&["set_device", "launch"]);
-        let mut unbacked = Vec::new();
-        judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
-        assert!(
-            table.trace.order.is_empty(),
-            "a reference detail does not bind it"
-        );
-        assert!(unbacked.is_empty());
-
-        let claims = capabilities(&[Level::Reference]);
-        let mut judge = Judge::new(&claims, TorchBuild::Hip, 2);
-        let mut table = with_order(&["set_device", "launch"]);
-        judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
-        assert!(table.trace.order.is_empty());
-        assert_eq!(unbacked.len(), 1, "claimed but unobservable: a failure");
-        assert!(unbacked[0].actual.contains("does not record launch"));
-
-        let mut judge = Judge::new(&claims, TorchBuild::Hip, 2);
-        let mut table = with_order(&["set_device"]);
-        let mut unbacked = Vec::new();
-        judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
-        assert_eq!(table.trace.order, ["set_device"], "recorded: judged");
-        assert!(unbacked.is_empty());
-    }
-
-    fn forward(max_abs_error: f64, within: bool) -> Observed {
-        Observed {
-            numerics: Some(crate::output::NumericsOutput {
-                max_abs_error,
-                rtol: 2e-3,
-                atol: 2e-3,
-                within,
-                shape: Some("64x512x128".into()),
-            }),
-            ..Observed::default()
-        }
-    }
-
-    #[test]
-    fn a_forward_outside_the_oracle_tolerance_fails_the_kernels_contract() {
-        assert!(
-            numerics(&Observed::default()).is_none(),
-            "no forward, nothing to judge"
-        );
-        assert!(numerics(&forward(1.2e-3, true)).is_none());
-        let outside = numerics(&forward(5.1e-3, false)).expect("a mismatch");
-        assert_eq!(outside.key, "numerics");
-        assert_eq!(outside.conformance, Some(Conformance::contract()));
-        assert!(outside.actual.contains("5.1e-3") && outside.actual.contains("64x512x128"));
-        // A subject that says `within` of a NaN is not believed.
-        assert!(numerics(&forward(f64::NAN, true)).is_some());
-    }
-}
+mod tests;

@@ -6,6 +6,7 @@
 
 mod answer;
 mod catalog;
+mod decode;
 mod encode;
 mod error;
 mod judge;

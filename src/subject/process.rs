@@ -16,7 +16,8 @@ use crate::scenario::live::LiveContext;
 use crate::scenario::model::Action;
 use crate::scenario::run::StepReport;
 use crate::scenario::{Scenario, ScenarioReport, Status};
-use crate::subject::judge::{self, Judge};
+use crate::subject::decode;
+use crate::subject::judge::Judge;
 use crate::subject::protocol::{
     ACCEPTED, FromSubject, KernelDeclaration, KernelEntry, PROTOCOL, ToSubject, Wording,
 };
@@ -271,7 +272,7 @@ impl ProcessSubject {
                         if message.scenario == name && message.number == step.number =>
                     {
                         let (observed, trace) =
-                            judge::observed(&message, &events).map_err(|why| Fault {
+                            decode::observed(&message, &events).map_err(|why| Fault {
                                 expected: expected.clone(),
                                 problem: format!("{why} in `{}`", clip(&line)),
                             })?;

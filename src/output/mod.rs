@@ -1,0 +1,65 @@
+//! What `devsim run|check|kernels|hosts --format json` print, as serde types: the CLI serializes them and
+//! tools (and the tests) deserialize them. A leaf module: it depends on nothing else in the crate.
+//!
+//! Conventions: a device ordinal is a JSON number everywhere (`ordinal`, `ran_on`, `lands_on`,
+//! `current_after`, trace devices); the host CPU is the string `"cpu"`. Every document carries
+//! [`VERSION`]; a field is only ever added within one version.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+mod inventory;
+mod run;
+
+pub use inventory::{
+    ArchRulesOutput, AuditDecision, AuditOutput, CapabilityOutput, CheckOutput, CheckedOutput,
+    FaultOutput, GpuOutput, HostOutput, HostsOutput, KernelOutput, KernelsOutput, NvidiaRuleOutput,
+};
+pub use run::{
+    ElidedOutput, ErrorOutput, FindingOutput, LoadErrorOutput, MismatchOutput, NumericsOutput,
+    ObservedOutput, Outcome, RunOutput, ScenarioOutput, StepOutput, SubjectOutput, SummaryOutput,
+    TraceEntryOutput,
+};
+
+/// The version of these documents.
+pub const VERSION: u32 = 1;
+
+/// Where something ran, landed or was called: a visible device ordinal, or a word (`"cpu"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Place {
+    /// A visible device ordinal.
+    Ordinal(u32),
+    /// A place that is not a GPU ordinal: `"cpu"`.
+    Word(String),
+}
+
+impl Place {
+    /// An ordinal when `text` is one, else the word as written.
+    pub fn parse(text: &str) -> Self {
+        text.parse()
+            .map(Place::Ordinal)
+            .unwrap_or_else(|_| Place::Word(text.to_string()))
+    }
+}
+
+/// The ordinal's digits or the word: the form scenario expectations are written in.
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Ordinal(n) => write!(f, "{n}"),
+            Place::Word(word) => f.write_str(word),
+        }
+    }
+}
+
+/// Where a run happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// On the simulated runtime.
+    Simulated,
+    /// On the real machine (`--live`).
+    Live,
+}
