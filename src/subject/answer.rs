@@ -7,8 +7,8 @@ use std::time::Duration;
 use crate::scenario::run::StepReport;
 use crate::scenario::{Scenario, Status};
 use crate::subject::decode;
+use crate::subject::handshake::Capabilities;
 use crate::subject::judge::Judge;
-use crate::subject::process::Capabilities;
 use crate::subject::protocol::FromSubject;
 
 /// What one observed answer to a step came to.

@@ -22,7 +22,7 @@ use crate::output::{ErrorOutput, ObservedOutput as Observed};
 use crate::scenario::Status;
 use crate::scenario::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Expectations, Step, TraceRules};
-use crate::subject::process::Capabilities;
+use crate::subject::handshake::Capabilities;
 use crate::subject::protocol::{KernelDeclaration, ObservedMessage};
 use crate::trace::Entry;
 use crate::vocab::{Family, TorchBuild};

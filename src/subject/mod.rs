@@ -9,9 +9,11 @@ mod catalog;
 mod decode;
 mod encode;
 mod error;
+mod handshake;
 mod judge;
 pub(crate) mod process;
 pub mod protocol;
+mod session;
 mod spec;
 
 use std::fmt;
@@ -19,7 +21,8 @@ use std::fmt;
 pub use answer::{Judged, judge_answer};
 pub use catalog::CatalogSubject;
 pub use error::SubjectError;
-pub use process::{Capabilities, ProcessSubject, handshake};
+pub use handshake::{Capabilities, handshake};
+pub use process::ProcessSubject;
 pub use spec::SubjectSpec;
 
 use crate::scenario::{Scenario, ScenarioReport};

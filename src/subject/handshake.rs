@@ -1,0 +1,226 @@
+//! A subject's handshake: the version it speaks, what it can do and record, its kernels' declared contracts,
+//! the levels it claims and the fields it observes ([`Capabilities`]), every name checked against devsim's.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::conformance::Level;
+use crate::kernel::Catalog;
+use crate::scenario::model::Action;
+use crate::subject::SubjectError;
+use crate::subject::protocol::{
+    ACCEPTED, FromSubject, KernelDeclaration, KernelEntry, PROTOCOL, Wording,
+};
+use crate::trace::is_event_name;
+
+use super::session::clip;
+
+/// What a subject said it can do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The protocol version it speaks.
+    pub protocol: u32,
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The actions it performs.
+    pub actions: Vec<String>,
+    /// The devsim kernels it maps.
+    pub kernels: Vec<String>,
+    /// The events it records.
+    pub events: Vec<String>,
+    /// Whose wording its error messages use.
+    pub messages: Wording,
+    /// Its kernels' own declared contracts (protocol 2; empty for protocol 1).
+    pub declared: Vec<KernelDeclaration>,
+    /// The levels it claims beyond `policy`.
+    pub levels: BTreeSet<Level>,
+    /// Per action, the fields it observes; `None`: every field (protocol 1).
+    pub observes: Option<BTreeMap<String, BTreeSet<String>>>,
+    /// Whether it can run scenarios live, on the real machine.
+    pub live: bool,
+}
+
+impl Capabilities {
+    /// Whether its error messages are devsim's, word for word.
+    pub fn compares_messages(&self) -> bool {
+        self.messages == Wording::Devsim
+    }
+
+    /// A warning for the run's output, if the subject speaks a deprecated protocol.
+    pub fn deprecation(&self) -> Option<String> {
+        (self.protocol < PROTOCOL).then(|| {
+            format!(
+                "warning: subject {} speaks protocol {}, which is deprecated: it declares no contract, so contract expectations are not applicable to it; protocol {PROTOCOL} adds declared kernels, levels and observed fields (docs/subject-protocol.md)",
+                self.name, self.protocol
+            )
+        })
+    }
+}
+
+/// Reads a subject's handshake line as devsim does at start: the version first (another version may well
+/// have other fields), then the message, its capabilities for that version, and every name in it. The
+/// error of a [`SubjectError::Handshake`] carries no stderr here.
+pub fn handshake(subject: &str, line: &str) -> Result<Capabilities, SubjectError> {
+    let problem = |problem: String| SubjectError::Handshake {
+        subject: subject.to_string(),
+        problem,
+        stderr: String::new(),
+    };
+    if let Ok(value) = serde_json::from_str::<serde_json::Value>(line) {
+        if value.get("type").and_then(|t| t.as_str()) == Some("handshake") {
+            let protocol = value.get("protocol");
+            let accepted = protocol
+                .and_then(|p| p.as_u64())
+                .is_some_and(|p| ACCEPTED.iter().any(|a| u64::from(*a) == p));
+            if !accepted {
+                return Err(SubjectError::ProtocolVersion {
+                    subject: subject.to_string(),
+                    got: protocol.map_or("(none)".into(), ToString::to_string),
+                    expected: PROTOCOL,
+                });
+            }
+        }
+    }
+    let capabilities = match serde_json::from_str::<FromSubject>(line) {
+        Ok(FromSubject::Handshake {
+            protocol,
+            subject: info,
+            actions,
+            kernels,
+            events,
+            messages,
+            levels,
+            observes,
+            live,
+        }) => capabilities(
+            protocol, info, actions, kernels, events, messages, levels, observes, live,
+        )
+        .map_err(|why| problem(format!("{why} in `{}`", clip(line))))?,
+        Ok(_) => {
+            return Err(problem(format!(
+                "expected a handshake, got `{}`",
+                clip(line)
+            )));
+        }
+        Err(error) => {
+            return Err(problem(format!(
+                "`{}` is not a protocol message: {error}",
+                clip(line)
+            )));
+        }
+    };
+    check_names(&capabilities)?;
+    Ok(capabilities)
+}
+
+/// The capabilities a handshake states, checked against its protocol version: protocol 1 names kernels,
+/// protocol 2 declares each once, with families devsim knows.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn capabilities(
+    protocol: u32,
+    subject: crate::subject::protocol::SubjectInfo,
+    actions: Vec<String>,
+    kernels: Vec<KernelEntry>,
+    events: Vec<String>,
+    messages: Wording,
+    levels: Vec<Level>,
+    observes: Option<BTreeMap<String, Vec<String>>>,
+    live: bool,
+) -> Result<Capabilities, String> {
+    let mut names = Vec::with_capacity(kernels.len());
+    let mut declared = Vec::new();
+    for entry in kernels {
+        if names.iter().any(|n: &String| n == entry.name()) {
+            return Err(format!("kernel `{}` is declared twice", entry.name()));
+        }
+        names.push(entry.name().to_string());
+        match entry {
+            KernelEntry::Name(name) if protocol >= 2 => {
+                return Err(format!(
+                    "kernel `{name}` is a bare name: protocol 2 declares each kernel as an object with its `name` and `families`"
+                ));
+            }
+            KernelEntry::Name(_) => {}
+            KernelEntry::Declared(declaration) if protocol < 2 => {
+                return Err(format!(
+                    "kernel `{}` is declared as an object: protocol 1 lists names only",
+                    declaration.name
+                ));
+            }
+            KernelEntry::Declared(declaration) => {
+                for family in &declaration.families {
+                    let known = crate::vocab::Family::EVERY
+                        .iter()
+                        .any(|f| f.as_str() == family);
+                    if !known {
+                        return Err(format!(
+                            "kernel `{}` declares family `{family}`, which does not exist (expected cpu, cuda, rocm, xpu, mps or all)",
+                            declaration.name
+                        ));
+                    }
+                }
+                declared.push(declaration);
+            }
+        }
+    }
+    if protocol < 2 && (!levels.is_empty() || observes.is_some() || live) {
+        return Err("`levels`, `observes` and `live` are protocol 2 fields".into());
+    }
+    let observes = observes.map(|map| {
+        map.into_iter()
+            .map(|(action, keys)| (action, keys.into_iter().collect()))
+            .collect()
+    });
+    Ok(Capabilities {
+        protocol,
+        name: subject.name,
+        version: subject.version,
+        actions,
+        kernels: names,
+        events,
+        messages,
+        declared,
+        levels: levels.into_iter().collect(),
+        observes,
+        live,
+    })
+}
+
+/// Every kernel must be in devsim's reference catalog, every action and event one of devsim's.
+pub(super) fn check_names(capabilities: &Capabilities) -> Result<(), SubjectError> {
+    let unknown = |what: &'static str, name: &str, expected: String| SubjectError::UnknownName {
+        subject: capabilities.name.clone(),
+        what,
+        name: name.to_string(),
+        expected,
+    };
+    let catalog = Catalog::reference();
+    for kernel in &capabilities.kernels {
+        if let Err(error) = catalog.get(kernel) {
+            let expected = match crate::kernel::catalog::closest(
+                kernel,
+                catalog.iter().map(|k| k.spec().name.as_ref()),
+            ) {
+                Some(close) => format!("did you mean `{close}`?"),
+                None => format!("see `devsim kernels`; {error}"),
+            };
+            return Err(unknown("kernel", kernel, expected));
+        }
+    }
+    for action in &capabilities.actions {
+        if !Action::NAMES.contains(&action.as_str()) {
+            return Err(unknown("action", action, Action::NAMES.join(", ")));
+        }
+    }
+    for event in &capabilities.events {
+        if !is_event_name(event) {
+            return Err(unknown(
+                "event",
+                event,
+                crate::trace::event_names().join(", "),
+            ));
+        }
+    }
+    Ok(())
+}
