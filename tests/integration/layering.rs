@@ -120,3 +120,72 @@ fn nothing_below_the_command_line_depends_on_it() {
         .collect();
     assert!(users.is_empty(), "modules depending on cli: {users:?}");
 }
+
+/// README's layer table: top-level module → its layer number (`| 3 | `src/runtime/` | ... |`).
+fn documented_layers() -> BTreeMap<String, u32> {
+    let readme = fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md is readable");
+    let mut layers = BTreeMap::new();
+    for line in readme.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let (Some(number), Some(modules)) = (cells.get(1), cells.get(2)) else {
+            continue;
+        };
+        let Ok(layer) = number.parse::<u32>() else {
+            continue;
+        };
+        for module in modules.split(',') {
+            let path = module.trim().trim_matches('`');
+            if let Some(name) = path.strip_prefix("src/") {
+                let name = name.trim_end_matches('/').trim_end_matches(".rs");
+                layers.insert(name.to_string(), layer);
+            }
+        }
+    }
+    layers
+}
+
+#[test]
+fn every_module_uses_only_lower_layers_as_the_readme_numbers_them() {
+    let layers = documented_layers();
+    assert!(
+        layers.len() > 10,
+        "README's layer table was read: {layers:?}"
+    );
+    let graph = module_graph();
+    let mut wrong = Vec::new();
+    for (module, edges) in &graph {
+        let Some(&layer) = layers.get(module) else {
+            wrong.push(format!("{module} is in no layer of README's table"));
+            continue;
+        };
+        for used in edges {
+            match layers.get(used) {
+                Some(&below) if below < layer => {}
+                Some(&other) => wrong.push(format!(
+                    "{module} (layer {layer}) uses {used} (layer {other})"
+                )),
+                None => {} // not a module of devsim (an external crate path such as crate::Catalog)
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn every_source_file_is_at_most_500_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "crates", "xtask/src", "tools", "examples"] {
+        rust_files(&root.join(dir), &mut files);
+    }
+    assert!(files.len() > 50, "the sources were found: {}", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let lines = fs::read_to_string(file).ok()?.lines().count();
+            (lines > 500).then(|| format!("{} ({lines} lines)", file.display()))
+        })
+        .collect();
+    assert!(long.is_empty(), "split these by job: {long:?}");
+}
