@@ -84,8 +84,9 @@ pub enum BaselineError {
 pub fn outcome(report: &ScenarioReport) -> String {
     match &report.status {
         Status::Passed => "passed".into(),
-        Status::Skipped(reason) | Status::NotApplicable(reason) | Status::SetAside(reason) => {
-            format!("{}: {}", report.status.word(), first_line(reason))
+        Status::Skipped(_) | Status::NotApplicable(_) | Status::SetAside(_) => {
+            let reason = report.status.reason().unwrap_or_default();
+            format!("{}: {}", report.status.word(), first_line(&reason))
         }
         Status::Failed => {
             let first = report

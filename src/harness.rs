@@ -251,9 +251,11 @@ fn simulated(scenario: &Scenario, catalog: &Catalog) -> Result<(), Failed> {
     match report.status {
         Status::Passed => Ok(()),
         Status::Failed => Err(report::human(&report).into()),
-        Status::Skipped(reason) | Status::NotApplicable(reason) | Status::SetAside(reason) => {
-            Err(format!("a simulated run cannot be skipped: {reason}").into())
-        }
+        Status::Skipped(_) | Status::NotApplicable(_) | Status::SetAside(_) => Err(format!(
+            "a simulated run cannot be skipped: {}",
+            report.status.reason().unwrap_or_default()
+        )
+        .into()),
     }
 }
 
@@ -261,9 +263,11 @@ fn replayed(scenario: &Scenario, context: &LiveContext, catalog: &Catalog) -> Re
     let report = context.run(scenario, catalog);
     match report.status {
         Status::Passed => Ok(()),
-        Status::Skipped(reason) | Status::NotApplicable(reason) | Status::SetAside(reason) => {
-            Err(format!("listed as runnable here, but skipped when run: {reason}").into())
-        }
+        Status::Skipped(_) | Status::NotApplicable(_) | Status::SetAside(_) => Err(format!(
+            "listed as runnable here, but skipped when run: {}",
+            report.status.reason().unwrap_or_default()
+        )
+        .into()),
         Status::Failed => Err(report::human(&report).into()),
     }
 }

@@ -90,7 +90,7 @@ fn run_case(case: Case) -> Result<(), Failed> {
         }
         let (actual, reason) = match &report.status {
             Status::Passed => ("passed", String::new()),
-            Status::Skipped(reason) => ("skipped", reason.clone()),
+            Status::Skipped(skip) => ("skipped", skip.to_string()),
             Status::NotApplicable(reason) => ("not applicable", reason.clone()),
             Status::SetAside(reason) => ("set aside", reason.clone()),
             Status::Failed => ("failed", devsim::report::human(&report)),

@@ -52,8 +52,9 @@ pub fn render(
         total += *took;
         let status = match &scenario.status {
             Status::Passed => TestCaseStatus::success(),
-            Status::Skipped(reason) | Status::NotApplicable(reason) | Status::SetAside(reason) => {
+            Status::Skipped(_) | Status::NotApplicable(_) | Status::SetAside(_) => {
                 let mut status = TestCaseStatus::skipped();
+                let reason = scenario.status.reason().unwrap_or_default();
                 status.set_message(format!("{}: {reason}", scenario.status.word()));
                 status
             }

@@ -23,7 +23,7 @@ pub fn scenario(report: &ScenarioReport, scenario: &Scenario, took: Duration) ->
     let (status, reason) = match &report.status {
         Status::Passed => (Outcome::Passed, None),
         Status::Failed => (Outcome::Failed, None),
-        Status::Skipped(reason) => (Outcome::Skipped, Some(reason.clone())),
+        Status::Skipped(skip) => (Outcome::Skipped, Some(skip.to_string())),
         Status::NotApplicable(reason) => (Outcome::NotApplicable, Some(reason.clone())),
         Status::SetAside(reason) => (Outcome::SetAside, Some(reason.clone())),
     };

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use crate::kernel::Catalog;
 use crate::runtime::Runtime;
 use crate::runtime::live::driver::{DriverProbe, GpuDriver, probe_gpu_driver};
+use crate::runtime::live::machine::Unmet;
 use crate::runtime::live::{LiveRuntime, RealMachine};
 use crate::scenario::expect::Mismatch;
 use crate::scenario::worker::WorkerPool;
-use crate::scenario::{Scenario, ScenarioReport, run_scenario};
+use crate::scenario::{Scenario, ScenarioReport, Skip, run_scenario};
 use crate::visible::{VISIBLE_DEVICE_VARIABLES, runtime_rejects};
 
 /// What the drivers said about this machine, beyond its GPUs.
@@ -193,7 +194,7 @@ impl LiveContext {
     /// Runs one scenario live, or reports it skipped with the reason.
     pub fn run(&self, scenario: &Scenario, catalog: &Catalog) -> ScenarioReport {
         if let Some(reason) = scenario.host.views_differ() {
-            return ScenarioReport::skipped(scenario, reason);
+            return ScenarioReport::skipped(scenario, Skip::ViewsDiffer(reason));
         }
         if let Some(workers) = &self.workers {
             // What a worker would see is predicted here (the same prediction the harness lists by):
@@ -235,17 +236,15 @@ impl LiveContext {
 impl LiveContext {
     /// `Ok` when `scenario` runs in this process on this machine, else why not. A failing driver
     /// runs no GPU scenario.
-    pub fn runnable_here(&self, scenario: &Scenario) -> Result<(), String> {
+    pub fn runnable_here(&self, scenario: &Scenario) -> Result<(), Skip> {
         if scenario.host.torch != crate::vocab::TorchBuild::Cpu {
             match &self.state {
-                DriverState::Failing(why) => {
-                    return Err(format!("the GPU driver is failing: {why}"));
-                }
-                DriverState::MaskRejected(why) => return Err(why.clone()),
+                DriverState::Failing(why) => return Err(Skip::DriverFailing(why.clone())),
+                DriverState::MaskRejected(why) => return Err(Skip::MaskRejected(why.clone())),
                 _ => {}
             }
         }
-        self.machine.satisfies(&scenario.host)
+        Ok(self.machine.satisfies(&scenario.host)?)
     }
 }
 
@@ -254,7 +253,7 @@ impl LiveContext {
     /// the child [`LiveContext::run`] starts (an `env` scenario, or a smaller host on a bigger
     /// machine). `Err` says why not. Test harnesses call this at list time, so a scenario that cannot
     /// run is listed as ignored rather than reported as passing.
-    pub fn plan(&self, scenario: &Scenario) -> Result<(), String> {
+    pub fn plan(&self, scenario: &Scenario) -> Result<(), Skip> {
         let host = &scenario.host;
         if self.workers.is_some() && host.torch != crate::vocab::TorchBuild::Cpu {
             if !host.env.is_empty() {
@@ -275,26 +274,27 @@ impl LiveContext {
         &self,
         env: &BTreeMap<String, String>,
         scenario: &Scenario,
-    ) -> Result<(), String> {
+    ) -> Result<(), Skip> {
         if let DriverState::Failing(why) = &self.state {
-            return Err(format!("the GPU driver is failing: {why}"));
+            return Err(Skip::DriverFailing(why.clone()));
         }
         if let Some(why) = runtime_rejects(self.machine.build, env) {
-            return Err(format!("the driver rejects the visible-device mask: {why}"));
+            return Err(Skip::MaskRejected(format!(
+                "the driver rejects the visible-device mask: {why}"
+            )));
         }
         if !visible_masks().is_empty() || self.machine.gpus.is_empty() {
             // The child sees GPUs this process cannot; only the scenario's own build can be checked.
-            return self.machine.satisfies(&scenario.host).or_else(|reason| {
-                if reason.starts_with("wrong vendor") {
-                    Err(reason)
-                } else {
-                    Ok(())
-                }
-            });
+            return match self.machine.satisfies(&scenario.host) {
+                Err(unmet @ Unmet::WrongBuild { .. }) => Err(unmet.into()),
+                _ => Ok(()),
+            };
         }
         let mut whole = self.machine.host();
         whole.env = env.clone();
-        let visible = whole.visible().map_err(|error| error.to_string())?;
+        let visible = whole
+            .visible()
+            .map_err(|error| Skip::Machine(Unmet::Visible(error.to_string())))?;
         let child = RealMachine {
             build: self.machine.build,
             library: self.machine.library.clone(),
@@ -304,7 +304,7 @@ impl LiveContext {
                 .filter_map(|physical| self.machine.gpus.get(*physical).cloned())
                 .collect(),
         };
-        child.satisfies(&scenario.host)
+        Ok(child.satisfies(&scenario.host)?)
     }
 }
 

@@ -10,6 +10,7 @@ pub(crate) mod matrix;
 pub(crate) mod model;
 pub(crate) mod run;
 pub(crate) mod schema;
+pub(crate) mod skip;
 pub(crate) mod suite;
 // Not part of the public API: live replay's worker processes, public only for devsim's own tests.
 #[doc(hidden)]
@@ -24,4 +25,5 @@ pub use load::{
 pub use model::{Action, Expectations, ExpectedOrdinal, Scenario, Step, TraceRules};
 pub use run::{ScenarioReport, Status, StepReport, run_scenario};
 pub use schema::SchemaKind;
+pub use skip::Skip;
 pub use suite::{Summary, load_all, load_all_with, run_simulated};

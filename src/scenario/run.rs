@@ -15,6 +15,7 @@ use crate::pool::DevicePool;
 use crate::runtime::{FaultInjector, Recorder, Runtime};
 use crate::scenario::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Expectations, Scenario, Step};
+use crate::scenario::skip::Skip;
 use crate::trace::{Elided, Entry, expanded};
 
 /// One step's result.
@@ -76,8 +77,8 @@ pub enum Status {
     Passed,
     /// At least one expectation failed.
     Failed,
-    /// It could not run in this mode, for the reason given.
-    Skipped(String),
+    /// It could not run here: why, by cause.
+    Skipped(Skip),
     /// Nothing in it applies to the subject (a kernel or action it does not have, only levels it does not
     /// claim): why.
     NotApplicable(String),
@@ -87,13 +88,12 @@ pub enum Status {
 }
 
 impl Status {
-    /// The reason of a status that has one.
-    pub fn reason(&self) -> Option<&str> {
+    /// The reason of a status that has one, in words.
+    pub fn reason(&self) -> Option<String> {
         match self {
             Status::Passed | Status::Failed => None,
-            Status::Skipped(reason) | Status::NotApplicable(reason) | Status::SetAside(reason) => {
-                Some(reason)
-            }
+            Status::Skipped(skip) => Some(skip.to_string()),
+            Status::NotApplicable(reason) | Status::SetAside(reason) => Some(reason.clone()),
         }
     }
 
@@ -136,18 +136,23 @@ impl ScenarioReport {
         Self {
             status: Status::Failed,
             trace_mismatches: vec![why],
-            ..Self::skipped(scenario, "")
+            ..Self::with_status(scenario, Status::Failed)
         }
     }
 
     /// A report for a scenario that did not run.
-    pub fn skipped(scenario: &Scenario, reason: impl Into<String>) -> Self {
+    pub fn skipped(scenario: &Scenario, skip: Skip) -> Self {
+        Self::with_status(scenario, Status::Skipped(skip))
+    }
+
+    /// A report of `status` with no step run yet.
+    pub fn with_status(scenario: &Scenario, status: Status) -> Self {
         Self {
             name: scenario.name.clone(),
             subject: String::new(),
             path: scenario.path.display().to_string(),
             description: scenario.description.clone(),
-            status: Status::Skipped(reason.into()),
+            status,
             steps: Vec::new(),
             trace_mismatches: Vec::new(),
         }

@@ -10,7 +10,7 @@ use crate::child::Connection;
 use crate::scenario::expect::Mismatch;
 use crate::scenario::live::LiveContext;
 use crate::scenario::run::StepReport;
-use crate::scenario::{Scenario, ScenarioReport, Status};
+use crate::scenario::{Scenario, ScenarioReport, Skip, Status};
 use crate::subject::decode;
 use crate::subject::judge::Judge;
 use crate::subject::protocol::{FromSubject, ToSubject};
@@ -65,40 +65,40 @@ impl ProcessSubject {
     }
 
     /// In a live run, why `scenario` cannot be sent to the subject on this machine (a skip), if it cannot.
-    fn not_here(&self, scenario: &Scenario) -> Option<String> {
+    fn not_here(&self, scenario: &Scenario) -> Option<Skip> {
         let live = self.live.as_ref()?;
         if let Some(reason) = scenario.host.views_differ() {
-            return Some(reason);
+            return Some(Skip::ViewsDiffer(reason));
         }
         if !scenario.host.env.is_empty() {
             // The subject process runs under devsim's own environment; a mask would have to be set before
             // its torch starts, which one long-lived subject process cannot do per scenario.
-            return Some(
+            return Some(Skip::LiveSubject(
                 "the live subject runs without visible-device variables (host.env needs a subject started under them)"
                     .into(),
-            );
+            ));
         }
         if let Some(version) = &scenario.host.runtime_version {
             // The subject's real torch reports this machine's runtime version; changing it would be faking.
-            return Some(format!(
+            return Some(Skip::LiveSubject(format!(
                 "the live subject runs on this machine's own GPU runtime (host.runtime_version {version} needs a machine with that runtime)"
-            ));
+            )));
         }
         if scenario.host.torch == crate::vocab::TorchBuild::Cpu && !live.machine.gpus.is_empty() {
             // devsim's own live runtime can run a CPU build anywhere; a subject's real torch is this
             // machine's GPU build, which nothing short of faking could turn into a CPU-only one.
-            return Some(format!(
+            return Some(Skip::LiveSubject(format!(
                 "a CPU-build scenario: this machine's torch is a {} build driving {} GPU(s), which the live subject does not hide",
                 live.machine.build,
                 live.machine.gpus.len()
-            ));
+            )));
         }
         if live.machine.restrict_to(&scenario.host).is_some() {
-            return Some(format!(
+            return Some(Skip::LiveSubject(format!(
                 "this machine has {} GPU(s), more than the scenario's {}, and the live subject sees them all",
                 live.machine.gpus.len(),
                 scenario.host.gpus.len()
-            ));
+            )));
         }
         live.runnable_here(scenario).err()
     }
@@ -264,7 +264,7 @@ impl ProcessSubject {
         let status = if failed {
             Status::Failed
         } else if let Some(reason) = skipped {
-            Status::Skipped(reason)
+            Status::Skipped(Skip::Subject(reason))
         } else {
             judge.verdict()
         };
@@ -272,7 +272,7 @@ impl ProcessSubject {
             status,
             steps: std::mem::take(steps),
             trace_mismatches,
-            ..ScenarioReport::skipped(scenario, "")
+            ..ScenarioReport::with_status(scenario, Status::Failed)
         })
     }
 }
@@ -300,14 +300,16 @@ impl Subject for ProcessSubject {
 impl ProcessSubject {
     fn run_one(&mut self, scenario: &Scenario) -> ScenarioReport {
         if scenario.steps.is_empty() {
-            return ScenarioReport::skipped(scenario, "no step to judge");
+            return ScenarioReport::skipped(scenario, Skip::Protocol("no step to judge".into()));
         }
         if !scenario.host.faults.is_empty() {
             // Fault injection lives in devsim's runtime; a subject process runs its own code on its own
             // simulated host, so an injected driver error cannot reach it.
             return ScenarioReport::skipped(
                 scenario,
-                "the subject protocol carries no fault injection (host.fault)",
+                Skip::Protocol(
+                    "the subject protocol carries no fault injection (host.fault)".into(),
+                ),
             );
         }
         if let Some(reason) = self.not_here(scenario) {
@@ -323,14 +325,14 @@ impl ProcessSubject {
             // subject does not run on; live, the subject repeats the step and reads the real allocator.
             return ScenarioReport::skipped(
                 scenario,
-                "the subject protocol carries no repeated steps or retained memory (repeat, retained_bytes)",
+                Skip::Protocol(
+                    "the subject protocol carries no repeated steps or retained memory (repeat, retained_bytes)"
+                        .into(),
+                ),
             );
         }
         if let Some(reason) = self.unsupported(scenario) {
-            return ScenarioReport {
-                status: Status::NotApplicable(reason),
-                ..ScenarioReport::skipped(scenario, "")
-            };
+            return ScenarioReport::with_status(scenario, Status::NotApplicable(reason));
         }
         if self.connection.is_none() {
             match connect(&self.spec, self.live.is_some()) {

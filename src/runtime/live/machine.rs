@@ -1,13 +1,90 @@
 //! The real machine as a host: what the drivers report, whether it satisfies a scenario's host, and
 //! the profile `devsim probe` prints.
 
-use std::fmt::Write;
+use std::fmt::{self, Write};
+
+use serde::{Deserialize, Serialize};
 
 use crate::host::HostSpec;
 use crate::runtime::DriverError;
 use crate::runtime::live::driver::GpuDriver;
 use crate::vocab::Arch;
 use crate::vocab::TorchBuild;
+
+/// Why a scenario's host cannot be this machine ([`RealMachine::satisfies`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "unmet", rename_all = "kebab-case")]
+pub enum Unmet {
+    /// The scenario needs another build (another vendor's GPUs, or a GPU build on a machine without one).
+    WrongBuild {
+        /// The scenario's build.
+        needed: TorchBuild,
+        /// What this machine runs, in words (`cuda (libcuda.so.1)`, `no GPU driver`).
+        here: String,
+    },
+    /// The scenario sees another number of GPUs than are visible here.
+    GpuCount {
+        /// The scenario's.
+        needed: usize,
+        /// This machine's.
+        here: usize,
+    },
+    /// A GPU's base arch differs at one ordinal.
+    ArchDiffers {
+        /// The ordinal.
+        ordinal: usize,
+        /// The scenario's arch there.
+        needed: String,
+        /// This machine's.
+        here: String,
+    },
+    /// A CUDA GPU's opt-in shared memory per block differs at one ordinal.
+    SharedMemoryDiffers {
+        /// The ordinal.
+        ordinal: usize,
+        /// The scenario's, in bytes.
+        needed: u32,
+        /// This machine's, in bytes.
+        here: u32,
+    },
+    /// The scenario's own visible-device masks cannot be read.
+    Visible(String),
+}
+
+impl fmt::Display for Unmet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unmet::WrongBuild { needed, here } => write!(
+                f,
+                "wrong vendor: the scenario needs a {needed} build, this machine runs {here}"
+            ),
+            Unmet::GpuCount { needed, here } => {
+                let relation = if needed > here { "too few" } else { "too many" };
+                write!(
+                    f,
+                    "{relation} GPUs: the scenario sees {needed}, {here} visible here"
+                )
+            }
+            Unmet::ArchDiffers {
+                ordinal,
+                needed,
+                here,
+            } => write!(
+                f,
+                "arch differs: ordinal {ordinal} is {here} here, the scenario needs {needed}"
+            ),
+            Unmet::SharedMemoryDiffers {
+                ordinal,
+                needed,
+                here,
+            } => write!(
+                f,
+                "shared memory differs: ordinal {ordinal} has {here} bytes opt-in here, the scenario needs {needed}"
+            ),
+            Unmet::Visible(why) => f.write_str(why),
+        }
+    }
+}
 
 /// One real GPU as the driver reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,32 +171,25 @@ impl RealMachine {
     /// depend on it; [`RealMachine::restrict_to`] narrows a bigger machine), and at every ordinal a real
     /// GPU of the same base arch (and, for NVIDIA, the same opt-in shared memory). A host's faults are
     /// no obstacle: they are injected around the live runtime as around the simulated one.
-    pub fn satisfies(&self, host: &HostSpec) -> Result<(), String> {
+    pub fn satisfies(&self, host: &HostSpec) -> Result<(), Unmet> {
         if host.torch == TorchBuild::Cpu {
             return Ok(());
         }
         if self.build != host.torch {
-            return Err(format!(
-                "wrong vendor: the scenario needs a {} build, this machine runs {}",
-                host.torch,
-                match self.build {
+            return Err(Unmet::WrongBuild {
+                needed: host.torch,
+                here: match self.build {
                     TorchBuild::Cpu => "no GPU driver".to_string(),
                     build => format!("{build} ({})", self.library.as_deref().unwrap_or("?")),
-                }
-            ));
+                },
+            });
         }
-        let wanted = host.visible().map_err(|e| e.to_string())?;
+        let wanted = host.visible().map_err(|e| Unmet::Visible(e.to_string()))?;
         if wanted.len() != self.gpus.len() {
-            let relation = if wanted.len() > self.gpus.len() {
-                "too few"
-            } else {
-                "too many"
-            };
-            return Err(format!(
-                "{relation} GPUs: the scenario sees {}, {} visible here",
-                wanted.len(),
-                self.gpus.len()
-            ));
+            return Err(Unmet::GpuCount {
+                needed: wanted.len(),
+                here: self.gpus.len(),
+            });
         }
         for (ordinal, physical) in wanted.iter().enumerate() {
             let Some(gpu) = host.gpus.get(*physical) else {
@@ -127,16 +197,18 @@ impl RealMachine {
             };
             let real = &self.gpus[ordinal];
             if base(&gpu.arch) != base(&real.arch) {
-                return Err(format!(
-                    "arch differs: ordinal {ordinal} is {} here, the scenario needs {}",
-                    real.arch, gpu.arch
-                ));
+                return Err(Unmet::ArchDiffers {
+                    ordinal,
+                    needed: gpu.arch.to_string(),
+                    here: real.arch.to_string(),
+                });
             }
             if host.torch == TorchBuild::Cuda && gpu.smem_optin != real.smem_optin {
-                return Err(format!(
-                    "shared memory differs: ordinal {ordinal} has {} bytes opt-in here, the scenario needs {}",
-                    real.smem_optin, gpu.smem_optin
-                ));
+                return Err(Unmet::SharedMemoryDiffers {
+                    ordinal,
+                    needed: gpu.smem_optin,
+                    here: real.smem_optin,
+                });
             }
         }
         Ok(())
