@@ -84,7 +84,10 @@ pub enum BaselineError {
 pub fn outcome(report: &ScenarioReport) -> String {
     match &report.status {
         Status::Passed => "passed".into(),
-        Status::Skipped(_) | Status::NotApplicable(_) | Status::SetAside(_) => {
+        Status::Skipped(_)
+        | Status::NotApplicable(_)
+        | Status::SetAside(_)
+        | Status::Errored(_) => {
             let reason = report.status.reason().unwrap_or_default();
             format!("{}: {}", report.status.word(), first_line(&reason))
         }

@@ -250,7 +250,7 @@ fn simulated(scenario: &Scenario, catalog: &Catalog) -> Result<(), Failed> {
     let report = run_simulated(scenario, catalog);
     match report.status {
         Status::Passed => Ok(()),
-        Status::Failed => Err(report::human(&report).into()),
+        Status::Failed | Status::Errored(_) => Err(report::human(&report).into()),
         Status::Skipped(_) | Status::NotApplicable(_) | Status::SetAside(_) => Err(format!(
             "a simulated run cannot be skipped: {}",
             report.status.reason().unwrap_or_default()
@@ -268,7 +268,7 @@ fn replayed(scenario: &Scenario, context: &LiveContext, catalog: &Catalog) -> Re
             report.status.reason().unwrap_or_default()
         )
         .into()),
-        Status::Failed => Err(report::human(&report).into()),
+        Status::Failed | Status::Errored(_) => Err(report::human(&report).into()),
     }
 }
 

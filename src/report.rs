@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::scenario::run::{ScenarioReport, Status};
+use crate::scenario::{ScenarioReport, Status};
 
 /// One scenario's result for a terminal: a status line, and for failures every difference with the
 /// failing step's trace. Control characters from user text (names, descriptions, messages) are escaped.
@@ -27,6 +27,14 @@ fn human_raw(report: &ScenarioReport) -> String {
         }
         Status::SetAside(reason) => {
             let _ = writeln!(out, "partial {} ({reason})", report.name);
+        }
+        Status::Errored(error) => {
+            let _ = writeln!(out, "ERROR   {}", report.name);
+            let _ = writeln!(out, "  scenario: {}", report.path);
+            let _ = writeln!(
+                out,
+                "  {error} (a failure of devsim, not a finding about the code under test)"
+            );
         }
         Status::Failed => {
             let _ = writeln!(out, "FAILED  {}", report.name);

@@ -94,6 +94,7 @@ fn run_case(case: Case) -> Result<(), Failed> {
             Status::NotApplicable(reason) => ("not applicable", reason.clone()),
             Status::SetAside(reason) => ("set aside", reason.clone()),
             Status::Failed => ("failed", devsim::report::human(&report)),
+            Status::Errored(fault) => ("errored", fault.to_string()),
         };
         if actual != status {
             return Err(format!(

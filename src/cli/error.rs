@@ -22,6 +22,12 @@ pub enum CliError {
         /// How many files failed.
         count: usize,
     },
+    /// devsim failed to run or judge scenarios (not findings about the code under test).
+    #[error("run or judge {count} scenario(s): devsim's own failure, not the code under test's")]
+    Errored {
+        /// How many.
+        count: usize,
+    },
     /// Scenarios failed.
     #[error("pass {failed} scenario(s)")]
     Failed {

@@ -67,6 +67,14 @@ pub fn render(
                 status.set_description(report::human(scenario));
                 status
             }
+            Status::Errored(error) => {
+                // JUnit's <error>: the harness, not the code under test, failed.
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+                status.set_message(error.to_string());
+                status.set_type("harness-error");
+                status.set_description(report::human(scenario));
+                status
+            }
         };
         let mut case = TestCase::new(scenario.name.as_str(), status);
         case.set_classname(topic(&scenario.name));

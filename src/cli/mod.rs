@@ -155,6 +155,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
             | CliError::MasksDisagree { .. }
             | CliError::BaselineDiffers { .. }
             | CliError::PendingLeft { .. }
+            | CliError::Errored { .. }
             | CliError::CoverageGaps { .. }),
         ) => {
             warn!("error: failed to {error}");

@@ -26,6 +26,7 @@ pub fn scenario(report: &ScenarioReport, scenario: &Scenario, took: Duration) ->
         Status::Skipped(skip) => (Outcome::Skipped, Some(skip.to_string())),
         Status::NotApplicable(reason) => (Outcome::NotApplicable, Some(reason.clone())),
         Status::SetAside(reason) => (Outcome::SetAside, Some(reason.clone())),
+        Status::Errored(error) => (Outcome::Errored, Some(error.to_string())),
     };
     ScenarioOutput {
         name: report.name.clone(),
@@ -132,6 +133,7 @@ pub fn summary(summary: &Summary, load_errors: usize) -> SummaryOutput {
         not_applicable: summary.not_applicable,
         set_aside: summary.set_aside,
         load_errors,
+        errored: summary.errored,
     }
 }
 

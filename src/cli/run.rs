@@ -234,6 +234,7 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
             count,
         }),
         Verdict::LoadErrors { count } => Err(CliError::Load { count }),
+        Verdict::Errored { count } => Err(CliError::Errored { count }),
         Verdict::Failed { count } => Err(CliError::Failed { failed: count }),
     }
 }

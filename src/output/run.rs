@@ -57,6 +57,8 @@ pub enum Outcome {
     NotApplicable,
     /// What was observed held, but some applicable expectation could not be observed; `reason` says which.
     SetAside,
+    /// devsim failed to run or judge it (not a finding about the code under test); `reason` says how.
+    Errored,
 }
 
 /// One scenario's result.
@@ -321,4 +323,7 @@ pub struct SummaryOutput {
     pub set_aside: usize,
     /// Of `failed`, the files that did not load.
     pub load_errors: usize,
+    /// Scenarios devsim failed to run or judge (not counted in `failed`).
+    #[serde(default)]
+    pub errored: usize,
 }

@@ -123,6 +123,11 @@ pub enum Verdict {
         /// How many.
         count: usize,
     },
+    /// devsim failed to run or judge scenarios (its own failures, whatever a baseline says).
+    Errored {
+        /// How many.
+        count: usize,
+    },
     /// Scenarios failed.
     Failed {
         /// How many.
@@ -193,6 +198,12 @@ impl SuiteRun {
                 return Verdict::TooFewLive { ran, required };
             }
         }
+        if self.summary.errored > 0 {
+            // Not an outcome of the subject: no baseline records or excuses it.
+            return Verdict::Errored {
+                count: self.summary.errored,
+            };
+        }
         if let Some(differences) = &asked.baseline_differences
             && !differences.is_empty()
         {
@@ -256,6 +267,33 @@ mod tests {
             ..Expectations::default()
         };
         assert_eq!(run(2, 0).verdict(&[], &writing), Verdict::Passed);
+    }
+
+    #[test]
+    fn errors_of_devsim_fail_the_run_whatever_a_baseline_says() {
+        let errored = |count| SuiteRun {
+            summary: Summary {
+                errored: count,
+                ..run(0, 0).summary
+            },
+            ..run(0, 0)
+        };
+        let verdict = |asked: &Expectations| errored(2).verdict(&[], asked);
+        assert_eq!(
+            verdict(&Expectations::default()),
+            Verdict::Errored { count: 2 }
+        );
+        let compared = Expectations {
+            baseline_differences: Some(Vec::new()),
+            ..Expectations::default()
+        };
+        assert_eq!(verdict(&compared), Verdict::Errored { count: 2 });
+        let writing = Expectations {
+            writes_baseline: true,
+            ..Expectations::default()
+        };
+        assert_eq!(verdict(&writing), Verdict::Errored { count: 2 });
+        assert_eq!(errored(0).verdict(&[], &compared), Verdict::Passed);
     }
 
     #[test]

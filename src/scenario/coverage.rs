@@ -10,7 +10,7 @@ use thiserror::Error;
 
 use crate::kernel::Catalog;
 use crate::scenario::model::{Action, Scenario};
-use crate::scenario::run::{ScenarioReport, Status};
+use crate::scenario::{ScenarioReport, Status};
 use crate::vocab::TorchBuild;
 
 /// The kernel paths coverage counts.

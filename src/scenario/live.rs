@@ -11,9 +11,8 @@ use crate::runtime::Runtime;
 use crate::runtime::live::driver::{DriverProbe, GpuDriver, probe_gpu_driver};
 use crate::runtime::live::machine::Unmet;
 use crate::runtime::live::{LiveRuntime, RealMachine};
-use crate::scenario::expect::Mismatch;
 use crate::scenario::worker::WorkerPool;
-use crate::scenario::{Scenario, ScenarioReport, Skip, run_scenario};
+use crate::scenario::{HarnessFault, Scenario, ScenarioReport, Skip, run_scenario};
 use crate::visible::{VISIBLE_DEVICE_VARIABLES, runtime_rejects};
 
 /// What the drivers said about this machine, beyond its GPUs.
@@ -226,7 +225,11 @@ impl LiveContext {
         };
         if runtime.device_count().is_ok_and(|n| n > 0) {
             if let Err(error) = runtime.set_device(scenario.host.current) {
-                return failed(scenario, "current device at start", error.to_string());
+                return failed(
+                    scenario,
+                    "make the scenario's current device current at start",
+                    error.to_string(),
+                );
             }
         }
         run_scenario(scenario, catalog, Box::new(runtime))
@@ -429,6 +432,7 @@ fn tensors_match(build: crate::vocab::TorchBuild, gpus: usize) -> bool {
     }
 }
 
-fn failed(scenario: &Scenario, key: &str, actual: String) -> ScenarioReport {
-    ScenarioReport::failed(scenario, Mismatch::breakdown(key, "a live run", actual))
+/// The live run could not start (devsim's failure, not a finding): what it was doing, and why.
+fn failed(scenario: &Scenario, doing: &str, problem: String) -> ScenarioReport {
+    ScenarioReport::errored(scenario, HarnessFault::new(doing, problem))
 }

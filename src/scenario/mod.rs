@@ -10,7 +10,7 @@ pub(crate) mod matrix;
 pub(crate) mod model;
 pub(crate) mod run;
 pub(crate) mod schema;
-pub(crate) mod skip;
+pub(crate) mod status;
 pub(crate) mod suite;
 // Not part of the public API: live replay's worker processes, public only for devsim's own tests.
 #[doc(hidden)]
@@ -23,7 +23,8 @@ pub use load::{
     load_scenario_with, load_scenarios_with, root_of,
 };
 pub use model::{Action, Expectations, ExpectedOrdinal, Scenario, Step, TraceRules};
-pub use run::{ScenarioReport, Status, StepReport, run_scenario};
+pub use run::{ScenarioReport, StepReport, run_scenario};
 pub use schema::SchemaKind;
-pub use skip::Skip;
+pub use status::Status;
+pub use status::{HarnessFault, Skip};
 pub use suite::{Summary, load_all, load_all_with, run_simulated};

@@ -15,7 +15,7 @@ use crate::pool::DevicePool;
 use crate::runtime::{FaultInjector, Recorder, Runtime};
 use crate::scenario::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Expectations, Scenario, Step};
-use crate::scenario::skip::Skip;
+use crate::scenario::status::{HarnessFault, Skip, Status};
 use crate::trace::{Elided, Entry, expanded};
 
 /// One step's result.
@@ -69,46 +69,6 @@ impl StepReport {
     }
 }
 
-/// How a scenario ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "status", content = "reason", rename_all = "snake_case")]
-pub enum Status {
-    /// Every applicable expectation was observed and held, at least one of them at the policy level.
-    Passed,
-    /// At least one expectation failed.
-    Failed,
-    /// It could not run here: why, by cause.
-    Skipped(Skip),
-    /// Nothing in it applies to the subject (a kernel or action it does not have, only levels it does not
-    /// claim): why.
-    NotApplicable(String),
-    /// Everything observed held, but some applicable expectation could not be observed: what was and was
-    /// not. Never a pass.
-    SetAside(String),
-}
-
-impl Status {
-    /// The reason of a status that has one, in words.
-    pub fn reason(&self) -> Option<String> {
-        match self {
-            Status::Passed | Status::Failed => None,
-            Status::Skipped(skip) => Some(skip.to_string()),
-            Status::NotApplicable(reason) | Status::SetAside(reason) => Some(reason.clone()),
-        }
-    }
-
-    /// How reports name it: `passed`, `failed`, `skipped`, `not applicable`, `set aside`.
-    pub fn word(&self) -> &'static str {
-        match self {
-            Status::Passed => "passed",
-            Status::Failed => "failed",
-            Status::Skipped(_) => "skipped",
-            Status::NotApplicable(_) => "not applicable",
-            Status::SetAside(_) => "set aside",
-        }
-    }
-}
-
 /// One scenario's result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScenarioReport {
@@ -138,6 +98,11 @@ impl ScenarioReport {
             trace_mismatches: vec![why],
             ..Self::with_status(scenario, Status::Failed)
         }
+    }
+
+    /// A report for a scenario devsim failed to run or judge.
+    pub fn errored(scenario: &Scenario, error: HarnessFault) -> Self {
+        Self::with_status(scenario, Status::Errored(error))
     }
 
     /// A report for a scenario that did not run.

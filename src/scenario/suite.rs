@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::kernel::Catalog;
 use crate::runtime::{Runtime, SimRuntime};
 use crate::scenario::error::{CorpusError, LoadError};
+use crate::scenario::status::HarnessFault;
 use crate::scenario::{
     ProfileSources, Scenario, ScenarioReport, Status, find_scenarios, load_scenarios_with,
     run_scenario,
@@ -27,6 +28,8 @@ pub struct Summary {
     pub set_aside: usize,
     /// Of `failed`, the files that did not load.
     pub load_errors: usize,
+    /// Scenarios devsim failed to run or judge (a harness failure, not counted in `failed`).
+    pub errored: usize,
 }
 
 impl Summary {
@@ -44,6 +47,7 @@ impl Summary {
                 Status::Skipped(_) => summary.skipped += 1,
                 Status::NotApplicable(_) => summary.not_applicable += 1,
                 Status::SetAside(_) => summary.set_aside += 1,
+                Status::Errored(_) => summary.errored += 1,
             }
         }
         summary
@@ -63,6 +67,9 @@ impl std::fmt::Display for Summary {
                 ", {} not applicable, {} set aside",
                 self.not_applicable, self.set_aside
             )?;
+        }
+        if self.errored > 0 {
+            write!(f, ", {} errored (devsim's own failures)", self.errored)?;
         }
         if self.load_errors > 0 {
             // Counted among the failures, and said apart: they never ran.
@@ -109,12 +116,11 @@ pub fn load_all_with(
 pub fn run_simulated(scenario: &Scenario, catalog: &Catalog) -> ScenarioReport {
     match SimRuntime::new(scenario.host.clone()) {
         Ok(runtime) => run_scenario(scenario, catalog, Box::new(runtime) as Box<dyn Runtime>),
-        // Hosts are validated at load; this is a second line of defence, reported as a failure.
-        Err(error) => ScenarioReport::failed(
+        // Hosts are validated at load; this is a second line of defence: devsim's failure, not a finding.
+        Err(error) => ScenarioReport::errored(
             scenario,
-            crate::scenario::expect::Mismatch::breakdown(
-                "host",
-                "a host the simulator accepts",
+            HarnessFault::new(
+                "start the simulated runtime for this host",
                 error.to_string(),
             ),
         ),

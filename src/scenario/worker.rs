@@ -21,10 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::child::{Connection, Incoming, Silence};
 use crate::kernel::Catalog;
-use crate::scenario::expect::Mismatch;
 use crate::scenario::live::LiveContext;
 use crate::scenario::suite::load_all_with;
-use crate::scenario::{ProfileSources, Scenario, ScenarioReport};
+use crate::scenario::{HarnessFault, ProfileSources, Scenario, ScenarioReport};
 use crate::visible::VISIBLE_DEVICE_VARIABLES;
 
 /// The hidden subcommand that serves requests (`devsim live-worker`).
@@ -218,10 +217,11 @@ fn tail_text(tail: &str) -> String {
     }
 }
 
-fn failed(scenario: &Scenario, actual: String) -> ScenarioReport {
-    ScenarioReport::failed(
+/// A live worker that could not run the scenario: devsim's failure, never a finding about the code under test.
+fn failed(scenario: &Scenario, problem: String) -> ScenarioReport {
+    ScenarioReport::errored(
         scenario,
-        Mismatch::breakdown("live worker", "a live run", actual),
+        HarnessFault::new("run the scenario in a live worker", problem),
     )
 }
 
