@@ -791,7 +791,11 @@ fn a_worker_that_dies_errors_its_scenario_and_is_replaced() {
     let pool = WorkerPool::new(worker_script(scratch.path(), &prelude));
     let scenarios = worker_scenarios();
     let first = pool.run(&scenarios[0], &scenarios[0].host.env);
-    assert!(matches!(first.status, Status::Errored(_)), "{:?}", first.status);
+    assert!(
+        matches!(first.status, Status::Errored(_)),
+        "{:?}",
+        first.status
+    );
     let text = devsim::report::human(&first);
     assert!(text.contains("died mid-scenario"), "{text}");
     assert!(text.contains("exit status: 7"), "{text}");
@@ -810,7 +814,11 @@ fn a_silent_worker_times_out() {
     let started = std::time::Instant::now();
     let report = pool.run(&scenarios[0], &scenarios[0].host.env);
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
-    assert!(matches!(report.status, Status::Errored(_)), "{:?}", report.status);
+    assert!(
+        matches!(report.status, Status::Errored(_)),
+        "{:?}",
+        report.status
+    );
     let text = devsim::report::human(&report);
     assert!(text.contains("did not answer within 1 s"), "{text}");
 }

@@ -77,15 +77,13 @@ pub(super) fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, Cl
     })
 }
 
-/// The binary's own catalog as a subject: `reference` when it is devsim's reference catalog.
+/// The binary's own catalog as a subject, under the catalog's own name.
 pub(super) fn catalog_subject(catalog: Catalog) -> CatalogSubject {
-    let names = |c: &Catalog| c.names().join(",");
-    let name = if names(&catalog) == names(&Catalog::reference()) {
-        "reference"
-    } else {
-        "catalog"
-    };
-    CatalogSubject::new(name, env!("CARGO_PKG_VERSION"), catalog)
+    CatalogSubject::new(
+        catalog.name().to_string(),
+        env!("CARGO_PKG_VERSION"),
+        catalog,
+    )
 }
 
 pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {

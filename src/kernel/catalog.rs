@@ -15,6 +15,8 @@ use crate::vocab::{Arch, Vendor};
 use crate::vocab::{ComputeCapability, Family};
 use thiserror::Error;
 
+use super::builder::CatalogBuilder;
+
 use Family::{All, Cpu, Cuda, Mps, Rocm, Xpu};
 use Method::*;
 
@@ -197,8 +199,12 @@ pub fn reference_specs() -> Vec<KernelSpec> {
 /// unique, every `alternative` names a kernel of the catalog, every AMD target is a gfx target devsim
 /// knows, compute-capability ranges are not empty, and every kernel declares bit widths and families.
 pub struct Catalog {
-    kernels: Vec<Box<dyn Kernel>>,
+    pub(super) name: String,
+    pub(super) kernels: Vec<Box<dyn Kernel>>,
 }
+
+/// The name of a built catalog that was not named ([`CatalogBuilder::named`]).
+pub const UNNAMED: &str = "catalog";
 
 impl Catalog {
     /// The reference catalog, with the behaviour-carrying kernels ([`AllSpark`], [`Bitsandbytes`]) wired to
@@ -209,7 +215,16 @@ impl Catalog {
         if let Err(error) = check(&kernels) {
             unreachable!("the reference catalog is inconsistent: {error}");
         }
-        Self { kernels }
+        Self {
+            name: "reference".into(),
+            kernels,
+        }
+    }
+
+    /// The catalog's name, as a subject names itself in reports and baselines: `reference` for devsim's
+    /// reference catalog, what [`CatalogBuilder::named`] gave, or [`UNNAMED`].
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// An empty builder: a catalog of only the kernels you add.
@@ -217,12 +232,10 @@ impl Catalog {
         CatalogBuilder::default()
     }
 
-    /// A builder starting from the reference catalog: add, replace or remove kernels, then build.
+    /// A builder starting from the reference catalog: add, replace or remove kernels, then build. What it
+    /// builds is a catalog of its own, not the reference: name it with [`CatalogBuilder::named`].
     pub fn reference_builder() -> CatalogBuilder {
-        CatalogBuilder {
-            kernels: reference_kernels(),
-            edits: Vec::new(),
-        }
+        CatalogBuilder::from_kernels(reference_kernels())
     }
 
     /// Every kernel, in registration order.
@@ -261,7 +274,7 @@ impl Catalog {
     }
 }
 
-fn reference_kernels() -> Vec<Box<dyn Kernel>> {
+pub(super) fn reference_kernels() -> Vec<Box<dyn Kernel>> {
     reference_specs()
         .into_iter()
         .map(|spec| -> Box<dyn Kernel> {
@@ -272,87 +285,6 @@ fn reference_kernels() -> Vec<Box<dyn Kernel>> {
             }
         })
         .collect()
-}
-
-/// One change a [`CatalogBuilder`] applies, in order, when it builds.
-enum Edit {
-    Add(Box<dyn Kernel>),
-    Replace(Box<dyn Kernel>),
-    Remove(String),
-}
-
-/// Builds a [`Catalog`]: add, replace and remove kernels, then [`CatalogBuilder::build`] checks the result.
-#[derive(Default)]
-pub struct CatalogBuilder {
-    kernels: Vec<Box<dyn Kernel>>,
-    edits: Vec<Edit>,
-}
-
-impl CatalogBuilder {
-    /// Adds a kernel (a name already present is an error at build time).
-    pub fn with(mut self, kernel: impl Kernel + 'static) -> Self {
-        self.edits.push(Edit::Add(Box::new(kernel)));
-        self
-    }
-
-    /// Adds a kernel that is nothing but its contract.
-    pub fn with_spec(self, spec: KernelSpec) -> Self {
-        self.with(SpecKernel(spec))
-    }
-
-    /// Replaces the kernel of the same name, keeping its place (a name not present is an error).
-    pub fn replace(mut self, kernel: impl Kernel + 'static) -> Self {
-        self.edits.push(Edit::Replace(Box::new(kernel)));
-        self
-    }
-
-    /// Removes the kernel called `name` (a name not present is an error).
-    pub fn remove(mut self, name: impl Into<String>) -> Self {
-        self.edits.push(Edit::Remove(name.into()));
-        self
-    }
-
-    /// Applies every edit in order and checks the result.
-    pub fn build(self) -> Result<Catalog, CatalogError> {
-        let mut kernels = self.kernels;
-        let position = |kernels: &[Box<dyn Kernel>], name: &str| {
-            kernels.iter().position(|k| k.spec().name == name)
-        };
-        for edit in self.edits {
-            match edit {
-                Edit::Add(kernel) => {
-                    if position(&kernels, &kernel.spec().name).is_some() {
-                        return Err(CatalogError::Duplicate {
-                            kernel: kernel.spec().name.to_string(),
-                        });
-                    }
-                    kernels.push(kernel);
-                }
-                Edit::Replace(kernel) => match position(&kernels, &kernel.spec().name) {
-                    Some(at) => kernels[at] = kernel,
-                    None => {
-                        return Err(CatalogError::NotPresent {
-                            kernel: kernel.spec().name.to_string(),
-                            edit: "replace",
-                        });
-                    }
-                },
-                Edit::Remove(name) => match position(&kernels, &name) {
-                    Some(at) => {
-                        kernels.remove(at);
-                    }
-                    None => {
-                        return Err(CatalogError::NotPresent {
-                            kernel: name,
-                            edit: "remove",
-                        });
-                    }
-                },
-            }
-        }
-        check(&kernels)?;
-        Ok(Catalog { kernels })
-    }
 }
 
 /// A catalog whose data is inconsistent, naming the kernel and the field.
@@ -418,7 +350,7 @@ pub enum CatalogError {
 }
 
 /// Checks every rule a catalog keeps (see [`Catalog`]).
-fn check(kernels: &[Box<dyn Kernel>]) -> Result<(), CatalogError> {
+pub(super) fn check(kernels: &[Box<dyn Kernel>]) -> Result<(), CatalogError> {
     let names: Vec<&str> = kernels.iter().map(|k| k.spec().name.as_ref()).collect();
     for (index, kernel) in kernels.iter().enumerate() {
         let spec = kernel.spec();

@@ -7,6 +7,7 @@
 // devsim's own tests.
 #[doc(hidden)]
 pub mod audit;
+mod builder;
 pub(crate) mod catalog;
 pub(crate) mod contract;
 pub(crate) mod gate;
@@ -14,7 +15,8 @@ mod paths;
 pub mod select;
 mod special;
 
-pub use catalog::{Catalog, CatalogBuilder, CatalogError, reference_specs};
+pub use builder::CatalogBuilder;
+pub use catalog::{Catalog, CatalogError, reference_specs};
 pub use contract::{KernelSpec, Method, NvidiaRule};
 pub use paths::{Moved, Validated, Warmed};
 pub use special::{AllSpark, Bitsandbytes};

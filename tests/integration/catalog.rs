@@ -20,6 +20,20 @@ fn the_reference_catalog_builds_through_the_builder_unchanged() {
     assert_eq!(built.names(), Catalog::reference().names());
 }
 
+/// A catalog names itself: the name is never guessed from its kernels, so a catalog built from the
+/// reference with the same kernels is not reported (or baselined) as the reference.
+#[test]
+fn a_catalog_is_named_by_its_builder_never_by_its_kernels() {
+    assert_eq!(Catalog::reference().name(), "reference");
+    let same_kernels = Catalog::reference_builder().build().expect("consistent");
+    assert_eq!(same_kernels.name(), "catalog");
+    let named = Catalog::reference_builder()
+        .named("my-kernels")
+        .build()
+        .expect("consistent");
+    assert_eq!(named.name(), "my-kernels");
+}
+
 #[rstest]
 #[case::duplicate(Catalog::reference_builder().with_spec(spec("gptq_torch")), "register kernel `gptq_torch`: a kernel of that name is already in the catalog")]
 #[case::replace_missing(Catalog::reference_builder().replace(SpecKernel(spec("nope"))), "replace kernel `nope`: no kernel of that name is in the catalog")]

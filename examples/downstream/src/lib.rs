@@ -111,6 +111,7 @@ impl Kernel for TinyLeak {
 /// devsim's reference catalog plus [`tiny_gemm`], [`TinyRepack`] and [`TinyLeak`].
 pub fn catalog() -> Result<Catalog, CatalogError> {
     Catalog::reference_builder()
+        .named("downstream-kernels")
         .with_spec(tiny_gemm())
         .with(TinyRepack::new())
         .with(TinyLeak::new())
