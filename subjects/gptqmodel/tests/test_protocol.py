@@ -109,6 +109,18 @@ def test_a_simulated_warmup_that_fake_tensors_cannot_run_says_why(driver):
     assert "could not be simulated" in answer["reason"] and "gptqmodel_qqq" in answer["reason"], answer
 
 
+def test_a_missing_package_hides_only_the_verdicts_that_need_it(driver):
+    """MLX's validate_once() refuses a non-Apple machine before it imports mlx: with mlx not installed, that
+    refusal is still GPTQModel's own, observed. bitblas.py decides BITBLAS_AVAILABLE by importing bitblas when
+    it is imported, so every bitblas verdict here rests on the missing package: unsupported, naming it."""
+    mlx = driver.step(R9700X2, {"action": "validate", "kernel": "mlx_gptq", "device": s("cuda:0")})
+    assert mlx["type"] == "observed" and mlx["ok"] is False, mlx
+    assert "Apple Silicon" in mlx["error"]["message"], mlx
+    for kernel in ("gptq_bitblas", "awq_bitblas"):
+        answer = driver.step(R9700X2, {"action": "validate", "kernel": kernel, "device": s("cuda:0")})
+        assert answer["type"] == "unsupported" and "needs bitblas" in answer["reason"], answer
+
+
 def test_cpu_build_reports_no_current_device(driver):
     answer = driver.step(CPU, {"action": "normalize", "device": s("cpu")})
     assert answer["ok"] and answer["family"] == "cpu"

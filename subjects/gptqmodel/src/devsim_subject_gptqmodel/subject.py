@@ -19,6 +19,7 @@ import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from devsim_subject_kit import (
@@ -112,6 +113,7 @@ class Kernel:
     live_weights: str | None = None  # the weight format a live warmup builds for it (kernels.toml)
     cls: Any = None
     missing: list = field(default_factory=list)  # of `requires`, the packages this environment lacks
+    missing_at_import: list = field(default_factory=list)  # of `missing`, those its module tried to import
     # Whether the class carries GPTQModel's quant-linear contract (BaseQuantLinear: SUPPORTS_*, validate,
     # validate_device). The EXL3 and FP4 wrappers of 7.7.0 are plain nn.Modules without one.
     contract: bool = True
@@ -147,6 +149,36 @@ class _ExtensionImportFinder(importlib.abc.MetaPathFinder):
         # the real finders decide
 
 
+class _MissingPackageFinder(importlib.abc.MetaPathFinder):
+    """Records each attempt to import a package this environment lacks (kernels.toml `requires`), so that a
+    verdict is unobservable only when GPTQModel's code really depended on the package: it tried the import while
+    GPTQModel was imported (e.g. bitblas.py's BITBLAS_AVAILABLE) or while the step judged the kernel. MLX's
+    validate_once(), for one, refuses a non-Apple machine before it imports mlx: that refusal is observed."""
+
+    def __init__(self, missing: set[str]) -> None:
+        self.missing = missing
+        self.attempts: set[str] = set()
+        self.importers: set[tuple[str, str]] = set()  # (the GPTQModel module that tried, the package)
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        top = fullname.split(".")[0]
+        if top in self.missing:
+            self.attempts.add(top)
+            frame: FrameType | None = sys._getframe(1)
+            while frame is not None and not str(frame.f_globals.get("__name__", "")).startswith("gptqmodel"):
+                frame = frame.f_back
+            if frame is not None:
+                self.importers.add((str(frame.f_globals["__name__"]), top))
+        # the real finders decide (and find nothing)
+
+    def tried_at_import(self, module: str) -> set[str]:
+        """The missing packages `module` (or a GPTQModel module it took names from) tried to import when it was
+        imported: its verdicts may rest on that (bitblas.py's BITBLAS_AVAILABLE, used by bitblas_awq.py)."""
+        namespace = vars(sys.modules[module]) if module in sys.modules else {}
+        used = {module} | {str(getattr(value, "__module__", "")) for value in namespace.values()}
+        return {pkg for importer, pkg in self.importers if importer in used}
+
+
 class Subject:
     def __init__(self) -> None:
         self.kernels: dict[str, Kernel] = {}
@@ -168,6 +200,8 @@ class Subject:
         self.recorder = Recorder()
         self.torch_host: Any = None
         self.state = ProjectState(("gptqmodel",))
+        self._missing = _MissingPackageFinder(set())
+        self._dependent: set[tuple[str, str]] = set()  # (kernel, missing package) a verdict was seen to need
 
     # ------------------------------------------------------------------------------------------- loading
 
@@ -194,13 +228,16 @@ class Subject:
             from devsim_subject_kit.simtorch import SimulatedTorch
 
             self.torch_host = SimulatedTorch(self.recorder).install(import_host or Host())
+        data = load_toml("kernels.toml")
+        required = {pkg for entry in data["kernel"].values() for pkg in entry.get("requires", [])}
+        self._missing = _MissingPackageFinder({pkg for pkg in required if importlib.util.find_spec(pkg) is None})
+        sys.meta_path.insert(0, self._missing)
         import gptqmodel
         import gptqmodel.utils.importer  # noqa: F401
         import torch
         from gptqmodel.version import __version__
 
         self.version = __version__
-        data = load_toml("kernels.toml")
         self.methods = data.get("method", {})
         for name, entry in data["kernel"].items():
             kernel = Kernel(
@@ -212,7 +249,7 @@ class Subject:
                 requires=list(entry.get("requires", [])),
                 live_weights=entry.get("live_weights"),
             )
-            kernel.missing = [pkg for pkg in kernel.requires if importlib.util.find_spec(pkg) is None]
+            kernel.missing = [pkg for pkg in kernel.requires if pkg in self._missing.missing]
             try:
                 kernel.cls = getattr(importlib.import_module(kernel.module), kernel.cls_name)
             except (ImportError, AttributeError) as exc:
@@ -220,6 +257,8 @@ class Subject:
                       file=sys.stderr)
                 continue
             self.kernels[name] = kernel
+        for kernel in self.kernels.values():
+            kernel.missing_at_import = sorted(set(kernel.missing) & self._missing.tried_at_import(kernel.module))
         # The seed-fix overlay (seedfix.py) replaces GPTQModel functions before any hook below wraps them, so the
         # subject observes the overlay exactly as it observes GPTQModel.
         # Imported here, before any child is forked: a module first imported in a child changes sys.modules,
@@ -628,13 +667,19 @@ class Subject:
         kernel = self.kernels.get(name)
         if kernel is None:
             raise StepUnsupported(f"kernel {name} has no GPTQModel class in the subject's kernel map")
-        missing = kernel.missing
+        self._depends_on_missing(kernel, set(kernel.missing_at_import))
+        return kernel
+
+    def _depends_on_missing(self, kernel: Kernel, attempted: set[str]) -> None:
+        """`unsupported` when GPTQModel tried to import a package `kernel` requires and this environment lacks.
+        Once seen, for the rest of the process: a later verdict may come from GPTQModel's cache of the first."""
+        missing = [pkg for pkg in kernel.missing if pkg in attempted or (kernel.name, pkg) in self._dependent]
+        self._dependent.update((kernel.name, pkg) for pkg in missing)
         if missing:
             raise StepUnsupported(
                 f"{kernel.cls_name}.validate_once() needs {', '.join(missing)}, not installed in the subject's "
                 "environment, so GPTQModel's verdict for this host cannot be observed"
             )
-        return kernel
 
     # -- actions
 
@@ -669,8 +714,11 @@ class Subject:
                 except NotImplementedError as exc:
                     raise _Refused(exc) from exc
             return
+        self._missing.attempts.clear()
         ok, err = importer.validate_quant_linear(kernel.cls, device=device, **self.validate_args(kernel))
         if not ok:
+            # a refusal that came from a missing package is this environment's, not GPTQModel's verdict
+            self._depends_on_missing(kernel, self._missing.attempts | set(kernel.missing_at_import))
             raise _Refused(err if err is not None else RuntimeError(f"{kernel.cls_name} refused without a reason"))
 
     def do_validate(self, msg: dict, obs: dict) -> None:
@@ -711,6 +759,7 @@ class Subject:
             return result
 
         importer.validate_quant_linear = observing
+        self._missing.attempts.clear()
         try:
             chosen = importer.select_quant_linear(
                 bits=msg["bits"],
@@ -764,7 +813,11 @@ class Subject:
             if ok:
                 continue
             for kernel in self.kernels.values():
-                if kernel.cls is cls and kernel.missing:
+                attempted = self._missing.attempts | set(kernel.missing_at_import)
+                if kernel.cls is cls and any(
+                    pkg in attempted or (kernel.name, pkg) in self._dependent for pkg in kernel.missing
+                ):
+                    self._dependent.update((kernel.name, pkg) for pkg in kernel.missing)
                     raise StepUnsupported(
                         f"selection considered {cls.__name__}, whose validate_once() needs "
                         f"{', '.join(kernel.missing)} (not installed in the subject's environment), so the "
