@@ -1,7 +1,7 @@
 //! Building a catalog of your own: from nothing or from the reference, add, replace and remove kernels,
 //! name it, and build (which checks every rule a catalog keeps).
 
-use super::catalog::{Catalog, CatalogError, UNNAMED, check};
+use super::catalog::{Catalog, CatalogError, UNNAMED_CATALOG, check};
 use super::{Kernel, KernelSpec, SpecKernel};
 
 /// One change a [`CatalogBuilder`] applies, in order, when it builds.
@@ -28,7 +28,7 @@ impl CatalogBuilder {
         }
     }
 
-    /// Names the catalog (default [`UNNAMED`]): the subject name its reports and baselines carry.
+    /// Names the catalog (default [`UNNAMED_CATALOG`]): the subject name its reports and baselines carry.
     pub fn named(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
@@ -97,7 +97,7 @@ impl CatalogBuilder {
         }
         check(&kernels)?;
         Ok(Catalog {
-            name: self.name.unwrap_or_else(|| UNNAMED.into()),
+            name: self.name.unwrap_or_else(|| UNNAMED_CATALOG.into()),
             kernels,
         })
     }

@@ -204,7 +204,7 @@ pub struct Catalog {
 }
 
 /// The name of a built catalog that was not named ([`CatalogBuilder::named`]).
-pub const UNNAMED: &str = "catalog";
+pub const UNNAMED_CATALOG: &str = "catalog";
 
 impl Catalog {
     /// The reference catalog, with the behaviour-carrying kernels ([`AllSpark`], [`Bitsandbytes`]) wired to
@@ -222,7 +222,7 @@ impl Catalog {
     }
 
     /// The catalog's name, as a subject names itself in reports and baselines: `reference` for devsim's
-    /// reference catalog, what [`CatalogBuilder::named`] gave, or [`UNNAMED`].
+    /// reference catalog, what [`CatalogBuilder::named`] gave, or [`UNNAMED_CATALOG`].
     pub fn name(&self) -> &str {
         &self.name
     }

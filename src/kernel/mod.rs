@@ -16,7 +16,7 @@ pub mod select;
 mod special;
 
 pub use builder::CatalogBuilder;
-pub use catalog::{Catalog, CatalogError, reference_specs};
+pub use catalog::{Catalog, CatalogError, UNNAMED_CATALOG, reference_specs};
 pub use contract::{KernelSpec, Method, NvidiaRule};
 pub use paths::{Moved, Validated, Warmed};
 pub use special::{AllSpark, Bitsandbytes};
