@@ -282,10 +282,7 @@ pub fn corpus_live(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), Cl
             .filter(|r| !matches!(r.status, Status::Skipped(_)))
             .count();
         skipped = reports.len() - ran;
-        failed = reports
-            .iter()
-            .filter(|r| r.status == Status::Failed)
-            .count();
+        failed = reports.iter().filter(|r| r.status.fails_run()).count();
     }
     let in_workers = scenarios
         .iter()

@@ -11,7 +11,7 @@ use crate::output::{CheckOutput, HostsOutput, KernelsOutput};
 use crate::scenario::coverage::{Coverage, Threshold};
 use crate::scenario::live::LiveContext;
 use crate::scenario::schema::SchemaKind;
-use crate::scenario::{CorpusError, ProfileSources, ScenarioReport, Status};
+use crate::scenario::{CorpusError, ProfileSources, ScenarioReport};
 use crate::subject::{ProcessSubject, Subject, SubjectSpec};
 
 pub(super) fn schema(which: SchemaName) -> Result<(), CliError> {
@@ -182,10 +182,7 @@ pub(super) fn coverage(
             }))?
         ),
     }
-    let failed = reports
-        .iter()
-        .filter(|r| r.status == Status::Failed)
-        .count();
+    let failed = reports.iter().filter(|r| r.status.fails_run()).count();
     if !gaps.is_empty() {
         return Err(CliError::CoverageGaps { count: gaps.len() });
     }

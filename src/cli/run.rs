@@ -11,7 +11,7 @@ use crate::output::{Mode, RunOutput, SubjectOutput};
 use crate::report;
 use crate::runner::{Expectations, SuiteObserver, Verdict, run_suite};
 use crate::scenario::live::LiveContext;
-use crate::scenario::{Scenario, ScenarioReport, Status};
+use crate::scenario::{Scenario, ScenarioReport};
 use crate::subject::{CatalogSubject, ProcessSubject, Subject, SubjectSpec};
 
 /// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
@@ -251,7 +251,7 @@ impl SuiteObserver for Shown {
     }
 
     fn finished(&mut self, _scenario: &Scenario, report: &ScenarioReport) {
-        if self.human && (report.status == Status::Failed || !self.quiet) {
+        if self.human && (report.status.fails_run() || !self.quiet) {
             self.progress
                 .suspend(|| color::print(&color::report(report::human(report).trim_end())));
         }

@@ -40,6 +40,12 @@ impl Status {
         }
     }
 
+    /// Whether it fails a run: a failure of the code under test, or one of devsim's own (never hidden by
+    /// `--quiet` nor left out of a command's verdict).
+    pub fn fails_run(&self) -> bool {
+        matches!(self, Status::Failed | Status::Errored(_))
+    }
+
     /// How reports name it: `passed`, `failed`, `skipped`, `not applicable`, `set aside`, `errored`.
     pub fn word(&self) -> &'static str {
         match self {
@@ -119,5 +125,32 @@ impl HarnessFault {
 impl fmt::Display for HarnessFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "devsim failed to {}: {}", self.doing, self.problem)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_of_devsim_fails_a_run_as_a_failure_does_and_nothing_else_does() {
+        let errored = Status::Errored(HarnessFault::new(
+            "run the scenario in a live worker",
+            "it died",
+        ));
+        assert!(Status::Failed.fails_run());
+        assert!(errored.fails_run());
+        for status in [
+            Status::Passed,
+            Status::Skipped(Skip::Protocol("no step to judge".into())),
+            Status::NotApplicable("no such kernel".into()),
+            Status::SetAside("trace unobservable".into()),
+        ] {
+            assert!(!status.fails_run(), "{status:?}");
+        }
+        assert_eq!(
+            errored.reason().as_deref(),
+            Some("devsim failed to run the scenario in a live worker: it died")
+        );
     }
 }
