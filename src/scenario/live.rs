@@ -225,7 +225,7 @@ impl LiveContext {
         };
         if runtime.device_count().is_ok_and(|n| n > 0) {
             if let Err(error) = runtime.set_device(scenario.host.current) {
-                return failed(
+                return errored(
                     scenario,
                     "make the scenario's current device current at start",
                     error.to_string(),
@@ -433,6 +433,6 @@ fn tensors_match(build: crate::vocab::TorchBuild, gpus: usize) -> bool {
 }
 
 /// The live run could not start (devsim's failure, not a finding): what it was doing, and why.
-fn failed(scenario: &Scenario, doing: &str, problem: String) -> ScenarioReport {
+fn errored(scenario: &Scenario, doing: &str, problem: String) -> ScenarioReport {
     ScenarioReport::errored(scenario, HarnessFault::new(doing, problem))
 }

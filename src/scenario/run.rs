@@ -94,7 +94,6 @@ impl ScenarioReport {
     /// A failed report for a scenario that could not be run at all, saying why.
     pub fn failed(scenario: &Scenario, why: Mismatch) -> Self {
         Self {
-            status: Status::Failed,
             trace_mismatches: vec![why],
             ..Self::with_status(scenario, Status::Failed)
         }

@@ -106,7 +106,7 @@ impl WorkerPool {
         };
         let line = match serde_json::to_string(&request) {
             Ok(line) => line,
-            Err(error) => return failed(scenario, format!("encode the request: {error}")),
+            Err(error) => return errored(scenario, format!("encode the request: {error}")),
         };
         // A worker that died while idle cannot take the request: start another once.
         let mut sent = false;
@@ -115,7 +115,7 @@ impl WorkerPool {
                 match self.spawn(env) {
                     Ok(started) => *worker = Some(started),
                     Err(error) => {
-                        return failed(
+                        return errored(
                             scenario,
                             format!("start {} {WORKER_COMMAND}: {error}", self.exe.display()),
                         );
@@ -132,13 +132,13 @@ impl WorkerPool {
             *worker = None;
         }
         let Some(connection) = worker.as_mut().filter(|_| sent) else {
-            return failed(scenario, "send the scenario to a fresh worker".into());
+            return errored(scenario, "send the scenario to a fresh worker".into());
         };
         let outcome = match connection.receive(self.timeout) {
             Ok(Incoming::Line(line)) => match serde_json::from_str::<WorkAnswer>(&line) {
                 Ok(answer) if answer.name == scenario.name => match (answer.report, answer.error) {
                     (Some(report), _) => return report,
-                    (None, Some(error)) => return failed(scenario, error),
+                    (None, Some(error)) => return errored(scenario, error),
                     (None, None) => {
                         format!("the worker answered neither a report nor an error: {line}")
                     }
@@ -172,7 +172,7 @@ impl WorkerPool {
         if let Some(mut connection) = worker.take() {
             connection.kill();
         }
-        failed(scenario, outcome)
+        errored(scenario, outcome)
     }
 
     /// Starts `exe live-worker` with only `env`'s visible-device variables set.
@@ -218,7 +218,7 @@ fn tail_text(tail: &str) -> String {
 }
 
 /// A live worker that could not run the scenario: devsim's failure, never a finding about the code under test.
-fn failed(scenario: &Scenario, problem: String) -> ScenarioReport {
+fn errored(scenario: &Scenario, problem: String) -> ScenarioReport {
     ScenarioReport::errored(
         scenario,
         HarnessFault::new("run the scenario in a live worker", problem),

@@ -269,10 +269,9 @@ impl ProcessSubject {
             judge.verdict()
         };
         Ok(ScenarioReport {
-            status,
             steps: std::mem::take(steps),
             trace_mismatches,
-            ..ScenarioReport::with_status(scenario, Status::Failed)
+            ..ScenarioReport::with_status(scenario, status)
         })
     }
 }
