@@ -667,14 +667,21 @@ class Subject:
         kernel = self.kernels.get(name)
         if kernel is None:
             raise StepUnsupported(f"kernel {name} has no GPTQModel class in the subject's kernel map")
-        self._depends_on_missing(kernel, set(kernel.missing_at_import))
+        self._depends_on_missing(kernel, set())
         return kernel
 
-    def _depends_on_missing(self, kernel: Kernel, attempted: set[str]) -> None:
-        """`unsupported` when GPTQModel tried to import a package `kernel` requires and this environment lacks.
-        Once seen, for the rest of the process: a later verdict may come from GPTQModel's cache of the first."""
+    def _needed_missing(self, kernel: Kernel, attempted: set[str]) -> list[str]:
+        """The packages `kernel` requires, this environment lacks and GPTQModel tried to import (`attempted`, or its
+        module at import). Once seen, for the rest of the process: a later verdict may come from GPTQModel's cache
+        of the first."""
+        attempted = attempted | set(kernel.missing_at_import)
         missing = [pkg for pkg in kernel.missing if pkg in attempted or (kernel.name, pkg) in self._dependent]
         self._dependent.update((kernel.name, pkg) for pkg in missing)
+        return missing
+
+    def _depends_on_missing(self, kernel: Kernel, attempted: set[str]) -> None:
+        """`unsupported` when the verdict on `kernel` rests on a missing package (`_needed_missing`)."""
+        missing = self._needed_missing(kernel, attempted)
         if missing:
             raise StepUnsupported(
                 f"{kernel.cls_name}.validate_once() needs {', '.join(missing)}, not installed in the subject's "
@@ -718,7 +725,7 @@ class Subject:
         ok, err = importer.validate_quant_linear(kernel.cls, device=device, **self.validate_args(kernel))
         if not ok:
             # a refusal that came from a missing package is this environment's, not GPTQModel's verdict
-            self._depends_on_missing(kernel, self._missing.attempts | set(kernel.missing_at_import))
+            self._depends_on_missing(kernel, self._missing.attempts)
             raise _Refused(err if err is not None else RuntimeError(f"{kernel.cls_name} refused without a reason"))
 
     def do_validate(self, msg: dict, obs: dict) -> None:
@@ -813,11 +820,7 @@ class Subject:
             if ok:
                 continue
             for kernel in self.kernels.values():
-                attempted = self._missing.attempts | set(kernel.missing_at_import)
-                if kernel.cls is cls and any(
-                    pkg in attempted or (kernel.name, pkg) in self._dependent for pkg in kernel.missing
-                ):
-                    self._dependent.update((kernel.name, pkg) for pkg in kernel.missing)
+                if kernel.cls is cls and self._needed_missing(kernel, self._missing.attempts):
                     raise StepUnsupported(
                         f"selection considered {cls.__name__}, whose validate_once() needs "
                         f"{', '.join(kernel.missing)} (not installed in the subject's environment), so the "
