@@ -1,5 +1,6 @@
 //! The command line's grammar: subcommands, their arguments and the exit codes their help prints (clap).
 
+use std::num::NonZeroUsize;
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -216,6 +217,10 @@ pub(super) enum Command {
         /// timings, then each subject's outcomes and distinct findings by rule.
         #[arg(long, value_name = "CMD|FILE", conflicts_with = "live")]
         subject: Vec<String>,
+        /// With --subject: start each subject this many times and run the corpus across them (default: one
+        /// per CPU core).
+        #[arg(long, short, value_name = "N")]
+        jobs: Option<NonZeroUsize>,
     },
     /// Print shell completions for devsim to stdout (e.g. `devsim completions bash >
     /// ~/.local/share/bash-completion/completions/devsim`).
@@ -241,6 +246,11 @@ pub(super) enum Command {
         #[arg(long, required = true)]
         stdin_jsonl: bool,
     },
+}
+
+/// How many processes of a subject run side by side when `--jobs` is not given: one per CPU core.
+pub(super) fn default_jobs() -> NonZeroUsize {
+    std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
 }
 
 /// What `devsim run` was asked.
@@ -275,6 +285,10 @@ pub(super) struct RunArgs {
     /// subject file (x.toml) speaking the subject protocol (docs/subject-protocol.md).
     #[arg(long, value_name = "CMD|FILE")]
     pub(super) subject: Option<String>,
+    /// Simulated runs of a subject process: start it this many times and deal the scenarios out among
+    /// them, by host (default: one per CPU core, at most the subject file's `max_jobs`). Live runs use one.
+    #[arg(long, short, value_name = "N", requires = "subject")]
+    pub(super) jobs: Option<NonZeroUsize>,
     /// Compare each scenario's outcome with this baseline file; any change, either way, fails.
     #[arg(long, value_name = "FILE")]
     pub(super) baseline: Option<PathBuf>,

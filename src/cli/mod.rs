@@ -111,9 +111,11 @@ pub fn main(catalog: Catalog) -> ExitCode {
             rounds,
             live,
             subject,
+            jobs,
         } => {
             if !subject.is_empty() {
-                side_by_side::run_subjects(&root, &subject, rounds)
+                let jobs = jobs.unwrap_or_else(args::default_jobs);
+                side_by_side::run_subjects(&root, &subject, rounds, jobs)
             } else if live {
                 bench::run_live(rounds).and_then(|()| bench::corpus_live(&root, &catalog, rounds))
             } else {

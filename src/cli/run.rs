@@ -1,7 +1,7 @@
 //! `devsim run`: the subject judged (the catalog, a subject process, live or simulated), the suite through
 //! `runner::run_suite`, and the output in the format asked for.
 
-use super::args::{RunArgs, RunFormat};
+use super::args::{RunArgs, RunFormat, default_jobs};
 use super::progress::{self, Progress};
 use super::select::{load_selected, print_load_errors};
 use super::{CliError, color, junit, output, review};
@@ -12,7 +12,7 @@ use crate::report;
 use crate::runner::{Expectations, SuiteObserver, Verdict, run_suite};
 use crate::scenario::live::LiveContext;
 use crate::scenario::{Scenario, ScenarioReport};
-use crate::subject::{CatalogSubject, ProcessSubject, Subject, SubjectSpec};
+use crate::subject::{CatalogSubject, Lanes, ProcessSubject, Subject, SubjectSpec};
 
 /// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
 /// failing, why.
@@ -28,24 +28,30 @@ pub(super) struct Judged {
 pub(super) fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
     if let Some(subject) = &args.subject {
         let spec = SubjectSpec::parse(subject)?;
-        let (mut live_description, mut driver_failing, mut fake_driver) = (None, None, false);
-        let subject = if args.live {
-            // The subject runs the scenarios itself, on the real torch: no worker processes of devsim's.
-            let context = LiveContext::detect(None);
-            fake_driver = context.machine.fake;
-            driver_failing = context
-                .driver_failing()
-                .then(|| context.unavailable.join("; "));
-            let description = context.describe();
-            let subject = ProcessSubject::start_live(spec, context)?;
-            live_description = Some(format!(
-                "{description} (subject {} runs them on the real torch)",
-                subject.capabilities().name
-            ));
-            subject
-        } else {
-            ProcessSubject::start(spec)?
-        };
+        if !args.live {
+            let lanes = Lanes::start(&spec, args.jobs.unwrap_or_else(default_jobs))?;
+            if let Some(warning) = lanes.first().capabilities().deprecation() {
+                warn!("{warning}");
+            }
+            return Ok(Judged {
+                subject: Box::new(lanes),
+                live_description: None,
+                driver_failing: None,
+                fake_driver: false,
+            });
+        }
+        // The subject runs the scenarios itself, on the real torch: one process, no workers of devsim's.
+        let context = LiveContext::detect(None);
+        let fake_driver = context.machine.fake;
+        let driver_failing = context
+            .driver_failing()
+            .then(|| context.unavailable.join("; "));
+        let description = context.describe();
+        let subject = ProcessSubject::start_live(spec, context)?;
+        let live_description = Some(format!(
+            "{description} (subject {} runs them on the real torch)",
+            subject.capabilities().name
+        ));
         if let Some(warning) = subject.capabilities().deprecation() {
             warn!("{warning}");
         }

@@ -4,6 +4,7 @@
 //! distinct findings, with the findings counted by the rule or level they break.
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -11,9 +12,10 @@ use crate::cli::CliError;
 use crate::cli::bench::ms;
 use crate::findings::findings;
 use crate::kernel::Catalog;
+use crate::runner::run_suite;
 use crate::scenario::suite::{Summary, load_all};
 use crate::scenario::{Scenario, ScenarioReport};
-use crate::subject::{CatalogSubject, ProcessSubject, Subject, SubjectSpec};
+use crate::subject::{CatalogSubject, Lanes, Subject, SubjectSpec};
 use crate::sweep::median;
 
 /// One subject's figures over the corpus (the conformance counts from its last round).
@@ -36,7 +38,7 @@ fn measure(subject: &mut dyn Subject, start: f64, scenarios: &[Scenario], rounds
     let mut last: Vec<ScenarioReport> = Vec::new();
     for _ in 0..rounds.max(1) {
         let started = Instant::now();
-        let reports: Vec<_> = scenarios.iter().map(|s| subject.run(s)).collect();
+        let reports = run_suite(subject, scenarios, 0, &mut ()).plain_reports();
         best_corpus = best_corpus.min(started.elapsed().as_secs_f64());
         step_times.extend(
             reports
@@ -82,7 +84,12 @@ fn ratio(reference: f64, subject: f64) -> String {
 }
 
 /// `devsim bench --subject …`.
-pub fn run_subjects(root: &Path, subjects: &[String], rounds: u32) -> Result<(), CliError> {
+pub fn run_subjects(
+    root: &Path,
+    subjects: &[String],
+    rounds: u32,
+    jobs: NonZeroUsize,
+) -> Result<(), CliError> {
     let specs = subjects
         .iter()
         .map(|s| SubjectSpec::parse(s))
@@ -93,9 +100,9 @@ pub fn run_subjects(root: &Path, subjects: &[String], rounds: u32) -> Result<(),
     let reference_start = started.elapsed().as_secs_f64();
     let mut all = vec![measure(&mut reference, reference_start, &scenarios, rounds)];
     for spec in specs {
-        let mut process = ProcessSubject::start(spec)?;
-        let start = process.start_time().as_secs_f64();
-        all.push(measure(&mut process, start, &scenarios, rounds));
+        let mut lanes = Lanes::start(&spec, jobs)?;
+        let start = lanes.start_time().as_secs_f64();
+        all.push(measure(&mut lanes, start, &scenarios, rounds));
     }
     say!(
         "bench: {} scenarios ({} failed to load), best of {} round(s)",

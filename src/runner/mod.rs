@@ -2,13 +2,14 @@
 //! the distinct findings, the outcomes a baseline records, the comparison with a baseline) and its verdict.
 //! `devsim run` calls [`run_suite`] and only prints what comes back.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::baseline::{Baseline, Difference};
 use crate::findings::{Finding, findings};
+use crate::scenario::HarnessFault;
 use crate::scenario::suite::Summary;
 use crate::scenario::{Scenario, ScenarioReport, Status};
-use crate::subject::Subject;
+use crate::subject::{RunEvent, Subject};
 
 /// Told about each scenario as the suite runs it (the CLI's progress bar and its per-scenario reports).
 pub trait SuiteObserver {
@@ -47,15 +48,26 @@ pub fn run_suite(
     load_errors: usize,
     observer: &mut dyn SuiteObserver,
 ) -> SuiteRun {
-    let mut reports = Vec::with_capacity(scenarios.len());
-    for scenario in scenarios {
-        observer.started(scenario);
-        let began = Instant::now();
-        let report = subject.run(scenario);
-        let took = began.elapsed();
-        observer.finished(scenario, &report);
-        reports.push((report, took));
-    }
+    let mut slots: Vec<Option<(ScenarioReport, Duration)>> = vec![None; scenarios.len()];
+    subject.run_all(scenarios, &mut |event| match event {
+        RunEvent::Started(index) => observer.started(&scenarios[index]),
+        RunEvent::Finished(index, report, took) => {
+            observer.finished(&scenarios[index], &report);
+            slots[index] = Some((*report, took));
+        }
+    });
+    let reports: Vec<(ScenarioReport, Duration)> = slots
+        .into_iter()
+        .zip(scenarios)
+        .map(|(slot, scenario)| {
+            slot.unwrap_or_else(|| {
+                (
+                    ScenarioReport::errored(scenario, HarnessFault::not_reported()),
+                    Duration::ZERO,
+                )
+            })
+        })
+        .collect();
     let plain: Vec<ScenarioReport> = reports.iter().map(|(report, _)| report.clone()).collect();
     let findings = findings(scenarios.iter().zip(&plain));
     SuiteRun {

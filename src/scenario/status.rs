@@ -122,6 +122,16 @@ impl HarnessFault {
     }
 }
 
+impl HarnessFault {
+    /// The subject never gave a report for a scenario it was handed.
+    pub fn not_reported() -> Self {
+        Self::new(
+            "run the scenario",
+            "the subject returned without a report for it",
+        )
+    }
+}
+
 impl fmt::Display for HarnessFault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "devsim failed to {}: {}", self.doing, self.problem)

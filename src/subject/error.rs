@@ -51,6 +51,9 @@ pub enum SubjectError {
         /// Why the OS refused.
         source: std::io::Error,
     },
+    /// A thread starting one of several processes of a subject panicked (a bug of devsim).
+    #[error("start a subject process: the thread starting it panicked")]
+    StartPanicked,
     /// The subject did not complete the handshake.
     #[error("complete the handshake with subject `{subject}`: {problem}{stderr}")]
     Handshake {

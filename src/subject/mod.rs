@@ -11,17 +11,20 @@ mod encode;
 mod error;
 mod handshake;
 mod judge;
+mod lanes;
 pub(crate) mod process;
 pub mod protocol;
 mod session;
 mod spec;
 
 use std::fmt;
+use std::time::{Duration, Instant};
 
 pub use answer::{Judged, judge_answer};
 pub use catalog::CatalogSubject;
 pub use error::SubjectError;
 pub use handshake::{Capabilities, handshake};
+pub use lanes::Lanes;
 pub use process::ProcessSubject;
 pub use spec::SubjectSpec;
 
@@ -46,6 +49,15 @@ impl fmt::Display for SubjectKind {
     }
 }
 
+/// What [`Subject::run_all`] tells as it goes; scenarios are named by their index.
+#[derive(Debug)]
+pub enum RunEvent {
+    /// The scenario started.
+    Started(usize),
+    /// The scenario finished with this report, after this long.
+    Finished(usize, Box<ScenarioReport>, Duration),
+}
+
 /// The dispatch code being judged.
 pub trait Subject {
     /// How reports name it.
@@ -56,6 +68,17 @@ pub trait Subject {
     fn kind(&self) -> SubjectKind;
     /// Runs one scenario: every scenario gets a report naming this subject, whatever the subject does.
     fn run(&mut self, scenario: &Scenario) -> ScenarioReport;
+
+    /// Runs every scenario, telling `event` when each starts and finishes (in order here; a subject that
+    /// runs several at once, [`Lanes`], as they happen).
+    fn run_all(&mut self, scenarios: &[Scenario], event: &mut dyn FnMut(RunEvent)) {
+        for (index, scenario) in scenarios.iter().enumerate() {
+            event(RunEvent::Started(index));
+            let began = Instant::now();
+            let report = self.run(scenario);
+            event(RunEvent::Finished(index, Box::new(report), began.elapsed()));
+        }
+    }
 
     /// One line naming the subject: `gptqmodel 7.7.0 (process)`.
     fn describe(&self) -> String {

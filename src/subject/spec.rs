@@ -2,6 +2,7 @@
 //! (`--subject path/to/x.toml`).
 
 use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -29,6 +30,8 @@ pub struct SubjectSpec {
     pub step_timeout: Duration,
     /// How long devsim waits for the handshake.
     pub start_timeout: Duration,
+    /// At most this many processes of the subject at once (`max_jobs`; none: as many as `--jobs`).
+    pub max_jobs: Option<NonZeroUsize>,
 }
 
 /// A subject file as written.
@@ -42,6 +45,7 @@ struct SubjectFile {
     env: BTreeMap<String, String>,
     step_timeout_s: Option<u64>,
     start_timeout_s: Option<u64>,
+    max_jobs: Option<NonZeroUsize>,
 }
 
 impl SubjectSpec {
@@ -64,6 +68,7 @@ impl SubjectSpec {
             env: BTreeMap::new(),
             step_timeout: DEFAULT_STEP_TIMEOUT,
             start_timeout: DEFAULT_START_TIMEOUT,
+            max_jobs: None,
         })
     }
 
@@ -123,6 +128,7 @@ impl SubjectSpec {
             start_timeout: file
                 .start_timeout_s
                 .map_or(DEFAULT_START_TIMEOUT, Duration::from_secs),
+            max_jobs: file.max_jobs,
         })
     }
 

@@ -28,6 +28,7 @@ from devsim_subject_kit import (
     ProjectState,
     ProtocolError,
     Recorder,
+    Reset,
     check_step,
 )
 from devsim_subject_kit.server import reuse_enabled
@@ -259,6 +260,8 @@ class Subject:
             self.kernels[name] = kernel
         for kernel in self.kernels.values():
             kernel.missing_at_import = sorted(set(kernel.missing) & self._missing.tried_at_import(kernel.module))
+        tables = load_toml("constants.toml")
+        self._preload(tables.get("preload", []))
         # The seed-fix overlay (seedfix.py) replaces GPTQModel functions before any hook below wraps them, so the
         # subject observes the overlay exactly as it observes GPTQModel.
         # Imported here, before any child is forked: a module first imported in a child changes sys.modules,
@@ -291,12 +294,28 @@ class Subject:
             for r in load_toml("errors.toml")["rule"]
         ]
         self.state = ProjectState(
-            ("gptqmodel",), [Constant.from_table(c) for c in load_toml("constants.toml")["constant"]]
+            ("gptqmodel",),
+            [Constant.from_table(c) for c in tables["constant"]],
+            [Reset.from_table(r) for r in tables.get("reset", [])],
         )
         self._install_hooks()
         self.state.plan()
         for warning in self.state.warnings:
             print(f"devsim-subject: constants.toml: {warning}", file=sys.stderr)
+
+    def _preload(self, entries: list[dict]) -> None:
+        """Import the modules GPTQModel imports lazily inside a kernel's forward (constants.toml `[[preload]]`), so
+        that a child that ran the forward leaves sys.modules as it found it and may be reused. The constants test
+        compares their module-level values across hosts like every other module's. One that tries a package this
+        environment lacks is refused: a step that imports it lazily depends on that package, which a preload
+        would hide."""
+        for entry in entries:
+            name = str(entry["module"])
+            before = set(self._missing.importers)
+            importlib.import_module(name)
+            tried = sorted(pkg for _, pkg in set(self._missing.importers) - before)
+            if tried:
+                raise RuntimeError(f"constants.toml preloads {name}, which tries to import missing {tried}")
 
     def _install_hooks(self) -> None:
         """Hooks on GPTQModel itself. They record and pass results through unchanged, except the extension

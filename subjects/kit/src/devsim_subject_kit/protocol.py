@@ -57,12 +57,31 @@ def _validator(direction: str) -> Any:
     return Draft202012Validator({"$ref": f"#/$defs/{direction}", "$defs": root["$defs"]})
 
 
+@cache
+def _branches(direction: str) -> dict[str, Any]:
+    """The validator of each `oneOf` branch of `direction`, by the `type` constant that tells them apart. A
+    message of a known type is valid for the `oneOf` exactly when it is valid for its own branch (no other branch
+    accepts its type), so only that branch is checked: the others' errors would be computed and thrown away."""
+    from jsonschema import Draft202012Validator
+
+    root = schema()
+    branches = {}
+    for branch in root["$defs"][direction]["oneOf"]:
+        kind = branch.get("properties", {}).get("type", {}).get("const")
+        if isinstance(kind, str) and "type" in branch.get("required", ()):
+            branches[kind] = Draft202012Validator({**branch, "$defs": root["$defs"]})
+    return branches
+
+
 def violation(msg: Any, direction: str) -> str | None:
     """Why `msg` is not a valid `ToSubject` / `FromSubject` message (None: it is)."""
+    kind = msg.get("type") if isinstance(msg, dict) else None
+    branch = _branches(direction).get(kind) if isinstance(kind, str) else None
+    if branch is not None and branch.is_valid(msg):
+        return None
     validator = _validator(direction)
     if validator.is_valid(msg):
         return None
-    kind = msg.get("type") if isinstance(msg, dict) else None
     best = _best_error(validator, msg, kind)
     where = "/".join(str(p) for p in best.absolute_path) if best is not None else ""
     detail = best.message if best is not None else "does not match the schema"

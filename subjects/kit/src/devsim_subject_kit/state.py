@@ -10,6 +10,7 @@ functools caches, and tells whether a child that ran a scenario is still as it w
 from __future__ import annotations
 
 import functools
+import gc
 import operator
 import os
 import sys
@@ -17,6 +18,7 @@ import threading
 import types
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import chain
 from types import CodeType, ModuleType
 from typing import Any
 
@@ -37,18 +39,43 @@ class Constant:
         return cls(module=str(entry["module"]), name=str(entry["name"]), expr=str(entry["expr"]))
 
 
+@dataclass(frozen=True)
+class Reset:
+    """A container the project fills as it runs whose content no decision reads back as state (a memo of
+    host-dependent answers, a warn-once table): every scenario starts with it as the parent had it, so that
+    filling it does not cost the next scenario of the host a fresh fork. `expr` finds it in `module`'s
+    namespace; `why` says why restoring it is the same as a fresh fork."""
+
+    module: str
+    expr: str
+    why: str
+
+    @classmethod
+    def from_table(cls, entry: dict[str, Any]) -> Reset:
+        """One `[[reset]]` table of a subject's constants.toml."""
+        return cls(module=str(entry["module"]), expr=str(entry["expr"]), why=str(entry["why"]))
+
+
 class ProjectState:
     """The mutable import-time state of the modules whose names start with one of `prefixes`."""
 
-    def __init__(self, prefixes: Iterable[str], constants: Iterable[Constant] = ()) -> None:
+    def __init__(
+        self, prefixes: Iterable[str], constants: Iterable[Constant] = (), resets: Iterable[Reset] = ()
+    ) -> None:
         self.prefixes = tuple(prefixes)
         self.constants = list(constants)
+        self.resets = list(resets)
+        self._restores: list[tuple[Any, Any]] = []  # (container, the parent's content)
         self.warnings: list[str] = []
         self._constant_plan: list[tuple[ModuleType, str, CodeType, list[ModuleType]]] = []
         self._caches: list[Any] = []
-        self._dicts: list[Any] = []
-        self._seqs: list[Any] = []
+        self._dicts: list[dict[Any, Any]] = []
+        self._lists: list[list[Any]] = []
+        self._sets: list[set[Any]] = []
+        self._holders: list[tuple[dict[str, Any], frozenset[str]]] = []  # namespaces constants are bound in
+        self._bound: list[tuple[dict[str, Any], str, Any]] = []  # what reset_constants bound, where
         self._snapshot: tuple[Any, ...] = ()
+        self._verified = False  # the snapshot still describes this process (unchanged() said so last)
 
     def modules(self) -> list[ModuleType]:
         """The project's imported modules."""
@@ -80,49 +107,101 @@ class ProjectState:
                             attr = attr.__func__
                         _collect_cache(attr, caches)
         self._caches = list(caches.values())
+        self._plan_resets(by_name)
         self._plan_state(modules)
+
+    def _plan_resets(self, by_name: dict[str, ModuleType]) -> None:
+        self._restores = []
+        for reset in self.resets:
+            home = by_name.get(reset.module)
+            where = f"reset {reset.module}: {reset.expr}"
+            if home is None:
+                self.warnings.append(f"{where}: {reset.module} is not imported")
+                continue
+            container = eval(compile(reset.expr, f"<{where}>", "eval"), vars(home))
+            if type(container) not in (dict, set, list):
+                self.warnings.append(f"{where}: a {type(container).__name__}, not a dict, set or list")
+                continue
+            self._restores.append((container, type(container).copy(container)))
 
     def reset_constants(self) -> None:
         """Child: re-evaluate each import-time constant for this host and rebind it wherever it was imported."""
+        self._bound = []
         for home, name, code, holders in self._constant_plan:
             new = eval(code, vars(home))
             for mod in holders:
                 setattr(mod, name, new)
+                self._bound.append((vars(mod), name, new))
 
     def clear_caches(self) -> None:
-        """Child: the project's functools caches (host-dependent answers filled lazily)."""
+        """Child: the project's functools caches (host-dependent answers filled lazily), and each declared
+        `Reset` container back to the parent's content (the same objects, in place)."""
         for cache in self._caches:
             cache.cache_clear()
+        for container, content in self._restores:
+            if type(container) is list:
+                container[:] = content
+            else:
+                container.clear()
+                container.update(content)
 
     # -- reuse of a child across scenarios of the same host
 
     def remember(self) -> None:
-        """A scenario begins: snapshot what `unchanged` compares."""
-        self._snapshot = (
-            [_plain(d).copy() for d in self._dicts],
-            [list.copy(q) if isinstance(q, list) else set.copy(q) for q in self._seqs],
-            *process_state(),
-        )
+        """A scenario begins: snapshot what `unchanged` compares. In a child reused after `unchanged` held, the
+        snapshot still describes it (entering the host again rebinds only the constants, which `unchanged`
+        checks against what `reset_constants` bound this time), so it is kept."""
+        if self._snapshot and self._verified:
+            return
+        self._snapshot = (self._contents(), self._holder_contents(), *process_state())
 
     def unchanged(self) -> bool:
         """Whether every snapshotted namespace, container, environment variable, module, thread count and torch
         switch is what it was at `remember` (compared by identity, so a rebinding, an insertion, a removal or a
         replaced element anywhere is seen)."""
+        self._verified = False
         before = self._snapshot
         if not before or before[2:] != process_state():
             return False
-        dicts, seqs = before[0], before[1]
-        for old, new in zip(dicts, self._dicts):
-            live = _plain(new)
-            if len(live) != len(old) or live.keys() != old.keys():
+        (sizes, keys, values), (now_sizes, now_keys, now_values) = before[0], self._contents()
+        self._verified = (
+            sizes == now_sizes
+            and all(map(operator.is_, keys, now_keys))
+            and all(map(operator.is_, values, now_values))
+            and self._holders_unchanged(before[1])
+            and all(dict.get(namespace, name, _MISSING) is value for namespace, name, value in self._bound)
+        )
+        return self._verified
+
+    def _contents(self) -> tuple[list[int], list[Any], list[Any]]:
+        """Every snapshotted container's size, the keys of its dicts, and everything the containers hold, each in
+        one flat list. The held objects come from one `gc.get_referents` call (the containers' own C traversal:
+        every dict value and non-string key, list item and set member, in order, and no subclass code run); the
+        dicts' string keys, which that traversal skips, from the base `dict.keys`. A few C-level passes, however
+        many containers there are; the sizes keep an entry that moved from one container to the next from
+        looking unchanged."""
+        dicts, lists, sets = self._dicts, self._lists, self._sets
+        sizes = [*map(dict.__len__, dicts), *map(list.__len__, lists), *map(set.__len__, sets)]
+        keys = list(chain.from_iterable(map(dict.keys, dicts)))
+        return sizes, keys, gc.get_referents(*dicts, *lists, *sets)
+
+    def _holder_contents(self) -> list[tuple[list[Any], list[Any], list[int]]]:
+        """Each namespace a constant is bound in: its keys, its values, and the positions of the constants (a
+        re-evaluated constant is a new object, so those positions are checked against `reset_constants`)."""
+        out = []
+        for namespace, names in self._holders:
+            keys = list(dict.keys(namespace))
+            out.append((keys, list(dict.values(namespace)), [i for i, k in enumerate(keys) if k in names]))
+        return out
+
+    def _holders_unchanged(self, before: list[tuple[list[Any], list[Any], list[int]]]) -> bool:
+        for (old_keys, old_values, positions), (namespace, _) in zip(before, self._holders):
+            if dict.__len__(namespace) != len(old_keys) or not all(map(operator.is_, old_keys, dict.keys(namespace))):
                 return False
-            if not all(map(operator.is_, old.values(), live.values())):
-                return False
-        for old_seq, new_seq in zip(seqs, self._seqs):
-            if isinstance(old_seq, list):
-                if list.__len__(new_seq) != len(old_seq) or not all(map(operator.is_, old_seq, list.copy(new_seq))):
-                    return False
-            elif {id(x) for x in old_seq} != {id(x) for x in set.copy(new_seq)}:
+            values = list(dict.values(namespace))
+            for i in positions:
+                values[i] = old_values[i]
+            if not all(map(operator.is_, old_values, values)):
                 return False
         return True
 
@@ -160,8 +239,16 @@ class ProjectState:
                     for attr in list(vars(value).values()):
                         walk(attr, 1)
                     dicts.setdefault(id(value.__dict__), value.__dict__)
-        self._dicts = list(dicts.values())
-        self._seqs = list(seqs.values())
+        bound: dict[int, set[str]] = {}
+        for _, name, _, holders in self._constant_plan:
+            for mod in holders:
+                bound.setdefault(id(vars(mod)), set()).add(name)
+        self._holders = [(d, frozenset(bound[id(d)])) for d in dicts.values() if id(d) in bound]
+        # a class namespace (a mappingproxy) is read through the dict it wraps, its only referent
+        plain = [d if isinstance(d, dict) else gc.get_referents(d)[0] for d in dicts.values()]
+        self._dicts = [d for d in plain if isinstance(d, dict) and id(d) not in bound]
+        self._lists = [q for q in seqs.values() if isinstance(q, list)]
+        self._sets = [q for q in seqs.values() if not isinstance(q, list)]
 
 
 def process_state() -> tuple[Any, ...]:
@@ -175,14 +262,6 @@ def process_state() -> tuple[Any, ...]:
         (torch.get_default_dtype(), torch.get_num_threads(), torch.is_grad_enabled(),
          torch.is_inference_mode_enabled(), torch.are_deterministic_algorithms_enabled()),
     )
-
-
-def _plain(namespace: Any) -> Any:
-    """A namespace read without running subclass code: a class's mappingproxy as is (its methods read the class's
-    own dict), any dict (also a subclass such as an LRU mapping, whose methods may reorder it) as a base dict."""
-    if isinstance(namespace, dict) and type(namespace) is not dict:
-        return dict.copy(namespace)
-    return namespace
 
 
 def _collect_cache(value: Any, caches: dict[int, Any]) -> None:

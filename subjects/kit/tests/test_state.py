@@ -1,0 +1,120 @@
+"""ProjectState's reuse check sees every change a scenario can make to the walked state, and nothing else.
+
+Each test builds a small project (modules named `devsimtoy*`) in this process, plans it as the fork server's
+parent would, then plays a scenario on it: `remember` at its start, changes, `clear_caches`, `unchanged`.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Iterator
+
+import pytest
+
+pytest.importorskip("torch")  # process_state reads torch's switches
+
+from devsim_subject_kit import Constant, ProjectState, Reset
+
+
+class Holder:
+    def __init__(self) -> None:
+        self.settings = {"mode": "a"}
+
+
+@pytest.fixture
+def project() -> Iterator[tuple[types.ModuleType, types.ModuleType]]:
+    """Two modules: `devsimtoy.core` defines a constant, a class, tables and an instance; `devsimtoy.user`
+    imported the constant by name."""
+    core = types.ModuleType("devsimtoy.core")
+    kernel = type("Kernel", (), {"limit": 4, "__module__": "devsimtoy.core"})
+    vars(core).update(HOSTS=["x"], MEMO={}, ONCE=set(), Kernel=kernel, holder=Holder())
+    core.IS_FAST = tuple(core.HOSTS)
+    user = types.ModuleType("devsimtoy.user")
+    user.IS_FAST = core.IS_FAST
+    user.registry = {"a": 1, "b": 2}
+    user.other = {}
+    sys.modules.update({"devsimtoy.core": core, "devsimtoy.user": user})
+    yield core, user
+    for name in ("devsimtoy.core", "devsimtoy.user"):
+        sys.modules.pop(name, None)
+
+
+def planned(resets: tuple[Reset, ...] = ()) -> ProjectState:
+    state = ProjectState(
+        ("devsimtoy",), [Constant(module="devsimtoy.core", name="IS_FAST", expr="tuple(HOSTS)")], resets
+    )
+    state.plan()
+    assert state.warnings == []
+    state.reset_constants()  # entering a host: the constant is a new object, bound in both modules
+    state.remember()
+    return state
+
+
+def test_an_untouched_project_is_unchanged_and_stays_so_across_reuses(project):
+    state = planned()
+    for _ in range(3):
+        state.clear_caches()
+        assert state.unchanged()
+        state.reset_constants()  # the next scenario of the host enters again: new constant objects
+        state.remember()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(lambda core, user: user.registry.update(c=3), id="an insertion"),
+        pytest.param(lambda core, user: user.registry.pop("b"), id="a removal"),
+        pytest.param(lambda core, user: user.registry.update(a=object()), id="a replaced value"),
+        pytest.param(lambda core, user: user.other.update(b=user.registry.pop("b")), id="an entry moved"),
+        pytest.param(lambda core, user: core.HOSTS.append("y"), id="a list item"),
+        pytest.param(lambda core, user: setattr(core.Kernel, "limit", 8), id="a class attribute"),
+        pytest.param(lambda core, user: core.holder.settings.update(mode="b"), id="an instance's dict"),
+        pytest.param(lambda core, user: setattr(core, "late", 1), id="a new global"),
+        pytest.param(lambda core, user: setattr(user, "IS_FAST", True), id="a constant rebound by the scenario"),
+        pytest.param(lambda core, user: core.ONCE.add(1), id="a set member"),
+    ],
+)
+def test_every_change_to_the_walked_state_is_seen(project, change):
+    core, user = project
+    state = planned()
+    change(core, user)
+    state.clear_caches()
+    assert not state.unchanged()
+
+
+def test_a_change_after_a_reuse_is_still_seen(project):
+    core, _ = project
+    state = planned()
+    state.clear_caches()
+    assert state.unchanged()
+    state.reset_constants()
+    state.remember()  # kept: the snapshot still describes the process
+    core.MEMO["k"] = 1
+    state.clear_caches()
+    assert not state.unchanged()
+
+
+def test_declared_tables_are_restored_to_the_parents_content(project):
+    core, _ = project
+    kept = object()
+    core.MEMO["parent"] = kept
+    state = planned(
+        (
+            Reset(module="devsimtoy.core", expr="MEMO", why="a memo"),
+            Reset(module="devsimtoy.core", expr="ONCE", why="a warn-once table"),
+        )
+    )
+    core.MEMO["scenario"] = object()
+    core.MEMO.pop("parent")
+    core.ONCE.add("printed")
+    state.clear_caches()
+    assert core.MEMO == {"parent": kept} and core.MEMO["parent"] is kept
+    assert core.ONCE == set()
+    assert state.unchanged()
+
+
+def test_a_reset_that_names_no_table_is_a_warning(project):
+    state = ProjectState(("devsimtoy",), [], [Reset(module="devsimtoy.core", expr="Kernel", why="not a table")])
+    state.plan()
+    assert state.warnings == ["reset devsimtoy.core: Kernel: a type, not a dict, set or list"]
