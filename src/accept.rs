@@ -13,9 +13,9 @@ use toml_edit::{Array, DocumentMut, Item, Value};
 
 use crate::conformance::Level;
 use crate::output::{ObservedOutput, Place};
-use crate::scenario::expect::Mismatch;
+use crate::runner::expect::Mismatch;
+use crate::runner::{ScenarioReport, Status};
 use crate::scenario::model::Scenario;
-use crate::scenario::{ScenarioReport, Status};
 
 /// The suffix of a pending copy.
 pub const PENDING: &str = "pending";

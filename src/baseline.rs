@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::findings::Finding;
-use crate::scenario::{ScenarioReport, Status};
+use crate::runner::{ScenarioReport, Status};
 
 /// Every scenario's outcome for one subject.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -107,7 +107,7 @@ pub fn outcome(report: &ScenarioReport) -> String {
     }
 }
 
-fn line(m: &crate::scenario::expect::Mismatch) -> String {
+fn line(m: &crate::runner::expect::Mismatch) -> String {
     let level = m
         .conformance
         .as_ref()

@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::conformance::{Level, rule};
 use crate::dispatch::selector::{WrittenForm, written_form};
-use crate::scenario::expect::Mismatch;
+use crate::runner::expect::Mismatch;
+use crate::runner::{ScenarioReport, Status};
 use crate::scenario::model::{Action, Scenario};
-use crate::scenario::{ScenarioReport, Status};
 
 /// What one failure shows, independent of the scenario it was seen in.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

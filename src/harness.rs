@@ -29,11 +29,12 @@ use std::sync::Arc;
 use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::kernel::Catalog;
+use crate::replay::LiveContext;
 use crate::report;
-use crate::scenario::live::LiveContext;
+use crate::runner::Status;
+use crate::runner::run_simulated;
 use crate::scenario::load::{ProfileSources, load_scenario_named, load_scenarios_with};
-use crate::scenario::suite::run_simulated;
-use crate::scenario::{CorpusError, ProfileError, Scenario, Status, find_scenarios};
+use crate::scenario::{CorpusError, ProfileError, Scenario, find_scenarios};
 
 /// How the harness runs each scenario.
 enum Mode {

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use crate::scenario::{ScenarioReport, Status};
+use crate::runner::{ScenarioReport, Status};
 
 /// One scenario's result for a terminal: a status line, and for failures every difference with the
 /// failing step's trace. Control characters from user text (names, descriptions, messages) are escaped.
@@ -101,7 +101,7 @@ pub fn first_names(names: &[String], n: usize) -> String {
 }
 
 /// ` [policy:rule]` after a mismatch's key, or nothing for a breakdown.
-fn level_tag(m: &crate::scenario::Mismatch) -> String {
+fn level_tag(m: &crate::runner::Mismatch) -> String {
     m.conformance
         .as_ref()
         .map(|c| format!(" [{c}]"))

@@ -27,9 +27,10 @@ use tempfile::TempDir;
 use devsim::TorchBuild;
 use devsim::host::HostSpec;
 use devsim::kernel::Catalog;
+use devsim::replay::worker::WorkerPool;
+use devsim::runner::Status;
 use devsim::runtime::live::machine::{RealGpu, RealMachine};
-use devsim::scenario::worker::WorkerPool;
-use devsim::scenario::{ProfileSources, Status, find_scenarios, load_profile, load_scenarios_with};
+use devsim::scenario::{ProfileSources, find_scenarios, load_profile, load_scenarios_with};
 use devsim::visible::VISIBLE_DEVICE_VARIABLES;
 use serde_json::Value;
 
@@ -761,7 +762,7 @@ fn worker_scenarios() -> Vec<devsim::scenario::Scenario> {
         .collect()
 }
 
-fn status(report: &devsim::scenario::ScenarioReport) -> String {
+fn status(report: &devsim::runner::ScenarioReport) -> String {
     format!("{:?}: {}", report.status, devsim::report::human(report))
 }
 

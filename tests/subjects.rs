@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use devsim::Catalog;
-use devsim::scenario::{Status, load_scenario};
+use devsim::runner::Status;
+use devsim::scenario::load_scenario;
 use devsim::subject::{ProcessSubject, Subject, SubjectSpec};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde::Deserialize;

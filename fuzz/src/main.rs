@@ -17,8 +17,8 @@ mod answers;
 
 use clap::{Parser, ValueEnum};
 use devsim::kernel::Catalog;
+use devsim::runner::run_simulated;
 use devsim::scenario::render;
-use devsim::scenario::run_simulated;
 use devsim::scenario::{ProfileSources, decode, expand_scenarios, find_scenarios};
 
 /// What the inputs are fed to.

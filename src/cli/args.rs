@@ -231,7 +231,7 @@ pub(super) enum Command {
     },
     /// Print devsim's man page (roff) to stdout (e.g. `devsim man > devsim.1; man ./devsim.1`).
     Man,
-    /// Internal: a live worker (`scenario::worker`): runs the scenarios named on stdin, one JSON line
+    /// Internal: a live worker (`replay::worker`): runs the scenarios named on stdin, one JSON line
     /// each, on the real machine with this process's visible-device variables, answering reports.
     #[command(name = "live-worker", hide = true)]
     LiveWorker,

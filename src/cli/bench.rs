@@ -8,9 +8,9 @@ use std::time::Instant;
 use crate::cli::CliError;
 use crate::kernel::Catalog;
 use crate::scenario::load::{ProfileSources, parse_scenario};
-use crate::scenario::suite::{load_all, run_simulated};
 use crate::sweep::{median, run_matrix, shipped_hosts};
 use crate::visible::torch::{TorchList, parse_list};
+use {crate::runner::run_simulated, crate::scenario::load_all};
 
 /// Steps in the generated scenario that `bench` loads.
 pub const GENERATED_STEPS: usize = 1_000_000;
@@ -257,8 +257,8 @@ pub(crate) fn ms(seconds: f64) -> String {
 /// ratio, with the worker pool's part (workers started, scenarios they ran). The first live round
 /// starts the workers (cold); later rounds reuse them (warm).
 pub fn corpus_live(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> {
-    use crate::scenario::Status;
-    use crate::scenario::live::LiveContext;
+    use crate::replay::LiveContext;
+    use crate::runner::Status;
 
     let (scenarios, _) = load_all(&[root.to_path_buf()], catalog)?;
     let started = Instant::now();

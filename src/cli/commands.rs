@@ -8,10 +8,11 @@ use super::select::{load_selected, print_load_errors, verdict};
 use super::{CliError, output};
 use crate::kernel::Catalog;
 use crate::output::{CheckOutput, HostsOutput, KernelsOutput};
-use crate::scenario::coverage::{Coverage, Threshold};
-use crate::scenario::live::LiveContext;
+use crate::replay::LiveContext;
+use crate::runner::ScenarioReport;
+use crate::runner::coverage::{Coverage, Threshold};
 use crate::scenario::schema::SchemaKind;
-use crate::scenario::{CorpusError, ProfileSources, ScenarioReport};
+use crate::scenario::{CorpusError, ProfileSources};
 use crate::subject::{ProcessSubject, Subject, SubjectSpec};
 
 pub(super) fn schema(which: SchemaName) -> Result<(), CliError> {
@@ -153,7 +154,7 @@ pub(super) fn coverage(
     print_load_errors(&errors);
     let reports: Vec<ScenarioReport> = scenarios
         .iter()
-        .map(|scenario| crate::scenario::suite::run_simulated(scenario, catalog))
+        .map(|scenario| crate::runner::run_simulated(scenario, catalog))
         .collect();
     let runs: Vec<_> = scenarios.iter().zip(&reports).collect();
     let counted = Coverage::of(catalog, &runs);

@@ -156,5 +156,5 @@ pub enum CliError {
     },
     /// The coverage threshold file cannot be read.
     #[error(transparent)]
-    Threshold(#[from] crate::scenario::coverage::ThresholdError),
+    Threshold(#[from] crate::runner::coverage::ThresholdError),
 }

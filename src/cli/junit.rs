@@ -8,7 +8,8 @@ use std::time::Duration;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use crate::report;
-use crate::scenario::{LoadError, ScenarioReport, Status};
+use crate::runner::{ScenarioReport, Status};
+use crate::scenario::LoadError;
 
 /// What a run judged, and where.
 pub struct RunInfo<'a> {

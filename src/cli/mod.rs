@@ -135,7 +135,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
                 .map_err(CliError::Io)
                 .and_then(|()| write_stdout(&page))
         }
-        Command::LiveWorker => crate::scenario::worker::serve(
+        Command::LiveWorker => crate::replay::worker::serve(
             &catalog,
             std::io::stdin().lock(),
             std::io::stdout().lock(),

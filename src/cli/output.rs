@@ -11,10 +11,11 @@ use crate::output::{
     GpuOutput, HostOutput, KernelOutput, LoadErrorOutput, MismatchOutput, NvidiaRuleOutput,
     Outcome, Place, ScenarioOutput, StepOutput, SummaryOutput, TraceEntryOutput,
 };
-use crate::scenario::expect::Mismatch;
-use crate::scenario::run::StepReport;
-use crate::scenario::suite::Summary;
-use crate::scenario::{LoadError, Scenario, ScenarioReport, Status};
+use crate::runner::Summary;
+use crate::runner::expect::Mismatch;
+use crate::runner::run::StepReport;
+use crate::runner::{ScenarioReport, Status};
+use crate::scenario::{LoadError, Scenario};
 use crate::trace::Entry;
 use crate::vocab::ComputeCapability;
 

@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::accept::{self, AcceptError};
 use crate::cli::CliError;
 use crate::conformance::Level;
-use crate::scenario::ScenarioReport;
+use crate::runner::ScenarioReport;
 use crate::scenario::model::Scenario;
 
 /// Writes the pending copy of every failed scenario whose failures can take their observed values, and says

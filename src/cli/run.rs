@@ -1,5 +1,5 @@
 //! `devsim run`: the subject judged (the catalog, a subject process, live or simulated), the suite through
-//! `runner::run_suite`, and the output in the format asked for.
+//! `suite::run_suite`, and the output in the format asked for.
 
 use super::args::{RunArgs, RunFormat, default_jobs};
 use super::progress::{self, Progress};
@@ -8,11 +8,12 @@ use super::{CliError, color, junit, output, review};
 use crate::baseline::Baseline;
 use crate::kernel::Catalog;
 use crate::output::{Mode, RunOutput, SubjectOutput};
+use crate::replay::LiveContext;
 use crate::report;
-use crate::runner::{Expectations, SuiteObserver, Verdict, run_suite};
-use crate::scenario::live::LiveContext;
-use crate::scenario::{Scenario, ScenarioReport};
+use crate::runner::ScenarioReport;
+use crate::scenario::Scenario;
 use crate::subject::{CatalogSubject, Lanes, ProcessSubject, Subject, SubjectSpec};
+use crate::suite::{Expectations, SuiteObserver, Verdict, run_suite};
 
 /// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
 /// failing, why.

@@ -9,7 +9,7 @@ use super::filter::Filter;
 use crate::kernel::Catalog;
 use crate::scenario::error::render;
 use crate::scenario::load::scenario_name;
-use crate::scenario::suite::load_all_with;
+use crate::scenario::load_all_with;
 use crate::scenario::{CorpusError, LoadError, ProfileSources, Scenario};
 
 /// The paths given, or `./scenarios` when none was; no such folder here is an error that says where devsim

@@ -12,11 +12,12 @@ use crate::cli::CliError;
 use crate::cli::bench::ms;
 use crate::findings::findings;
 use crate::kernel::Catalog;
-use crate::runner::run_suite;
-use crate::scenario::suite::{Summary, load_all};
-use crate::scenario::{Scenario, ScenarioReport};
+use crate::runner::ScenarioReport;
+use crate::scenario::Scenario;
 use crate::subject::{CatalogSubject, Lanes, Subject, SubjectSpec};
+use crate::suite::run_suite;
 use crate::sweep::median;
+use {crate::runner::Summary, crate::scenario::load_all};
 
 /// One subject's figures over the corpus (the conformance counts from its last round).
 struct Figures {

@@ -4,8 +4,9 @@
 
 use std::time::Duration;
 
-use crate::scenario::run::StepReport;
-use crate::scenario::{Scenario, Status};
+use crate::runner::Status;
+use crate::runner::run::StepReport;
+use crate::scenario::Scenario;
 use crate::subject::decode;
 use crate::subject::handshake::Capabilities;
 use crate::subject::judge::Judge;

@@ -2,9 +2,10 @@
 //! machine through live replay.
 
 use crate::kernel::Catalog;
-use crate::scenario::live::LiveContext;
-use crate::scenario::suite::run_simulated;
-use crate::scenario::{Scenario, ScenarioReport};
+use crate::replay::LiveContext;
+use crate::runner::ScenarioReport;
+use crate::runner::run_simulated;
+use crate::scenario::Scenario;
 use crate::subject::{Subject, SubjectKind};
 
 /// A [`Catalog`] judged in this process.

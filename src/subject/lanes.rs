@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use super::encode;
 use super::{ProcessSubject, RunEvent, Subject, SubjectError, SubjectKind, SubjectSpec};
-use crate::scenario::{Scenario, ScenarioReport};
+use crate::runner::ScenarioReport;
+use crate::scenario::Scenario;
 
 /// One subject started `n` times; scenarios of one host always go to the same process.
 pub struct Lanes {

@@ -28,7 +28,8 @@ pub use lanes::Lanes;
 pub use process::ProcessSubject;
 pub use spec::SubjectSpec;
 
-use crate::scenario::{Scenario, ScenarioReport};
+use crate::runner::ScenarioReport;
+use crate::scenario::Scenario;
 
 /// Where the code under test runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

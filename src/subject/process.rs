@@ -7,10 +7,11 @@
 use std::time::{Duration, Instant};
 
 use crate::child::Connection;
-use crate::scenario::expect::Mismatch;
-use crate::scenario::live::LiveContext;
-use crate::scenario::run::StepReport;
-use crate::scenario::{Scenario, ScenarioReport, Skip, Status};
+use crate::replay::LiveContext;
+use crate::runner::expect::Mismatch;
+use crate::runner::run::StepReport;
+use crate::runner::{ScenarioReport, Skip, Status};
+use crate::scenario::Scenario;
 use crate::subject::decode;
 use crate::subject::judge::Judge;
 use crate::subject::protocol::{FromSubject, ToSubject};

@@ -5,8 +5,9 @@ use crate::common;
 
 use devsim::dispatch::{Dispatch, DispatchError};
 use devsim::kernel::{Catalog, CatalogError, Kernel, KernelSpec, Method, SpecKernel};
-use devsim::scenario::Status;
-use devsim::scenario::{load_all, run_simulated};
+use devsim::runner::Status;
+use devsim::runner::run_simulated;
+use devsim::scenario::load_all;
 use devsim::vocab::{Family, TorchDevice, TorchType};
 use rstest::rstest;
 

@@ -10,8 +10,9 @@ use devsim::dispatch::Dispatch;
 use devsim::dispatch::DispatchError;
 use devsim::kernel::Catalog;
 use devsim::kernel::{Kernel, KernelSpec, Method};
-use devsim::scenario::Status;
-use devsim::scenario::{load_all, run_simulated};
+use devsim::runner::Status;
+use devsim::runner::run_simulated;
+use devsim::scenario::load_all;
 use devsim::vocab::Family;
 
 #[test]

@@ -2,7 +2,8 @@
 //! trace rule still sees every repetition.
 
 use devsim::kernel::Catalog;
-use devsim::scenario::{Status, load_all, run_simulated};
+use devsim::runner::{Status, run_simulated};
+use devsim::scenario::load_all;
 
 /// Five warmups of marlin on GPU 1 from a GPU-0 context: each switches to GPU 1 and back and launches once.
 const FIVE_WARMUPS: &str = r#"format = 1
@@ -26,7 +27,7 @@ current_after = 0
 count = { set_device = COUNT, launch = 5 }
 "#;
 
-fn run(count: usize) -> devsim::scenario::ScenarioReport {
+fn run(count: usize) -> devsim::runner::ScenarioReport {
     let dir = tempfile::tempdir().expect("a scratch folder");
     std::fs::create_dir_all(dir.path().join("hosts")).expect("hosts");
     let path = dir.path().join("five.toml");

@@ -6,10 +6,10 @@ use std::process::Command;
 
 use devsim::dispatch::{Dispatch, DispatchError};
 use devsim::kernel::{Catalog, Kernel, KernelSpec};
+use devsim::runner::Status;
+use devsim::runner::run_scenario;
+use devsim::runner::run_simulated;
 use devsim::runtime::{LaunchOn, SimRuntime};
-use devsim::scenario::Status;
-use devsim::scenario::run_scenario;
-use devsim::scenario::run_simulated;
 use devsim::scenario::{ProfileSources, load_scenario_with};
 use downstream_kernels::{LaunchLog, TinyRepack, catalog};
 

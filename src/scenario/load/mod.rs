@@ -18,12 +18,12 @@ mod levels;
 mod source;
 mod steps;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::conformance::StepContext;
 use crate::kernel::Catalog;
 use crate::kernel::audit::Inventory;
-use crate::scenario::error::LoadError;
+use crate::scenario::error::{CorpusError, LoadError};
 use crate::scenario::format::{FORMAT_VERSION, ScenarioFile};
 use crate::scenario::matrix::{self, MatrixContext};
 use crate::scenario::model::{Scenario, Step, TraceRules};
@@ -270,4 +270,33 @@ pub fn parse_scenario(
         steps,
         params: Vec::new(),
     })
+}
+
+/// Every scenario under `paths`, loaded with the default profile folders
+/// ([`ProfileSources::for_paths`]); files that fail to load come back as errors, never dropped.
+pub fn load_all(
+    paths: &[PathBuf],
+    catalog: &Catalog,
+) -> Result<(Vec<Scenario>, Vec<LoadError>), CorpusError> {
+    load_all_with(paths, catalog, &ProfileSources::for_paths(paths))
+}
+
+/// Every scenario under `paths`, loaded with host profiles from `profiles`.
+pub fn load_all_with(
+    paths: &[PathBuf],
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+) -> Result<(Vec<Scenario>, Vec<LoadError>), CorpusError> {
+    let files = find_scenarios(paths)?;
+    let mut scenarios = Vec::new();
+    let mut errors = Vec::new();
+    for file in files {
+        for (_, loaded) in load_scenarios_with(&file, catalog, profiles) {
+            match loaded {
+                Ok(scenario) => scenarios.push(scenario),
+                Err(error) => errors.push(error),
+            }
+        }
+    }
+    Ok((scenarios, errors))
 }

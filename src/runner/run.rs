@@ -12,10 +12,10 @@ use crate::kernel::Catalog;
 use crate::kernel::select::select;
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
 use crate::pool::DevicePool;
+use crate::runner::expect::{Mismatch, check_trace, compare};
+use crate::runner::status::{HarnessFault, Skip, Status};
 use crate::runtime::{FaultInjector, Recorder, Runtime};
-use crate::scenario::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Expectations, Scenario, Step};
-use crate::scenario::status::{HarnessFault, Skip, Status};
 use crate::trace::{Elided, Entry, expanded};
 
 /// One step's result.

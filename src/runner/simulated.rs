@@ -1,17 +1,12 @@
-//! Running many scenario files: discovery, loading, running, and the summary.
-
-use std::path::PathBuf;
+//! A scenario on the simulated runtime of its host, and the counts of many reports.
 
 use serde::Serialize;
 
 use crate::kernel::Catalog;
+use crate::runner::run::{ScenarioReport, run_scenario};
+use crate::runner::status::{HarnessFault, Status};
 use crate::runtime::{Runtime, SimRuntime};
-use crate::scenario::error::{CorpusError, LoadError};
-use crate::scenario::status::HarnessFault;
-use crate::scenario::{
-    ProfileSources, Scenario, ScenarioReport, Status, find_scenarios, load_scenarios_with,
-    run_scenario,
-};
+use crate::scenario::Scenario;
 
 /// Passed, failed and skipped counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -81,35 +76,6 @@ impl std::fmt::Display for Summary {
         }
         Ok(())
     }
-}
-
-/// Every scenario under `paths`, loaded with the default profile folders
-/// ([`ProfileSources::for_paths`]); files that fail to load come back as errors, never dropped.
-pub fn load_all(
-    paths: &[PathBuf],
-    catalog: &Catalog,
-) -> Result<(Vec<Scenario>, Vec<LoadError>), CorpusError> {
-    load_all_with(paths, catalog, &ProfileSources::for_paths(paths))
-}
-
-/// Every scenario under `paths`, loaded with host profiles from `profiles`.
-pub fn load_all_with(
-    paths: &[PathBuf],
-    catalog: &Catalog,
-    profiles: &ProfileSources,
-) -> Result<(Vec<Scenario>, Vec<LoadError>), CorpusError> {
-    let files = find_scenarios(paths)?;
-    let mut scenarios = Vec::new();
-    let mut errors = Vec::new();
-    for file in files {
-        for (_, loaded) in load_scenarios_with(&file, catalog, profiles) {
-            match loaded {
-                Ok(scenario) => scenarios.push(scenario),
-                Err(error) => errors.push(error),
-            }
-        }
-    }
-    Ok((scenarios, errors))
 }
 
 /// Runs a scenario on the simulated runtime of its host.

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::kernel::Catalog;
+use crate::runner::{ScenarioReport, Status};
 use crate::scenario::model::{Action, Scenario};
-use crate::scenario::{ScenarioReport, Status};
 use crate::vocab::TorchBuild;
 
 /// The kernel paths coverage counts.
@@ -182,8 +182,8 @@ impl Coverage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::run_simulated;
     use crate::scenario::load::{ProfileSources, parse_scenario};
-    use crate::scenario::suite::run_simulated;
 
     const WARMUP_ON_HIP: &str = "format = 1\ndescription = \"x\"\n[host]\nprofile = \"r9700x2\"\n\
         [[step]]\naction = \"warmup\"\nkernel = \"gptq_torch\"\ndevice = \"cuda:1\"\n";

@@ -1,19 +1,24 @@
 //! Live replay: running scenarios on the real machine when it satisfies their host, skipping the rest
 //! with the reason, and running scenarios with `env` in a long-lived worker process with those
-//! variables set (one per distinct set of variables, [`crate::scenario::worker`]).
+//! variables set (one per distinct set of variables, [`worker`]).
+
+// Not part of the public API: live replay's worker processes, public only for devsim's own tests.
+#[doc(hidden)]
+pub mod worker;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::kernel::Catalog;
+use crate::runner::{HarnessFault, ScenarioReport, Skip, run_scenario};
 use crate::runtime::Runtime;
 use crate::runtime::live::driver::{DriverProbe, GpuDriver, probe_gpu_driver};
 use crate::runtime::live::machine::Unmet;
 use crate::runtime::live::{LiveRuntime, RealMachine};
-use crate::scenario::worker::WorkerPool;
-use crate::scenario::{HarnessFault, Scenario, ScenarioReport, Skip, run_scenario};
+use crate::scenario::Scenario;
 use crate::visible::{VISIBLE_DEVICE_VARIABLES, runtime_rejects};
+use worker::WorkerPool;
 
 /// What the drivers said about this machine, beyond its GPUs.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,9 +21,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::child::{Connection, Incoming, Silence};
 use crate::kernel::Catalog;
-use crate::scenario::live::LiveContext;
-use crate::scenario::suite::load_all_with;
-use crate::scenario::{HarnessFault, ProfileSources, Scenario, ScenarioReport};
+use crate::replay::LiveContext;
+use crate::runner::{HarnessFault, ScenarioReport};
+use crate::scenario::load_all_with;
+use crate::scenario::{ProfileSources, Scenario};
 use crate::visible::VISIBLE_DEVICE_VARIABLES;
 
 /// The hidden subcommand that serves requests (`devsim live-worker`).
