@@ -31,10 +31,11 @@ use libtest_mimic::{Arguments, Failed, Trial};
 use crate::kernel::Catalog;
 use crate::replay::LiveContext;
 use crate::report;
-use crate::runner::Status;
-use crate::runner::run_simulated;
+use crate::runner::{ScenarioReport, Status};
 use crate::scenario::load::{ProfileSources, load_scenario_named, load_scenarios_with};
 use crate::scenario::{CorpusError, ProfileError, Scenario, find_scenarios};
+use crate::subject::CatalogSubject;
+use crate::suite::run_suite;
 
 /// How the harness runs each scenario.
 enum Mode {
@@ -159,6 +160,15 @@ impl Harness {
             Mode::Simulated => None,
             Mode::Live { child_exe, .. } => Some(Arc::new(LiveContext::detect(child_exe.clone()))),
         };
+        // Every trial runs its scenario as `devsim run` does: through the catalog as a subject, by run_suite.
+        let subject = CatalogSubject::shared(
+            self.catalog.name(),
+            env!("CARGO_PKG_VERSION"),
+            Arc::clone(&self.catalog),
+        );
+        let replayer = live
+            .as_ref()
+            .map(|context| subject.clone().live_shared(Arc::clone(context)));
         let mut runnable = 0;
         let mut trials = Vec::new();
         let mut cannot_run = Vec::new();
@@ -168,11 +178,11 @@ impl Harness {
                 None => load_scenarios_with(&path, &self.catalog, &profiles),
             };
             for (name, loaded) in loaded {
-                let catalog = Arc::clone(&self.catalog);
                 let trial = match (&live, loaded) {
                     (_, Err(error)) => Trial::test(name, move || Err(error.to_string().into())),
                     (None, Ok(scenario)) => {
-                        Trial::test(name, move || simulated(&scenario, &catalog))
+                        let subject = subject.clone();
+                        Trial::test(name, move || simulated(run_one(subject, &scenario)))
                     }
                     (Some(context), Ok(scenario)) => match context.plan(&scenario) {
                         Ok(()) => {
@@ -181,8 +191,8 @@ impl Harness {
                             if !scenario.host.gpus.is_empty() && !context.machine.fake {
                                 runnable += 1;
                             }
-                            let context = Arc::clone(context);
-                            Trial::test(name, move || replayed(&scenario, &context, &catalog))
+                            let subject = replayer.clone().unwrap_or_else(|| subject.clone());
+                            Trial::test(name, move || replayed(run_one(subject, &scenario)))
                         }
                         Err(reason) => {
                             cannot_run.push(reason.to_string());
@@ -247,8 +257,16 @@ impl Harness {
     }
 }
 
-fn simulated(scenario: &Scenario, catalog: &Catalog) -> Result<(), Failed> {
-    let report = run_simulated(scenario, catalog);
+/// One scenario through `subject` by the suite runner `devsim run` uses.
+fn run_one(mut subject: CatalogSubject, scenario: &Scenario) -> ScenarioReport {
+    let suite = run_suite(&mut subject, std::slice::from_ref(scenario), 0, &mut ());
+    suite.reports.into_iter().next().map_or_else(
+        || ScenarioReport::errored(scenario, crate::runner::HarnessFault::not_reported()),
+        |(report, _)| report,
+    )
+}
+
+fn simulated(report: ScenarioReport) -> Result<(), Failed> {
     match report.status {
         Status::Passed => Ok(()),
         Status::Failed | Status::Errored(_) => Err(report::human(&report).into()),
@@ -260,8 +278,7 @@ fn simulated(scenario: &Scenario, catalog: &Catalog) -> Result<(), Failed> {
     }
 }
 
-fn replayed(scenario: &Scenario, context: &LiveContext, catalog: &Catalog) -> Result<(), Failed> {
-    let report = context.run(scenario, catalog);
+fn replayed(report: ScenarioReport) -> Result<(), Failed> {
     match report.status {
         Status::Passed => Ok(()),
         Status::Skipped(_) | Status::NotApplicable(_) | Status::SetAside(_) => Err(format!(

@@ -1,6 +1,8 @@
 //! A catalog in this process as a subject: the simulated runtime of each scenario's host, or the real
 //! machine through live replay.
 
+use std::sync::Arc;
+
 use crate::kernel::Catalog;
 use crate::replay::LiveContext;
 use crate::runner::ScenarioReport;
@@ -8,12 +10,14 @@ use crate::runner::run_simulated;
 use crate::scenario::Scenario;
 use crate::subject::{Subject, SubjectKind};
 
-/// A [`Catalog`] judged in this process.
+/// A [`Catalog`] judged in this process. Cloning it is cheap (the catalog and the live context are shared), so
+/// each test of a harness can hold its own.
+#[derive(Clone)]
 pub struct CatalogSubject {
     name: String,
     version: String,
-    catalog: Catalog,
-    live: Option<LiveContext>,
+    catalog: Arc<Catalog>,
+    live: Option<Arc<LiveContext>>,
 }
 
 impl CatalogSubject {
@@ -24,6 +28,15 @@ impl CatalogSubject {
 
     /// A catalog named `name` at `version`, run on the simulated runtime.
     pub fn new(name: impl Into<String>, version: impl Into<String>, catalog: Catalog) -> Self {
+        Self::shared(name, version, Arc::new(catalog))
+    }
+
+    /// A shared catalog named `name` at `version`, run on the simulated runtime.
+    pub fn shared(
+        name: impl Into<String>,
+        version: impl Into<String>,
+        catalog: Arc<Catalog>,
+    ) -> Self {
         Self {
             name: name.into(),
             version: version.into(),
@@ -33,14 +46,19 @@ impl CatalogSubject {
     }
 
     /// Runs scenarios live on the real machine instead (those it does not satisfy are skipped).
-    pub fn live(mut self, live: LiveContext) -> Self {
+    pub fn live(self, live: LiveContext) -> Self {
+        self.live_shared(Arc::new(live))
+    }
+
+    /// Runs scenarios live through a shared context.
+    pub fn live_shared(mut self, live: Arc<LiveContext>) -> Self {
         self.live = Some(live);
         self
     }
 
     /// The live context, when running live.
     pub fn live_context(&self) -> Option<&LiveContext> {
-        self.live.as_ref()
+        self.live.as_deref()
     }
 
     /// The catalog judged.
