@@ -74,11 +74,13 @@
 pub mod accept;
 pub mod baseline;
 pub(crate) mod child;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod conformance;
 pub mod discover;
 pub mod dispatch;
 pub mod findings;
+#[cfg(feature = "harness")]
 pub mod harness;
 pub mod host;
 pub mod kernel;
@@ -91,6 +93,7 @@ pub mod runtime;
 pub mod scenario;
 pub mod subject;
 pub mod suite;
+#[cfg(feature = "cli")]
 pub(crate) mod sweep;
 pub mod trace;
 pub mod visible;

@@ -3,7 +3,7 @@
 //! the simulated runtime of its host and the counts of many reports (`simulated`), and which kernel paths a
 //! corpus exercised (`coverage`).
 
-pub(crate) mod coverage;
+pub mod coverage;
 pub(crate) mod expect;
 pub(crate) mod run;
 pub(crate) mod simulated;

@@ -10,8 +10,9 @@ pub(crate) mod schema;
 
 pub use error::{CorpusError, LoadError, ProfileError, Snippet, render};
 pub use load::{
-    ProfileSources, SHIPPED, decode, expand_scenarios, find_scenarios, load_all, load_all_with,
-    load_profile, load_scenario, load_scenario_with, load_scenarios_with, root_of,
+    HOSTS_DIR, ProfileSources, SHIPPED, decode, expand_scenarios, find_scenarios, load_all,
+    load_all_with, load_profile, load_scenario, load_scenario_named, load_scenario_with,
+    load_scenarios_with, profile_names, root_of,
 };
 pub use model::{Action, Expectations, ExpectedOrdinal, Scenario, Step, TraceRules};
 pub use schema::SchemaKind;

@@ -76,6 +76,17 @@ rustup component add rustfmt clippy >/dev/null 2>&1 || true
         "cargo clippy --locked --workspace --all-targets -- -D warnings",
     ),
     step(
+        "lib-alone",
+        "the library without its CLI and harness features builds, with no clap in its dependencies",
+        r#"
+cargo clippy --locked -p devsim --lib --no-default-features -- -D warnings
+if cargo tree --locked -p devsim --no-default-features -e normal --prefix none | grep -E '^(clap|indicatif|quick-junit|libtest-mimic) '; then
+  echo "error: the library without default features depends on the crates above" >&2
+  exit 1
+fi
+"#,
+    ),
+    step(
         "hip-runtime",
         "Debian's HIP 5.2 runtime (tests/integration/drivers.rs proves devsim refuses ROCm < 6 by version and path)",
         r#"
