@@ -84,7 +84,6 @@ pub mod findings;
 pub mod harness;
 pub mod host;
 pub mod kernel;
-pub mod output;
 pub mod pool;
 pub mod replay;
 pub mod report;
@@ -99,6 +98,7 @@ pub mod trace;
 pub mod visible;
 pub mod vocab;
 
+pub use devsim_metadata::output;
 pub use dispatch::Dispatch;
 pub use dispatch::DispatchError;
 pub use dispatch::selector::{Selector, normalize, to_torch_device};

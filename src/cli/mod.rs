@@ -50,6 +50,8 @@ pub use error::CliError;
 
 use std::process::ExitCode;
 
+use devsim_metadata::exit;
+
 use clap::{CommandFactory, Parser};
 
 use crate::kernel::Catalog;
@@ -59,7 +61,7 @@ use run::run;
 use select::write_stdout;
 
 /// The exit code of `run --live` and `probe` when a GPU driver is present but failing.
-pub const EXIT_DRIVER_FAILING: u8 = 3;
+pub const EXIT_DRIVER_FAILING: u8 = devsim_metadata::exit::DRIVER_FAILING;
 
 /// Runs the `devsim` command line (arguments from the process) against `catalog`.
 pub fn main(catalog: Catalog) -> ExitCode {
@@ -148,7 +150,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(CliError::Failed { failed }) => {
             warn!("error: failed to pass {failed} scenario(s)");
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
         Err(
             error @ (CliError::TooFewLive { .. }
@@ -161,7 +163,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
             | CliError::CoverageGaps { .. }),
         ) => {
             warn!("error: failed to {error}");
-            ExitCode::from(1)
+            ExitCode::from(exit::FAILED)
         }
         Err(error @ CliError::DriverFailing(_)) => {
             warn!("error: failed to {error}");
@@ -169,7 +171,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
         }
         Err(error) => {
             warn!("error: failed to {error}");
-            ExitCode::from(2)
+            ExitCode::from(exit::BAD_INPUT)
         }
     }
 }

@@ -13,7 +13,6 @@ mod handshake;
 mod judge;
 mod lanes;
 pub(crate) mod process;
-pub mod protocol;
 mod session;
 mod spec;
 
@@ -22,6 +21,7 @@ use std::time::{Duration, Instant};
 
 pub use answer::{Judged, judge_answer};
 pub use catalog::CatalogSubject;
+pub use devsim_metadata::protocol;
 pub use error::SubjectError;
 pub use handshake::{Capabilities, handshake};
 pub use lanes::Lanes;

@@ -87,7 +87,7 @@ pub enum FromSubject {
         /// Protocol 2: the conformance levels it claims beyond `policy` (`contract`: judge me against my
         /// declared kernels; `reference`: devsim's reference-model details bind me too).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        levels: Vec<crate::conformance::Level>,
+        levels: Vec<crate::Level>,
         /// Protocol 2: per action, the `observed` fields it really observes (`ok` and `error` included);
         /// an expected field it does not list is set aside, one it lists and then omits fails. Absent:
         /// every field is observed (protocol 1).

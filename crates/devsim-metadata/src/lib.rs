@@ -1,0 +1,15 @@
+//! devsim's machine-readable surface, for tools that read what devsim prints or speak to it, without
+//! depending on devsim itself (the role nextest-metadata plays for nextest):
+//! - [`output`]: the JSON documents of `devsim run|check|kernels|hosts --format json`;
+//! - [`protocol`]: the subject protocol's messages (`docs/subject-protocol.md`);
+//! - [`Level`]: conformance levels (`docs/conformance.md`);
+//! - [`exit`]: the `devsim` command's exit codes.
+//!
+//! It depends on serde, serde_json and schemars only.
+
+pub mod exit;
+mod level;
+pub mod output;
+pub mod protocol;
+
+pub use level::Level;
