@@ -43,30 +43,69 @@ fn run_passes_the_corpus_and_closes_with_the_counts() {
     assert!(last.ends_with(" passed, 0 failed, 0 skipped"), "{last}");
 }
 
+/// `devsim args…` run inside `dir`, so that the paths it prints are relative (`./x.toml`).
+fn devsim_in(dir: &TempDir, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_devsim"))
+        .args(args)
+        .current_dir(dir.path())
+        .output()
+        .expect("devsim runs")
+}
+
+/// Every `duration*` field of a JSON document, whatever its value, as `"[duration]"`.
+fn redact_durations(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(fields) => {
+            for (key, field) in fields.iter_mut() {
+                if key.starts_with("duration") {
+                    *field = serde_json::Value::from("[duration]");
+                } else {
+                    redact_durations(field);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(redact_durations),
+        _ => {}
+    }
+}
+
+/// Every `time="…"` attribute of a JUnit document as `time="[time]"`.
+fn redact_times(xml: &str) -> String {
+    let mut out = String::with_capacity(xml.len());
+    let mut rest = xml;
+    while let Some(start) = rest.find(" time=\"") {
+        let value = start + " time=\"".len();
+        out.push_str(&rest[..value]);
+        out.push_str("[time]");
+        rest = &rest[value..];
+        rest = &rest[rest.find('"').unwrap_or(rest.len())..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[test]
 fn a_flipped_expectation_fails_the_run_naming_the_scenario_and_the_difference() {
     let root = scratch(
         "flipped",
         &WARMUP_ON_GPU1.replace("ran_on = 1", "ran_on = 0"),
     );
-    let output = devsim(&["run", arg(&root)]);
-    let text = stdout(&output);
-    assert_eq!(output.status.code(), Some(1), "{text}");
-    assert!(text.contains("FAILED  flipped.toml"), "{text}");
-    assert!(
-        text.contains("ran_on [policy:target-context]: expected 0, got 1"),
-        "{text}"
+    // The human report: the scenario, the expectation with its level and rule, the step's trace, the finding.
+    let human = devsim_in(&root, &["run", "."]);
+    assert_eq!(human.status.code(), Some(1), "{}", stdout(&human));
+    insta::assert_snapshot!("flipped_human", stdout(&human));
+    let json = devsim_in(&root, &["run", "--format", "json", "."]);
+    assert_eq!(json.status.code(), Some(1));
+    let mut document: serde_json::Value =
+        serde_json::from_slice(&json.stdout).expect("a JSON document");
+    redact_durations(&mut document);
+    insta::assert_snapshot!(
+        "flipped_json",
+        serde_json::to_string_pretty(&document).expect("serializable")
     );
-    assert!(
-        text.contains("launch(1, gptq_marlin)"),
-        "the step's trace is shown: {text}"
-    );
-    assert!(
-        text.lines()
-            .last()
-            .unwrap_or_default()
-            .contains("0 passed, 1 failed, 0 skipped")
-    );
+    let junit = devsim_in(&root, &["run", "--format", "junit", "."]);
+    assert_eq!(junit.status.code(), Some(1));
+    insta::assert_snapshot!("flipped_junit", redact_times(&stdout(&junit)));
     let unflipped = scratch("unflipped", WARMUP_ON_GPU1);
     assert!(devsim(&["run", arg(&unflipped)]).status.success());
 }
