@@ -144,8 +144,8 @@ fn judge(
 
 fn place(place: &Place) -> Value {
     match place {
-        Place::Ordinal(n) => Value::from(i64::from(*n)),
-        Place::Word(word) => Value::from(word.as_str()),
+        Place::Gpu(n) => Value::from(i64::from(*n)),
+        Place::Cpu => Value::from("cpu"),
     }
 }
 

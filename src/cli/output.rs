@@ -9,7 +9,7 @@ use crate::kernel::contract::NvidiaRule;
 use crate::output::{
     ArchRulesOutput, AuditDecision, AuditOutput, CapabilityOutput, CheckedOutput, FaultOutput,
     GpuOutput, HostOutput, KernelOutput, LoadErrorOutput, MismatchOutput, NvidiaRuleOutput,
-    Outcome, Place, ScenarioOutput, StepOutput, SummaryOutput, TraceEntryOutput,
+    Outcome, ScenarioOutput, StepOutput, SummaryOutput, TraceDevice, TraceEntryOutput,
 };
 use crate::runner::Summary;
 use crate::runner::expect::Mismatch;
@@ -67,7 +67,7 @@ fn entry(entry: &Entry) -> TraceEntryOutput {
             device, detail, ok, ..
         } => TraceEntryOutput::Call {
             call: entry.name().to_string(),
-            device: device.as_deref().map(Place::parse),
+            device: device.as_deref().map(TraceDevice::parse),
             detail: detail.clone(),
             ok: *ok,
         },
@@ -77,13 +77,13 @@ fn entry(entry: &Entry) -> TraceEntryOutput {
             detail: detail.clone(),
         },
         Entry::ContextSwitch { device, during, ok } => TraceEntryOutput::ContextSwitch {
-            device: Place::parse(device),
+            device: TraceDevice::parse(device),
             during: during.to_string(),
             ok: *ok,
         },
         Entry::Reported { device, detail, .. } => TraceEntryOutput::Reported {
             event: entry.name().to_string(),
-            device: device.as_deref().map(Place::parse),
+            device: device.as_deref().map(TraceDevice::parse),
             detail: detail.clone(),
         },
     }

@@ -164,13 +164,13 @@ fn perform(
                 let kernel = catalog.get(kernel)?;
                 let warmed = kernel.warmup(dispatch, device)?;
                 target_fields(observed, warmed.validated.target);
-                observed.ran_on = Some(warmed.ran_on.into());
+                observed.ran_on = Some(warmed.ran_on);
             }
             Action::Move { kernel, device } => {
                 let kernel = catalog.get(kernel)?;
                 let moved = kernel.move_weights(dispatch, device)?;
                 target_fields(observed, moved.validated.target);
-                observed.lands_on = Some(moved.lands_on.into());
+                observed.lands_on = Some(moved.lands_on);
             }
             Action::Select {
                 method,

@@ -13,10 +13,6 @@ pub mod live;
 mod recorder;
 mod sim;
 
-use std::fmt;
-
-use serde::Serialize;
-
 pub use error::DriverError;
 pub use faults::FaultInjector;
 pub use guard::{CurrentDevice, DeviceGuard};
@@ -27,41 +23,7 @@ use crate::vocab::ComputeCapability;
 use crate::vocab::TorchBuild;
 use crate::vocab::TorchDevice;
 
-/// Where data sits or work ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Place {
-    /// The host CPU.
-    Cpu,
-    /// The GPU with this visible ordinal.
-    Gpu(u32),
-}
-
-impl fmt::Display for Place {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Place::Cpu => f.write_str("cpu"),
-            Place::Gpu(n) => write!(f, "{n}"),
-        }
-    }
-}
-
-impl From<Place> for crate::output::Place {
-    fn from(place: Place) -> Self {
-        match place {
-            Place::Cpu => crate::output::Place::Word("cpu".into()),
-            Place::Gpu(n) => crate::output::Place::Ordinal(n),
-        }
-    }
-}
-
-impl Serialize for Place {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            Place::Cpu => serializer.serialize_str("cpu"),
-            Place::Gpu(n) => serializer.serialize_u32(*n),
-        }
-    }
-}
+pub use devsim_metadata::Place;
 
 /// Memory a runtime handed out.
 #[derive(Debug, Clone, PartialEq, Eq)]

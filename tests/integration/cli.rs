@@ -171,7 +171,7 @@ fn run_writes_json_reports_on_request() {
     assert_eq!(run.scenarios[0].status, Outcome::Passed);
     assert_eq!(
         run.scenarios[0].steps[0].observed.ran_on,
-        Some(Place::Ordinal(1))
+        Some(Place::Gpu(1))
     );
 }
 

@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::common::WARMUP_ON_GPU1;
-use devsim::output::{CheckOutput, HostsOutput, Outcome, Place, RunOutput, TraceEntryOutput};
+use devsim::output::{
+    CheckOutput, HostsOutput, Outcome, Place, RunOutput, TraceDevice, TraceEntryOutput,
+};
 use tempfile::TempDir;
 
 fn devsim(args: &[&str]) -> Output {
@@ -135,7 +137,7 @@ fn run_json_is_typed_and_ordinals_are_numbers_everywhere() {
     let step = &run.scenarios[0].steps[0];
     assert_eq!(run.scenarios[0].status, Outcome::Passed);
     assert_eq!(run.scenarios[0].tags, ["placement"]);
-    assert_eq!(step.observed.ran_on, Some(Place::Ordinal(1)));
+    assert_eq!(step.observed.ran_on, Some(Place::Gpu(1)));
     assert_eq!(step.observed.current_after, Some(0));
     let launch = step
         .trace
@@ -146,7 +148,7 @@ fn run_json_is_typed_and_ordinals_are_numbers_everywhere() {
         matches!(
             launch,
             TraceEntryOutput::Call {
-                device: Some(Place::Ordinal(1)),
+                device: Some(TraceDevice::Ordinal(1)),
                 ..
             }
         ),

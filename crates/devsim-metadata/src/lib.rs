@@ -2,6 +2,7 @@
 //! depending on devsim itself (the role nextest-metadata plays for nextest):
 //! - [`output`]: the JSON documents of `devsim run|check|kernels|hosts --format json`;
 //! - [`protocol`]: the subject protocol's messages (`docs/subject-protocol.md`);
+//! - [`Place`]: where work ran or data sits, a GPU ordinal or the CPU;
 //! - [`Level`]: conformance levels (`docs/conformance.md`);
 //! - [`exit`]: the `devsim` command's exit codes.
 //!
@@ -10,6 +11,8 @@
 pub mod exit;
 mod level;
 pub mod output;
+mod place;
 pub mod protocol;
 
 pub use level::Level;
+pub use place::Place;

@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::Place;
+
 /// The protocol version this devsim speaks (and sends in `hello`).
 pub const PROTOCOL: u32 = 2;
 
@@ -375,42 +377,6 @@ pub struct ErrorMessage {
     pub kind: Option<String>,
     /// The code's own message.
     pub message: String,
-}
-
-/// Where work ran or data ended: a visible ordinal or the CPU.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum Place {
-    /// A visible ordinal.
-    Ordinal(u32),
-    /// The CPU.
-    Cpu(CpuWord),
-}
-
-/// The word `cpu`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum CpuWord {
-    /// `"cpu"`.
-    #[serde(rename = "cpu")]
-    Cpu,
-}
-
-impl From<Place> for crate::output::Place {
-    fn from(place: Place) -> Self {
-        match place {
-            Place::Ordinal(n) => crate::output::Place::Ordinal(n),
-            Place::Cpu(_) => crate::output::Place::Word("cpu".into()),
-        }
-    }
-}
-
-impl std::fmt::Display for Place {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Place::Ordinal(n) => write!(f, "{n}"),
-            Place::Cpu(_) => f.write_str("cpu"),
-        }
-    }
 }
 
 /// One recorded event.

@@ -25,34 +25,37 @@ pub use run::{
 /// The version of these documents.
 pub const VERSION: u32 = 1;
 
-/// Where something ran, landed or was called: a visible device ordinal, or a word (`"cpu"`).
+/// What a trace entry concerned: a visible device ordinal, or a word (`"cpu"`, a device-pool key such as
+/// `cuda:0`). Where work ran or data ended is a [`crate::Place`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
-pub enum Place {
+pub enum TraceDevice {
     /// A visible device ordinal.
     Ordinal(u32),
-    /// A place that is not a GPU ordinal: `"cpu"`.
+    /// A word: `"cpu"`, a device-pool key.
     Word(String),
 }
 
-impl Place {
+impl TraceDevice {
     /// An ordinal when `text` is one, else the word as written.
     pub fn parse(text: &str) -> Self {
         text.parse()
-            .map(Place::Ordinal)
-            .unwrap_or_else(|_| Place::Word(text.to_string()))
+            .map(TraceDevice::Ordinal)
+            .unwrap_or_else(|_| TraceDevice::Word(text.to_string()))
     }
 }
 
-/// The ordinal's digits or the word: the form scenario expectations are written in.
-impl fmt::Display for Place {
+/// The ordinal's digits or the word.
+impl fmt::Display for TraceDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Place::Ordinal(n) => write!(f, "{n}"),
-            Place::Word(word) => f.write_str(word),
+            TraceDevice::Ordinal(n) => write!(f, "{n}"),
+            TraceDevice::Word(word) => f.write_str(word),
         }
     }
 }
+
+pub use crate::Place;
 
 /// Where a run happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

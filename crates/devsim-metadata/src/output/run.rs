@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Mode, Place};
+use super::{Mode, Place, TraceDevice};
 
 /// `devsim run --format json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -213,7 +213,7 @@ pub enum TraceEntryOutput {
         call: String,
         /// The device it concerned.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        device: Option<Place>,
+        device: Option<TraceDevice>,
         /// The extension or kernel name, the lock key.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
@@ -232,7 +232,7 @@ pub enum TraceEntryOutput {
     /// A context switch the runtime made on its own inside a call (`context_switch` in trace rules).
     ContextSwitch {
         /// The device made current.
-        device: Place,
+        device: TraceDevice,
         /// The call that made it.
         during: String,
         /// Whether it succeeded.
@@ -244,7 +244,7 @@ pub enum TraceEntryOutput {
         event: String,
         /// The device it concerned.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        device: Option<Place>,
+        device: Option<TraceDevice>,
         /// The subject's detail.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         detail: Option<String>,
