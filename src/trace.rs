@@ -383,6 +383,11 @@ impl Trace {
             .unwrap_or_default()
     }
 
+    /// Runs `read` over every entry so far, without copying them (do not record from inside it).
+    pub fn read<R>(&self, read: impl FnOnce(&[Entry]) -> R) -> R {
+        read(&self.lock())
+    }
+
     /// Every entry.
     pub fn entries(&self) -> Vec<Entry> {
         self.since(0)
