@@ -155,6 +155,16 @@ impl Runtime for Recorder {
         )
     }
 
+    fn copy_out_matches(&self, src: &Buffer, expected: &[u8]) -> Result<bool, DriverError> {
+        let result = self.inner.copy_out_matches(src, expected);
+        self.record(
+            Call::Copy,
+            at(src.place),
+            Some(Text::fixed("to host")),
+            result,
+        )
+    }
+
     fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
         self.record(Call::Free, at(buffer.place), None, self.inner.free(buffer))
     }

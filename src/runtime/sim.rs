@@ -236,6 +236,15 @@ impl Runtime for SimRuntime {
             .ok_or_else(|| self.error(Call::Copy, INVALID_VALUE, None))
     }
 
+    fn copy_out_matches(&self, src: &Buffer, expected: &[u8]) -> Result<bool, DriverError> {
+        let state = self.state();
+        state
+            .memory
+            .get(&src.handle)
+            .map(|(_, data)| data.as_slice() == expected)
+            .ok_or_else(|| self.error(Call::Copy, INVALID_VALUE, None))
+    }
+
     fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
         let mut state = self.state();
         state
@@ -345,9 +354,18 @@ mod tests {
         let buffer = sim.alloc(TorchDevice::cuda(0), 16).expect("alloc");
         sim.copy_in(&buffer, &[7; 16]).expect("copy");
         assert_eq!(sim.copy_out(&buffer).expect("copy back"), vec![7; 16]);
+        assert!(sim.copy_out_matches(&buffer, &[7; 16]).expect("compare"));
+        assert!(!sim.copy_out_matches(&buffer, &[7; 15]).expect("compare"));
+        assert!(!sim.copy_out_matches(&buffer, &[8; 16]).expect("compare"));
         sim.free(&buffer).expect("free");
         assert_eq!(
             sim.copy_out(&buffer).expect_err("freed").code,
+            INVALID_VALUE
+        );
+        assert_eq!(
+            sim.copy_out_matches(&buffer, &[7; 16])
+                .expect_err("freed")
+                .code,
             INVALID_VALUE
         );
         assert_eq!(
