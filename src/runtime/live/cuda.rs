@@ -1,7 +1,7 @@
 //! The CUDA driver API (`libcuda.so.1`), in two of cudarc's three layers over `devsim-sys`.
 //!
 //! [`CudaApi`] is the raw layer: the C functions as resolved from the library, each typed by its
-//! `devsim_sys::cuda::*_t` declaration. [`CudaDriver`] is the `Result` layer: each method makes one or
+//! `devsim_sys::cuda::fns` declaration. [`CudaDriver`] is the `Result` layer: each method makes one or
 //! two driver calls and turns a failing `CUresult` into a [`DriverError`] (shared plumbing in
 //! `status`). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
 //!
@@ -44,26 +44,26 @@ pub struct CudaApi {
     path: String,
     /// Whether it is one of devsim's fake drivers (it exports [`super::library::FAKE_MARKER`]).
     fake: bool,
-    pub cuInit: sys::cuInit_t,
-    pub cuDriverGetVersion: sys::cuDriverGetVersion_t,
-    pub cuDeviceGetCount: sys::cuDeviceGetCount_t,
-    pub cuDeviceGet: sys::cuDeviceGet_t,
-    pub cuDeviceGetName: sys::cuDeviceGetName_t,
-    pub cuDeviceGetUuid_v2: sys::cuDeviceGetUuid_v2_t,
-    pub cuDeviceGetAttribute: sys::cuDeviceGetAttribute_t,
-    pub cuDevicePrimaryCtxRetain: sys::cuDevicePrimaryCtxRetain_t,
-    pub cuCtxGetCurrent: sys::cuCtxGetCurrent_t,
-    pub cuCtxSetCurrent: sys::cuCtxSetCurrent_t,
-    pub cuCtxGetDevice: sys::cuCtxGetDevice_t,
-    pub cuMemAlloc_v2: sys::cuMemAlloc_v2_t,
-    pub cuMemFree_v2: sys::cuMemFree_v2_t,
-    pub cuMemcpyHtoD_v2: sys::cuMemcpyHtoD_v2_t,
-    pub cuMemcpyDtoH_v2: sys::cuMemcpyDtoH_v2_t,
-    pub cuMemsetD8_v2: sys::cuMemsetD8_v2_t,
-    pub cuMemGetInfo_v2: sys::cuMemGetInfo_v2_t,
-    pub cuCtxSynchronize: sys::cuCtxSynchronize_t,
-    pub cuGetErrorName: sys::cuGetErrorName_t,
-    pub cuGetErrorString: sys::cuGetErrorString_t,
+    pub cuInit: sys::fns::cuInit,
+    pub cuDriverGetVersion: sys::fns::cuDriverGetVersion,
+    pub cuDeviceGetCount: sys::fns::cuDeviceGetCount,
+    pub cuDeviceGet: sys::fns::cuDeviceGet,
+    pub cuDeviceGetName: sys::fns::cuDeviceGetName,
+    pub cuDeviceGetUuid_v2: sys::fns::cuDeviceGetUuid_v2,
+    pub cuDeviceGetAttribute: sys::fns::cuDeviceGetAttribute,
+    pub cuDevicePrimaryCtxRetain: sys::fns::cuDevicePrimaryCtxRetain,
+    pub cuCtxGetCurrent: sys::fns::cuCtxGetCurrent,
+    pub cuCtxSetCurrent: sys::fns::cuCtxSetCurrent,
+    pub cuCtxGetDevice: sys::fns::cuCtxGetDevice,
+    pub cuMemAlloc_v2: sys::fns::cuMemAlloc_v2,
+    pub cuMemFree_v2: sys::fns::cuMemFree_v2,
+    pub cuMemcpyHtoD_v2: sys::fns::cuMemcpyHtoD_v2,
+    pub cuMemcpyDtoH_v2: sys::fns::cuMemcpyDtoH_v2,
+    pub cuMemsetD8_v2: sys::fns::cuMemsetD8_v2,
+    pub cuMemGetInfo_v2: sys::fns::cuMemGetInfo_v2,
+    pub cuCtxSynchronize: sys::fns::cuCtxSynchronize,
+    pub cuGetErrorName: sys::fns::cuGetErrorName,
+    pub cuGetErrorString: sys::fns::cuGetErrorString,
 }
 
 impl CudaApi {
@@ -79,7 +79,7 @@ impl CudaApi {
         // SAFETY: each type is the symbol's C signature from `cuda.h` as `devsim-sys` declares it,
         // and the library is never unloaded.
         unsafe {
-            let init: sys::cuInit_t = resolve(lib, p, "cuInit")?;
+            let init: sys::fns::cuInit = resolve(lib, p, "cuInit")?;
             Ok(Self {
                 cuInit: init,
                 cuDriverGetVersion: resolve(lib, p, "cuDriverGetVersion")?,

@@ -2,7 +2,7 @@
 //! `devsim-sys`.
 //!
 //! [`HipApi`] is the raw layer: the C functions as resolved from the library, each typed by its
-//! `devsim_sys::hip::*_t` declaration. [`HipDriver`] is the `Result` layer: each method makes one or
+//! `devsim_sys::hip::fns` declaration. [`HipDriver`] is the `Result` layer: each method makes one or
 //! two runtime calls and turns a failing `hipError_t` into a [`DriverError`] (shared plumbing in
 //! `status`). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
 //!
@@ -52,24 +52,24 @@ pub struct HipApi {
     fake: bool,
     /// `hipRuntimeGetVersion`'s answer (`HIP_VERSION`: major * 10^7 + minor * 10^5 + patch).
     version: c_int,
-    pub hipInit: sys::hipInit_t,
-    pub hipRuntimeGetVersion: sys::hipRuntimeGetVersion_t,
-    pub hipDriverGetVersion: sys::hipDriverGetVersion_t,
-    pub hipGetDeviceCount: sys::hipGetDeviceCount_t,
-    pub hipGetDevice: sys::hipGetDevice_t,
-    pub hipSetDevice: sys::hipSetDevice_t,
-    pub hipDeviceGetName: sys::hipDeviceGetName_t,
-    pub hipDeviceGetUuid: sys::hipDeviceGetUuid_t,
-    pub hipDeviceGetAttribute: sys::hipDeviceGetAttribute_t,
-    pub hipGetDevicePropertiesR0600: sys::hipGetDevicePropertiesR0600_t,
-    pub hipMalloc: sys::hipMalloc_t,
-    pub hipFree: sys::hipFree_t,
-    pub hipMemcpy: sys::hipMemcpy_t,
-    pub hipMemset: sys::hipMemset_t,
-    pub hipMemGetInfo: sys::hipMemGetInfo_t,
-    pub hipDeviceSynchronize: sys::hipDeviceSynchronize_t,
-    pub hipGetErrorName: sys::hipGetErrorName_t,
-    pub hipGetErrorString: sys::hipGetErrorString_t,
+    pub hipInit: sys::fns::hipInit,
+    pub hipRuntimeGetVersion: sys::fns::hipRuntimeGetVersion,
+    pub hipDriverGetVersion: sys::fns::hipDriverGetVersion,
+    pub hipGetDeviceCount: sys::fns::hipGetDeviceCount,
+    pub hipGetDevice: sys::fns::hipGetDevice,
+    pub hipSetDevice: sys::fns::hipSetDevice,
+    pub hipDeviceGetName: sys::fns::hipDeviceGetName,
+    pub hipDeviceGetUuid: sys::fns::hipDeviceGetUuid,
+    pub hipDeviceGetAttribute: sys::fns::hipDeviceGetAttribute,
+    pub hipGetDevicePropertiesR0600: sys::fns::hipGetDevicePropertiesR0600,
+    pub hipMalloc: sys::fns::hipMalloc,
+    pub hipFree: sys::fns::hipFree,
+    pub hipMemcpy: sys::fns::hipMemcpy,
+    pub hipMemset: sys::fns::hipMemset,
+    pub hipMemGetInfo: sys::fns::hipMemGetInfo,
+    pub hipDeviceSynchronize: sys::fns::hipDeviceSynchronize,
+    pub hipGetErrorName: sys::fns::hipGetErrorName,
+    pub hipGetErrorString: sys::fns::hipGetErrorString,
 }
 
 impl HipApi {
@@ -90,7 +90,7 @@ impl HipApi {
     fn accept(lib: &Library, p: &str) -> Result<Self, String> {
         // SAFETY: `hipError_t hipRuntimeGetVersion(int *)`, as `devsim-sys` declares it; the
         // library is never unloaded.
-        let get_version: sys::hipRuntimeGetVersion_t =
+        let get_version: sys::fns::hipRuntimeGetVersion =
             unsafe { resolve(lib, p, "hipRuntimeGetVersion") }.map_err(|e| e.to_string())?;
         let path = resolved_path(get_version as usize).unwrap_or_else(|| p.to_owned());
         let mut version: c_int = 0;
