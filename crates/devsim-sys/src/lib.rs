@@ -7,7 +7,7 @@
 //! and `safe` layers:
 //!
 //! - devsim's live client (`devsim::runtime::live::{cuda, hip}`) resolves every symbol as its
-//!   `fns` type;
+//!   `fns` type, from a symbol table that names each symbol once;
 //! - the fake drivers (`fakes/cuda`, `fakes/hip`) check each export against the same type at compile
 //!   time (`const _: cuda::fns::cuInit = cuInit;`);
 //! - the ABI tests call the fakes through the same types.
