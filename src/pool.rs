@@ -11,7 +11,7 @@ use crate::dispatch::DispatchError;
 use crate::dispatch::selector::{Scope, Selector};
 use crate::runtime::DriverError;
 use crate::runtime::Runtime;
-use crate::trace::{Call, Entry};
+use crate::trace::{Call, Entry, Text};
 use crate::vocab::Family;
 use crate::vocab::{TorchDevice, TorchType};
 
@@ -124,11 +124,11 @@ impl DevicePool {
         for key in guard.covers() {
             dispatch.trace.push(Entry::Call {
                 call: Call::Lock,
-                device: Some(key.to_string()),
-                detail: Some(match mode {
-                    LockMode::Read => "read".into(),
-                    LockMode::Write => "write".into(),
-                }),
+                device: Some(key.to_string().into()),
+                detail: Some(Text::fixed(match mode {
+                    LockMode::Read => "read",
+                    LockMode::Write => "write",
+                })),
                 ok: true,
             });
         }

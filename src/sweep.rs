@@ -80,6 +80,8 @@ fn starting_devices(host: &HostSpec) -> Vec<u32> {
 
 struct Case<'a> {
     host: &'a HostSpec,
+    /// The host's runtime as built, each case running on a fresh copy; `None` when the host does not validate.
+    runtime: Option<&'a SimRuntime>,
     kernel: &'a dyn Kernel,
     selector: &'a Selector,
     path: Path,
@@ -107,11 +109,13 @@ pub fn run_matrix(hosts: &[HostSpec], catalog: &Catalog) -> MatrixOutcome {
         for current in starting_devices(host) {
             let mut host = host.clone();
             host.current = current;
+            let runtime = SimRuntime::new(host.clone()).ok();
             for kernel in catalog.iter() {
                 for selector in &selectors {
                     for path in Path::EVERY {
                         let case = Case {
                             host: &host,
+                            runtime: runtime.as_ref(),
                             kernel,
                             selector,
                             path,
@@ -134,7 +138,7 @@ struct PathOutcome {
 }
 
 fn run_case(case: &Case, outcome: &mut MatrixOutcome) {
-    let Ok(sim) = SimRuntime::new(case.host.clone()) else {
+    let Some(sim) = case.runtime.map(SimRuntime::fresh) else {
         outcome
             .violations
             .push(format!("{}: host does not validate", case.name()));
@@ -186,9 +190,10 @@ fn run_case(case: &Case, outcome: &mut MatrixOutcome) {
         },
     };
     outcome.cases += 1;
-    let trace = recorder.trace().entries();
     let current_after = recorder.inner().get_device().ok();
-    let mut violations = check_invariants(case, &result, &trace, current_after);
+    let mut violations = recorder
+        .trace()
+        .read(|trace| check_invariants(case, &result, trace, current_after));
     if result.error.is_some() {
         outcome.refused += 1;
     } else {

@@ -6,6 +6,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::{Deserialize, Serialize};
 
+mod text;
+pub use text::{Render, Text};
+
 /// A runtime call, as named in scenario trace rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -152,10 +155,10 @@ pub enum Entry {
         call: Call,
         /// The device it concerned, if one.
         #[serde(skip_serializing_if = "Option::is_none")]
-        device: Option<String>,
+        device: Option<Text>,
         /// A detail: the extension or kernel name, the lock key.
         #[serde(skip_serializing_if = "Option::is_none")]
-        detail: Option<String>,
+        detail: Option<Text>,
         /// Whether it succeeded.
         ok: bool,
     },
@@ -166,13 +169,13 @@ pub enum Entry {
         /// Whether it passed.
         passed: bool,
         /// What it judged.
-        detail: String,
+        detail: Text,
     },
     /// A change of the current device that the runtime made on its own inside `during` (the live runtime
     /// entering a GPU's context to allocate, copy or free there): named `context_switch` in trace rules.
     ContextSwitch {
         /// The device made current.
-        device: String,
+        device: Text,
         /// The call that made the switch.
         during: Call,
         /// Whether it succeeded.
@@ -271,9 +274,10 @@ impl fmt::Display for Entry {
                 ok,
             } => {
                 write!(f, "{call}")?;
-                let args: Vec<&str> = device.iter().chain(detail).map(String::as_str).collect();
-                if !args.is_empty() {
-                    write!(f, "({})", args.join(", "))?;
+                match (device, detail) {
+                    (Some(device), Some(detail)) => write!(f, "({device}, {detail})")?,
+                    (Some(one), None) | (None, Some(one)) => write!(f, "({one})")?,
+                    (None, None) => {}
                 }
                 if !ok {
                     write!(f, " -> error")?;
@@ -335,9 +339,11 @@ pub struct Trace {
 }
 
 impl Trace {
-    /// An empty trace.
+    /// An empty trace, with room for a step's usual entries.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            entries: Arc::new(Mutex::new(Vec::with_capacity(16))),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<Entry>> {
@@ -351,7 +357,7 @@ impl Trace {
     }
 
     /// Records a gate outcome.
-    pub fn gate(&self, gate: Gate, passed: bool, detail: impl Into<String>) {
+    pub fn gate(&self, gate: Gate, passed: bool, detail: impl Into<Text>) {
         self.push(Entry::Gate {
             gate,
             passed,
@@ -375,6 +381,11 @@ impl Trace {
             .get(mark..)
             .map(<[_]>::to_vec)
             .unwrap_or_default()
+    }
+
+    /// Runs `read` over every entry so far, without copying them (do not record from inside it).
+    pub fn read<R>(&self, read: impl FnOnce(&[Entry]) -> R) -> R {
+        read(&self.lock())
     }
 
     /// Every entry.
@@ -450,50 +461,4 @@ pub fn count(entries: &[Entry], name: &str) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn gate(detail: &str) -> Entry {
-        Entry::Gate {
-            gate: Gate::EVERY[0],
-            passed: true,
-            detail: detail.into(),
-        }
-    }
-
-    #[test]
-    fn an_elided_trace_expands_to_what_was_recorded_in_order() {
-        // Recorded: a b | a b | a b | c | a b, with the second, third and fifth repetition elided.
-        let trace = Trace::new();
-        let mut elided = Elided::default();
-        for (repetition, details) in [["a", "b"], ["a", "b"], ["a", "b"], ["c", ""], ["a", "b"]]
-            .iter()
-            .enumerate()
-        {
-            let start = trace.len();
-            for detail in details.iter().filter(|d| !d.is_empty()) {
-                trace.push(gate(detail));
-            }
-            if repetition > 0 && trace.elide_repeat(0..2, start) {
-                elided.push(start);
-            }
-        }
-        elided.first = 0..2;
-        let kept = trace.entries();
-        assert_eq!(
-            kept,
-            [gate("a"), gate("b"), gate("c")],
-            "the differing one is kept"
-        );
-        assert_eq!(elided.repetitions(), 3);
-        let whole: Vec<&Entry> = expanded(&kept, &elided).collect();
-        let details: Vec<String> = whole
-            .iter()
-            .map(|e| match e {
-                Entry::Gate { detail, .. } => detail.clone(),
-                _ => String::new(),
-            })
-            .collect();
-        assert_eq!(details, ["a", "b", "a", "b", "a", "b", "c", "a", "b"]);
-    }
-}
+mod tests;

@@ -1414,28 +1414,30 @@ mod abi {
         // SAFETY: every type below is the C signature in `cuda.h` (and devsim's `cuda.rs`); every
         // pointer passed is a live local of the right type and size.
         unsafe {
-            let init: devsim_sys::cuda::cuInit_t = get(library, "cuInit");
-            let count: devsim_sys::cuda::cuDeviceGetCount_t = get(library, "cuDeviceGetCount");
-            let device_get: devsim_sys::cuda::cuDeviceGet_t = get(library, "cuDeviceGet");
-            let name: devsim_sys::cuda::cuDeviceGetName_t = get(library, "cuDeviceGetName");
-            let attribute: devsim_sys::cuda::cuDeviceGetAttribute_t =
+            let init: devsim_sys::cuda::fns::cuInit = get(library, "cuInit");
+            let count: devsim_sys::cuda::fns::cuDeviceGetCount = get(library, "cuDeviceGetCount");
+            let device_get: devsim_sys::cuda::fns::cuDeviceGet = get(library, "cuDeviceGet");
+            let name: devsim_sys::cuda::fns::cuDeviceGetName = get(library, "cuDeviceGetName");
+            let attribute: devsim_sys::cuda::fns::cuDeviceGetAttribute =
                 get(library, "cuDeviceGetAttribute");
-            let retain: devsim_sys::cuda::cuDevicePrimaryCtxRetain_t =
+            let retain: devsim_sys::cuda::fns::cuDevicePrimaryCtxRetain =
                 get(library, "cuDevicePrimaryCtxRetain");
-            let get_current: devsim_sys::cuda::cuCtxGetCurrent_t = get(library, "cuCtxGetCurrent");
-            let set_current: devsim_sys::cuda::cuCtxSetCurrent_t = get(library, "cuCtxSetCurrent");
-            let ctx_device: devsim_sys::cuda::cuCtxGetDevice_t = get(library, "cuCtxGetDevice");
-            let alloc: devsim_sys::cuda::cuMemAlloc_v2_t = get(library, "cuMemAlloc_v2");
-            let free: devsim_sys::cuda::cuMemFree_v2_t = get(library, "cuMemFree_v2");
-            let htod: devsim_sys::cuda::cuMemcpyHtoD_v2_t = get(library, "cuMemcpyHtoD_v2");
-            let dtoh: devsim_sys::cuda::cuMemcpyDtoH_v2_t = get(library, "cuMemcpyDtoH_v2");
-            let memset: devsim_sys::cuda::cuMemsetD8_v2_t = get(library, "cuMemsetD8_v2");
-            let synchronize: devsim_sys::cuda::cuCtxSynchronize_t =
+            let get_current: devsim_sys::cuda::fns::cuCtxGetCurrent =
+                get(library, "cuCtxGetCurrent");
+            let set_current: devsim_sys::cuda::fns::cuCtxSetCurrent =
+                get(library, "cuCtxSetCurrent");
+            let ctx_device: devsim_sys::cuda::fns::cuCtxGetDevice = get(library, "cuCtxGetDevice");
+            let alloc: devsim_sys::cuda::fns::cuMemAlloc_v2 = get(library, "cuMemAlloc_v2");
+            let free: devsim_sys::cuda::fns::cuMemFree_v2 = get(library, "cuMemFree_v2");
+            let htod: devsim_sys::cuda::fns::cuMemcpyHtoD_v2 = get(library, "cuMemcpyHtoD_v2");
+            let dtoh: devsim_sys::cuda::fns::cuMemcpyDtoH_v2 = get(library, "cuMemcpyDtoH_v2");
+            let memset: devsim_sys::cuda::fns::cuMemsetD8_v2 = get(library, "cuMemsetD8_v2");
+            let synchronize: devsim_sys::cuda::fns::cuCtxSynchronize =
                 get(library, "cuCtxSynchronize");
-            let error_name: devsim_sys::cuda::cuGetErrorName_t = get(library, "cuGetErrorName");
-            let error_string: devsim_sys::cuda::cuGetErrorString_t =
+            let error_name: devsim_sys::cuda::fns::cuGetErrorName = get(library, "cuGetErrorName");
+            let error_string: devsim_sys::cuda::fns::cuGetErrorString =
                 get(library, "cuGetErrorString");
-            let version: devsim_sys::cuda::cuDriverGetVersion_t =
+            let version: devsim_sys::cuda::fns::cuDriverGetVersion =
                 get(library, "cuDriverGetVersion");
 
             let mut n: c_int = -1;
@@ -1536,20 +1538,20 @@ mod abi {
         // SAFETY: every type below is the C signature in `hip_runtime_api.h` (and devsim's
         // `hip.rs`); every pointer passed is a live local of the right type and size.
         unsafe {
-            let init: devsim_sys::hip::hipInit_t = get(library, "hipInit");
-            let count: devsim_sys::hip::hipGetDeviceCount_t = get(library, "hipGetDeviceCount");
-            let get_device: devsim_sys::hip::hipGetDevice_t = get(library, "hipGetDevice");
-            let set_device: devsim_sys::hip::hipSetDevice_t = get(library, "hipSetDevice");
-            let attribute: devsim_sys::hip::hipDeviceGetAttribute_t =
+            let init: devsim_sys::hip::fns::hipInit = get(library, "hipInit");
+            let count: devsim_sys::hip::fns::hipGetDeviceCount = get(library, "hipGetDeviceCount");
+            let get_device: devsim_sys::hip::fns::hipGetDevice = get(library, "hipGetDevice");
+            let set_device: devsim_sys::hip::fns::hipSetDevice = get(library, "hipSetDevice");
+            let attribute: devsim_sys::hip::fns::hipDeviceGetAttribute =
                 get(library, "hipDeviceGetAttribute");
-            let properties: devsim_sys::hip::hipGetDevicePropertiesR0600_t =
+            let properties: devsim_sys::hip::fns::hipGetDevicePropertiesR0600 =
                 get(library, "hipGetDevicePropertiesR0600");
-            let malloc: devsim_sys::hip::hipMalloc_t = get(library, "hipMalloc");
-            let free: devsim_sys::hip::hipFree_t = get(library, "hipFree");
-            let memcpy: devsim_sys::hip::hipMemcpy_t = get(library, "hipMemcpy");
-            let memset: devsim_sys::hip::hipMemset_t = get(library, "hipMemset");
-            let error_name: devsim_sys::hip::hipGetErrorName_t = get(library, "hipGetErrorName");
-            let error_string: devsim_sys::hip::hipGetErrorString_t =
+            let malloc: devsim_sys::hip::fns::hipMalloc = get(library, "hipMalloc");
+            let free: devsim_sys::hip::fns::hipFree = get(library, "hipFree");
+            let memcpy: devsim_sys::hip::fns::hipMemcpy = get(library, "hipMemcpy");
+            let memset: devsim_sys::hip::fns::hipMemset = get(library, "hipMemset");
+            let error_name: devsim_sys::hip::fns::hipGetErrorName = get(library, "hipGetErrorName");
+            let error_string: devsim_sys::hip::fns::hipGetErrorString =
                 get(library, "hipGetErrorString");
 
             let mut n: c_int = -1;

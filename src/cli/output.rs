@@ -67,17 +67,19 @@ fn entry(entry: &Entry) -> TraceEntryOutput {
             device, detail, ok, ..
         } => TraceEntryOutput::Call {
             call: entry.name().to_string(),
-            device: device.as_deref().map(TraceDevice::parse),
-            detail: detail.clone(),
+            device: device
+                .as_ref()
+                .map(|device| TraceDevice::parse(&device.words())),
+            detail: detail.as_ref().map(ToString::to_string),
             ok: *ok,
         },
         Entry::Gate { passed, detail, .. } => TraceEntryOutput::Gate {
             gate: entry.name().to_string(),
             passed: *passed,
-            detail: detail.clone(),
+            detail: detail.to_string(),
         },
         Entry::ContextSwitch { device, during, ok } => TraceEntryOutput::ContextSwitch {
-            device: TraceDevice::parse(device),
+            device: TraceDevice::parse(&device.words()),
             during: during.to_string(),
             ok: *ok,
         },

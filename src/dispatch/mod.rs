@@ -4,7 +4,9 @@ mod error;
 pub mod selector;
 
 use crate::runtime::Runtime;
-use crate::trace::{Gate, Trace};
+use std::fmt;
+
+use crate::trace::{Gate, Text, Trace};
 use crate::vocab::Target;
 pub use error::{DispatchError, ErrorKind};
 use selector::{Scope, Selector};
@@ -28,7 +30,10 @@ impl<'a> Dispatch<'a> {
         let result = selector::normalize(selector, self.runtime.build(), || {
             Ok(self.runtime.torch_device_count()?)
         });
-        self.record_normalize(selector, result.as_ref().map(ToString::to_string));
+        self.record_normalize(
+            selector,
+            result.as_ref().map(|target| Scope::Target(*target)),
+        );
         result
     }
 
@@ -37,26 +42,35 @@ impl<'a> Dispatch<'a> {
         let result = selector::normalize_scope(selector, self.runtime.build(), || {
             Ok(self.runtime.torch_device_count()?)
         });
-        self.record_normalize(
-            selector,
-            result.as_ref().map(|scope| match scope {
-                Scope::All => "all".to_string(),
-                Scope::Target(target) => target.to_string(),
-            }),
-        );
+        self.record_normalize(selector, result.as_ref().copied());
         result
     }
 
-    fn record_normalize(&self, selector: &Selector, outcome: Result<String, &DispatchError>) {
-        match outcome {
-            Ok(target) => self
-                .trace
-                .gate(Gate::Normalize, true, format!("{selector} -> {target}")),
-            Err(error) => self.trace.gate(
-                Gate::Normalize,
-                false,
-                format!("{selector}: {}", error.kind()),
-            ),
+    fn record_normalize(&self, selector: &Selector, outcome: Result<Scope, &DispatchError>) {
+        let passed = outcome.is_ok();
+        let detail = Normalized {
+            selector: selector.clone(),
+            outcome: outcome.map_err(DispatchError::kind),
+        };
+        self.trace
+            .gate(Gate::Normalize, passed, Text::typed(detail));
+    }
+}
+
+/// The normalize gate's detail: `"cuda:1" -> rocm:1`, `"all" -> all`, `"tpu": unknown-selector`.
+#[derive(PartialEq)]
+struct Normalized {
+    selector: Selector,
+    outcome: Result<Scope, &'static str>,
+}
+
+impl fmt::Display for Normalized {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let selector = &self.selector;
+        match self.outcome {
+            Ok(Scope::All) => write!(f, "{selector} -> all"),
+            Ok(Scope::Target(target)) => write!(f, "{selector} -> {target}"),
+            Err(kind) => write!(f, "{selector}: {kind}"),
         }
     }
 }

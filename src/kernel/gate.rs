@@ -4,12 +4,99 @@
 //! device only when the target is the family itself), asks NVIDIA questions only of NVIDIA targets and AMD
 //! questions only of AMD targets. The extension is loaded only after every gate passed.
 
+use std::borrow::Cow;
+use std::fmt;
+
 use crate::dispatch::Dispatch;
 use crate::dispatch::DispatchError;
 use crate::kernel::KernelSpec;
-use crate::trace::Gate;
+use crate::trace::{Gate, Text};
 use crate::vocab::Target;
-use crate::vocab::{Arch, Family};
+use crate::vocab::{Arch, ComputeCapability, Family};
+
+/// Writes `items` separated by `separator`.
+fn joined<T: fmt::Display>(
+    f: &mut fmt::Formatter<'_>,
+    items: &[T],
+    separator: &str,
+) -> fmt::Result {
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            f.write_str(separator)?;
+        }
+        write!(f, "{item}")?;
+    }
+    Ok(())
+}
+
+/// The family gate's detail: `marlin declares cuda for rocm:1`.
+#[derive(PartialEq)]
+struct Declares {
+    kernel: Cow<'static, str>,
+    families: Cow<'static, [Family]>,
+    target: Target,
+}
+
+impl fmt::Display for Declares {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} declares ", self.kernel)?;
+        joined(f, &self.families, ", ")?;
+        write!(f, " for {}", self.target)
+    }
+}
+
+/// The bits gate's detail: `marlin supports 4-bit, 8-bit`.
+#[derive(PartialEq)]
+struct Supports {
+    kernel: Cow<'static, str>,
+    bits: Cow<'static, [u32]>,
+}
+
+impl fmt::Display for Supports {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} supports ", self.kernel)?;
+        for (i, bits) in self.bits.iter().enumerate() {
+            let separator = if i > 0 { ", " } else { "" };
+            write!(f, "{separator}{bits}-bit")?;
+        }
+        Ok(())
+    }
+}
+
+/// The arch a passing GPU reported: an NVIDIA capability (`sm_90`) or an AMD `gcnArchName`.
+#[derive(PartialEq)]
+enum Seen {
+    Sm(ComputeCapability),
+    Named(String),
+}
+
+/// The arch gate's detail when it passed: `marlin on cuda:1 (sm_90)`.
+#[derive(PartialEq)]
+struct Passed {
+    kernel: Cow<'static, str>,
+    target: Target,
+    arch: Seen,
+}
+
+impl fmt::Display for Passed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} on {} (", self.kernel, self.target)?;
+        match &self.arch {
+            Seen::Sm(cc) => write!(f, "sm_{}{}", cc.major, cc.minor)?,
+            Seen::Named(name) => f.write_str(name)?,
+        }
+        f.write_str(")")
+    }
+}
+
+/// The families a gate judged, without copying the spec's own list (the usual case).
+fn families_of(spec: &KernelSpec, families: &[Family]) -> Cow<'static, [Family]> {
+    if std::ptr::eq(families, spec.families.as_ref()) {
+        spec.families.clone()
+    } else {
+        Cow::Owned(families.to_vec())
+    }
+}
 
 /// The family gate: the kernel must declare the normalized target's family.
 pub fn family_gate(
@@ -19,15 +106,19 @@ pub fn family_gate(
     target: Target,
 ) -> Result<(), DispatchError> {
     let declared = families.contains(&Family::All) || families.contains(&target.family);
-    let names: Vec<&str> = families.iter().map(|f| f.as_str()).collect();
     dispatch.trace.gate(
         Gate::Family,
         declared,
-        format!("{} declares {} for {target}", spec.name, names.join(", ")),
+        Text::typed(Declares {
+            kernel: spec.name.clone(),
+            families: families_of(spec, families),
+            target,
+        }),
     );
     if declared {
         return Ok(());
     }
+    let names: Vec<&str> = families.iter().map(|f| f.as_str()).collect();
     Err(DispatchError::UnsupportedFamily {
         kernel: spec.name.to_string(),
         target,
@@ -44,15 +135,18 @@ pub fn bits_gate(
 ) -> Result<(), DispatchError> {
     let Some(bits) = bits else { return Ok(()) };
     let supported = spec.bits.contains(&bits);
-    let widths: Vec<String> = spec.bits.iter().map(|b| format!("{b}-bit")).collect();
     dispatch.trace.gate(
         Gate::Bits,
         supported,
-        format!("{} supports {}", spec.name, widths.join(", ")),
+        Text::typed(Supports {
+            kernel: spec.name.clone(),
+            bits: spec.bits.clone(),
+        }),
     );
     if supported {
         return Ok(());
     }
+    let widths: Vec<String> = spec.bits.iter().map(|b| format!("{b}-bit")).collect();
     Err(DispatchError::UnsupportedBits {
         kernel: spec.name.to_string(),
         bits,
@@ -97,22 +191,22 @@ pub fn arch_gate(
     let arch = match target.family {
         Family::Cuda => {
             let cc = rt.nvidia_capability(ordinal)?;
-            let arch = format!("sm_{}{}", cc.major, cc.minor);
+            let arch = || format!("sm_{}{}", cc.major, cc.minor);
             if let Some(rule) = &spec.nvidia {
                 if !rule.admits(cc) {
-                    return refuse(arch, rule.to_string());
+                    return refuse(arch(), rule.to_string());
                 }
             }
             if let Some(min) = spec.smem_optin_min {
                 let bytes = rt.smem_optin(ordinal)?;
                 if bytes < min {
                     return refuse(
-                        format!("{arch}, {bytes} bytes opt-in shared memory"),
+                        format!("{}, {bytes} bytes opt-in shared memory", arch()),
                         format!("opt-in shared memory >= {min} bytes"),
                     );
                 }
             }
-            arch
+            Seen::Sm(cc)
         }
         _ => {
             let name = rt.amd_arch(ordinal)?;
@@ -125,13 +219,17 @@ pub fn arch_gate(
             if !targets.iter().any(|t| *t == base) {
                 return refuse(name, targets.join(" or "));
             }
-            name
+            Seen::Named(name)
         }
     };
     dispatch.trace.gate(
         Gate::Arch,
         true,
-        format!("{} on {target} ({arch})", spec.name),
+        Text::typed(Passed {
+            kernel: spec.name.clone(),
+            target,
+            arch,
+        }),
     );
     Ok(())
 }

@@ -39,14 +39,24 @@ pub struct Moved {
     pub lands_on: Place,
 }
 
-/// The bytes a kernel's test weights hold: deterministic, kernel-specific.
+/// How many bytes a kernel's test weights hold.
+const WEIGHT_BYTES: usize = 4096;
+/// The period of the weights' byte pattern.
+const WEIGHT_PERIOD: usize = 251;
+
+/// The bytes a kernel's test weights hold: deterministic, kernel-specific. Byte `i` is the name's seed plus
+/// `i % 251`, laid down one period at a time.
 fn weights(name: &str) -> Vec<u8> {
     let seed = name
         .bytes()
         .fold(17u8, |acc, b| acc.wrapping_mul(31).wrapping_add(b));
-    (0..4096u32)
-        .map(|i| seed.wrapping_add((i % 251) as u8))
-        .collect()
+    let period: [u8; WEIGHT_PERIOD] = std::array::from_fn(|i| seed.wrapping_add(i as u8));
+    let mut data = Vec::with_capacity(WEIGHT_BYTES);
+    while data.len() < WEIGHT_BYTES {
+        let take = (WEIGHT_BYTES - data.len()).min(WEIGHT_PERIOD);
+        data.extend_from_slice(&period[..take]);
+    }
+    data
 }
 
 pub(super) fn validate<K: Kernel + ?Sized>(
@@ -122,8 +132,7 @@ pub(super) fn move_weights<K: Kernel + ?Sized>(
                 guard.restore()?;
             }
         }
-        let back = rt.copy_out(&buffer)?;
-        if back != data {
+        if !rt.copy_out_matches(&buffer, &data)? {
             return Err(DriverError {
                 call: "copy".into(),
                 code: -1,
@@ -140,4 +149,22 @@ pub(super) fn move_weights<K: Kernel + ?Sized>(
         validated,
         lands_on: buffer.place,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weights_are_the_seed_plus_the_index_modulo_251() {
+        for name in ["gptq_marlin", "awq_allspark", ""] {
+            let seed = name
+                .bytes()
+                .fold(17u8, |acc, b| acc.wrapping_mul(31).wrapping_add(b));
+            let expected: Vec<u8> = (0..4096u32)
+                .map(|i| seed.wrapping_add((i % 251) as u8))
+                .collect();
+            assert_eq!(weights(name), expected, "{name}");
+        }
+    }
 }

@@ -156,6 +156,11 @@ impl<R: Runtime> Runtime for FaultInjector<R> {
         self.inner.copy_out(src)
     }
 
+    fn copy_out_matches(&self, src: &Buffer, expected: &[u8]) -> Result<bool, DriverError> {
+        self.check(Call::Copy, Self::device_of(src.place))?;
+        self.inner.copy_out_matches(src, expected)
+    }
+
     fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
         self.check(Call::Free, Self::device_of(buffer.place))?;
         self.inner.free(buffer)

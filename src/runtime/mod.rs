@@ -85,6 +85,12 @@ pub trait Runtime: Send + Sync {
     fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<(), DriverError>;
     /// Copies a buffer back to the host.
     fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>, DriverError>;
+    /// Copies a buffer back to the host and says whether it holds exactly `expected`: the same one call as
+    /// [`Runtime::copy_out`]. The default copies out and compares; a runtime that can compare in place
+    /// overrides it, and a wrapper forwards it to the runtime it wraps.
+    fn copy_out_matches(&self, src: &Buffer, expected: &[u8]) -> Result<bool, DriverError> {
+        Ok(self.copy_out(src)? == expected)
+    }
     /// Frees a buffer.
     fn free(&self, buffer: &Buffer) -> Result<(), DriverError>;
     /// Launches a kernel and reports where it ran.
@@ -139,6 +145,9 @@ impl<R: Runtime + ?Sized> Runtime for std::sync::Arc<R> {
     }
     fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>, DriverError> {
         (**self).copy_out(src)
+    }
+    fn copy_out_matches(&self, src: &Buffer, expected: &[u8]) -> Result<bool, DriverError> {
+        (**self).copy_out_matches(src, expected)
     }
     fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
         (**self).free(buffer)

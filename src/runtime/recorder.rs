@@ -3,7 +3,7 @@
 
 use crate::runtime::DriverError;
 use crate::runtime::{Buffer, ContextSwitch, LaunchOn, Place, Runtime};
-use crate::trace::{Call, Entry, Trace};
+use crate::trace::{Call, Entry, Text, Trace};
 use crate::vocab::ComputeCapability;
 use crate::vocab::TorchBuild;
 use crate::vocab::TorchDevice;
@@ -36,19 +36,19 @@ impl Recorder {
     fn record<T>(
         &self,
         call: Call,
-        device: Option<String>,
-        detail: Option<&str>,
+        device: Option<Text>,
+        detail: Option<Text>,
         result: Result<T, DriverError>,
     ) -> Result<T, DriverError> {
         self.trace.push(Entry::Call {
             call,
             device,
-            detail: detail.map(str::to_string),
+            detail,
             ok: result.is_ok(),
         });
         for switch in self.inner.take_switches() {
             self.trace.push(Entry::ContextSwitch {
-                device: switch.to.to_string(),
+                device: Text::number(switch.to),
                 during: call,
                 ok: switch.ok,
             });
@@ -57,12 +57,15 @@ impl Recorder {
     }
 }
 
-fn on(ordinal: u32) -> Option<String> {
-    Some(ordinal.to_string())
+fn on(ordinal: u32) -> Option<Text> {
+    Some(Text::number(ordinal))
 }
 
-fn at(place: Place) -> Option<String> {
-    Some(place.to_string())
+fn at(place: Place) -> Option<Text> {
+    Some(match place {
+        Place::Cpu => Text::fixed("cpu"),
+        Place::Gpu(ordinal) => Text::number(ordinal),
+    })
 }
 
 impl Runtime for Recorder {
@@ -127,19 +130,39 @@ impl Runtime for Recorder {
 
     fn alloc(&self, device: TorchDevice, bytes: usize) -> Result<Buffer, DriverError> {
         let result = self.inner.alloc(device, bytes);
-        let place = result.as_ref().map(|b| b.place.to_string()).ok();
-        let device = place.or_else(|| Some(device.to_string()));
+        let place = result.as_ref().ok().and_then(|b| at(b.place));
+        let device = place.or_else(|| Some(device.to_string().into()));
         self.record(Call::Alloc, device, None, result)
     }
 
     fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<(), DriverError> {
         let result = self.inner.copy_in(dst, data);
-        self.record(Call::Copy, at(dst.place), Some("to device"), result)
+        self.record(
+            Call::Copy,
+            at(dst.place),
+            Some(Text::fixed("to device")),
+            result,
+        )
     }
 
     fn copy_out(&self, src: &Buffer) -> Result<Vec<u8>, DriverError> {
         let result = self.inner.copy_out(src);
-        self.record(Call::Copy, at(src.place), Some("to host"), result)
+        self.record(
+            Call::Copy,
+            at(src.place),
+            Some(Text::fixed("to host")),
+            result,
+        )
+    }
+
+    fn copy_out_matches(&self, src: &Buffer, expected: &[u8]) -> Result<bool, DriverError> {
+        let result = self.inner.copy_out_matches(src, expected);
+        self.record(
+            Call::Copy,
+            at(src.place),
+            Some(Text::fixed("to host")),
+            result,
+        )
     }
 
     fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
@@ -148,8 +171,13 @@ impl Runtime for Recorder {
 
     fn launch(&self, on: LaunchOn, kernel: &str) -> Result<Place, DriverError> {
         let result = self.inner.launch(on, kernel);
-        let device = result.as_ref().ok().map(|place| place.to_string());
-        self.record(Call::Launch, device, Some(kernel), result)
+        let device = result.as_ref().ok().and_then(|place| at(*place));
+        self.record(
+            Call::Launch,
+            device,
+            Some(kernel.to_string().into()),
+            result,
+        )
     }
 
     fn synchronize(&self) -> Result<(), DriverError> {
@@ -158,7 +186,12 @@ impl Runtime for Recorder {
 
     fn load_extension(&self, name: &str) -> Result<(), DriverError> {
         let result = self.inner.load_extension(name);
-        self.record(Call::ExtensionLoad, None, Some(name), result)
+        self.record(
+            Call::ExtensionLoad,
+            None,
+            Some(name.to_string().into()),
+            result,
+        )
     }
 
     /// Switches are already in the trace: nothing is left to hand over.

@@ -3,7 +3,7 @@
 //! answers to NVIDIA queries on AMD GPUs. Faults are injected around it by [`crate::runtime::FaultInjector`].
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, ThreadId};
 
 use crate::host::HostError;
@@ -32,13 +32,18 @@ struct State {
     extensions: BTreeSet<String>,
 }
 
-/// The simulated runtime. Cheap to build; one per scenario run.
-pub struct SimRuntime {
+/// What a simulated machine is, worked out once from its host: shared by every runtime over it.
+struct Machine {
     host: HostSpec,
     /// torch's count (`torch.cuda.device_count()`), what dispatch code sees.
     torch_count: u32,
     /// The runtime's ordinals: the physical GPU at each.
     visible: Vec<usize>,
+}
+
+/// The simulated runtime. Cheap to build; one per scenario run.
+pub struct SimRuntime {
+    machine: Arc<Machine>,
     state: Mutex<State>,
 }
 
@@ -47,21 +52,34 @@ impl SimRuntime {
     pub fn new(host: HostSpec) -> Result<Self, HostError> {
         host.validate()?;
         let visibility = host.visibility()?;
+        let machine = Machine {
+            host,
+            torch_count: u32::try_from(visibility.torch_count).unwrap_or(u32::MAX),
+            visible: visibility.runtime,
+        };
+        Ok(Self::on(Arc::new(machine)))
+    }
+
+    fn on(machine: Arc<Machine>) -> Self {
         let state = State {
             next_handle: 0x7f00_0000_0000,
             ..State::default()
         };
-        Ok(Self {
-            host,
-            torch_count: u32::try_from(visibility.torch_count).unwrap_or(u32::MAX),
-            visible: visibility.runtime,
+        Self {
+            machine,
             state: Mutex::new(state),
-        })
+        }
+    }
+
+    /// A runtime over the same host as it was built: no memory allocated, no extension loaded, every
+    /// thread on the host's current device. The host is shared, not copied or checked again.
+    pub fn fresh(&self) -> Self {
+        Self::on(Arc::clone(&self.machine))
     }
 
     /// The host this runtime simulates.
     pub fn host(&self) -> &HostSpec {
-        &self.host
+        &self.machine.host
     }
 
     /// The extensions loaded so far.
@@ -84,7 +102,7 @@ impl SimRuntime {
             code,
             message: message
                 .map(str::to_string)
-                .unwrap_or_else(|| driver_message(self.host.torch, code)),
+                .unwrap_or_else(|| driver_message(self.machine.host.torch, code)),
         }
     }
 
@@ -93,17 +111,17 @@ impl SimRuntime {
             .current
             .get(&thread::current().id())
             .copied()
-            .unwrap_or(self.host.current)
+            .unwrap_or(self.machine.host.current)
     }
 
     fn visible_gpu(&self, call: Call, ordinal: u32) -> Result<&Gpu, DriverError> {
-        if self.visible.is_empty() {
+        if self.machine.visible.is_empty() {
             return Err(self.error(call, NO_DEVICE, None));
         }
         usize::try_from(ordinal)
             .ok()
-            .and_then(|i| self.visible.get(i))
-            .and_then(|physical| self.host.gpus.get(*physical))
+            .and_then(|i| self.machine.visible.get(i))
+            .and_then(|physical| self.machine.host.gpus.get(*physical))
             .ok_or_else(|| self.error(call, INVALID_DEVICE, None))
     }
 
@@ -127,7 +145,7 @@ impl SimRuntime {
 
 impl Runtime for SimRuntime {
     fn build(&self) -> TorchBuild {
-        self.host.torch
+        self.machine.host.torch
     }
 
     fn take_switches(&self) -> Vec<crate::runtime::ContextSwitch> {
@@ -136,11 +154,11 @@ impl Runtime for SimRuntime {
     }
 
     fn device_count(&self) -> Result<u32, DriverError> {
-        Ok(u32::try_from(self.visible.len()).unwrap_or(u32::MAX))
+        Ok(u32::try_from(self.machine.visible.len()).unwrap_or(u32::MAX))
     }
 
     fn torch_device_count(&self) -> Result<u32, DriverError> {
-        Ok(self.torch_count)
+        Ok(self.machine.torch_count)
     }
 
     fn device_name(&self, ordinal: u32) -> Result<String, DriverError> {
@@ -172,7 +190,7 @@ impl Runtime for SimRuntime {
 
     fn get_device(&self) -> Result<u32, DriverError> {
         let state = self.state();
-        if self.visible.is_empty() {
+        if self.machine.visible.is_empty() {
             return Err(self.error(Call::GetDevice, NO_DEVICE, None));
         }
         Ok(self.current(&state))
@@ -218,6 +236,15 @@ impl Runtime for SimRuntime {
             .ok_or_else(|| self.error(Call::Copy, INVALID_VALUE, None))
     }
 
+    fn copy_out_matches(&self, src: &Buffer, expected: &[u8]) -> Result<bool, DriverError> {
+        let state = self.state();
+        state
+            .memory
+            .get(&src.handle)
+            .map(|(_, data)| data.as_slice() == expected)
+            .ok_or_else(|| self.error(Call::Copy, INVALID_VALUE, None))
+    }
+
     fn free(&self, buffer: &Buffer) -> Result<(), DriverError> {
         let mut state = self.state();
         state
@@ -232,7 +259,7 @@ impl Runtime for SimRuntime {
         let place = match on {
             LaunchOn::Cpu => Place::Cpu,
             LaunchOn::CurrentDevice => {
-                if self.visible.is_empty() {
+                if self.machine.visible.is_empty() {
                     return Err(self.error(Call::Launch, NO_DEVICE, None));
                 }
                 Place::Gpu(self.current(&state))
@@ -247,7 +274,9 @@ impl Runtime for SimRuntime {
 
     fn load_extension(&self, name: &str) -> Result<(), DriverError> {
         let mut state = self.state();
-        state.extensions.insert(name.to_string());
+        if !state.extensions.contains(name) {
+            state.extensions.insert(name.to_string());
+        }
         Ok(())
     }
 
@@ -284,6 +313,25 @@ mod tests {
     }
 
     #[test]
+    fn a_fresh_runtime_keeps_the_host_and_none_of_the_state() {
+        let sim = SimRuntime::new(host(TorchBuild::Cuda, &["sm_90", "sm_90"])).expect("host");
+        sim.set_device(1).expect("set");
+        sim.alloc(TorchDevice::cuda(1), 16).expect("alloc");
+        sim.load_extension("marlin").expect("load");
+        let fresh = sim.fresh();
+        assert_eq!(fresh.host(), sim.host());
+        assert_eq!(fresh.get_device().expect("get"), 0);
+        assert_eq!(fresh.live_buffers(), 0);
+        assert!(fresh.loaded_extensions().is_empty());
+        assert_eq!(
+            sim.get_device().expect("get"),
+            1,
+            "the original keeps its own"
+        );
+        assert_eq!(sim.live_buffers(), 1);
+    }
+
+    #[test]
     fn hip_answers_capability_queries_with_gfx_numbers() {
         let sim = SimRuntime::new(host(TorchBuild::Hip, &["gfx942"])).expect("host");
         assert_eq!(
@@ -306,9 +354,18 @@ mod tests {
         let buffer = sim.alloc(TorchDevice::cuda(0), 16).expect("alloc");
         sim.copy_in(&buffer, &[7; 16]).expect("copy");
         assert_eq!(sim.copy_out(&buffer).expect("copy back"), vec![7; 16]);
+        assert!(sim.copy_out_matches(&buffer, &[7; 16]).expect("compare"));
+        assert!(!sim.copy_out_matches(&buffer, &[7; 15]).expect("compare"));
+        assert!(!sim.copy_out_matches(&buffer, &[8; 16]).expect("compare"));
         sim.free(&buffer).expect("free");
         assert_eq!(
             sim.copy_out(&buffer).expect_err("freed").code,
+            INVALID_VALUE
+        );
+        assert_eq!(
+            sim.copy_out_matches(&buffer, &[7; 16])
+                .expect_err("freed")
+                .code,
             INVALID_VALUE
         );
         assert_eq!(

@@ -187,7 +187,7 @@ fn bitsandbytes_launches_the_path_of_its_targets_family(
                 call: Call::Launch,
                 detail,
                 ..
-            } => detail,
+            } => detail.map(String::from),
             _ => None,
         })
         .collect();

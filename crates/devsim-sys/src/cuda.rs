@@ -105,44 +105,50 @@ pub const ERRORS: &[(CUresult, &CStr, &CStr)] = &[
     (999, c"CUDA_ERROR_UNKNOWN", c"unknown error"),
 ];
 
-/// `CUresult cuInit(unsigned int Flags)`.
-pub type cuInit_t = unsafe extern "C" fn(c_uint) -> CUresult;
-/// `CUresult cuDriverGetVersion(int *driverVersion)`.
-pub type cuDriverGetVersion_t = unsafe extern "C" fn(*mut c_int) -> CUresult;
-/// `CUresult cuDeviceGetCount(int *count)`.
-pub type cuDeviceGetCount_t = unsafe extern "C" fn(*mut c_int) -> CUresult;
-/// `CUresult cuDeviceGet(CUdevice *device, int ordinal)`.
-pub type cuDeviceGet_t = unsafe extern "C" fn(*mut CUdevice, c_int) -> CUresult;
-/// `CUresult cuDeviceGetName(char *name, int len, CUdevice dev)`.
-pub type cuDeviceGetName_t = unsafe extern "C" fn(*mut c_char, c_int, CUdevice) -> CUresult;
-/// `CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)`.
-pub type cuDeviceGetUuid_v2_t = unsafe extern "C" fn(*mut CUuuid, CUdevice) -> CUresult;
-/// `CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)`.
-pub type cuDeviceGetAttribute_t =
-    unsafe extern "C" fn(*mut c_int, CUdevice_attribute, CUdevice) -> CUresult;
-/// `CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)`.
-pub type cuDevicePrimaryCtxRetain_t = unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult;
-/// `CUresult cuCtxGetCurrent(CUcontext *pctx)`.
-pub type cuCtxGetCurrent_t = unsafe extern "C" fn(*mut CUcontext) -> CUresult;
-/// `CUresult cuCtxSetCurrent(CUcontext ctx)`.
-pub type cuCtxSetCurrent_t = unsafe extern "C" fn(CUcontext) -> CUresult;
-/// `CUresult cuCtxGetDevice(CUdevice *device)`.
-pub type cuCtxGetDevice_t = unsafe extern "C" fn(*mut CUdevice) -> CUresult;
-/// `CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)`.
-pub type cuMemAlloc_v2_t = unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult;
-/// `CUresult cuMemGetInfo_v2(size_t *free, size_t *total)`: the current context's device.
-pub type cuMemGetInfo_v2_t = unsafe extern "C" fn(*mut usize, *mut usize) -> CUresult;
-/// `CUresult cuMemFree_v2(CUdeviceptr dptr)`.
-pub type cuMemFree_v2_t = unsafe extern "C" fn(CUdeviceptr) -> CUresult;
-/// `CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)`.
-pub type cuMemcpyHtoD_v2_t = unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult;
-/// `CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)`.
-pub type cuMemcpyDtoH_v2_t = unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult;
-/// `CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)`.
-pub type cuMemsetD8_v2_t = unsafe extern "C" fn(CUdeviceptr, u8, usize) -> CUresult;
-/// `CUresult cuCtxSynchronize(void)`.
-pub type cuCtxSynchronize_t = unsafe extern "C" fn() -> CUresult;
-/// `CUresult cuGetErrorName(CUresult error, const char **pStr)`.
-pub type cuGetErrorName_t = unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult;
-/// `CUresult cuGetErrorString(CUresult error, const char **pStr)`.
-pub type cuGetErrorString_t = unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult;
+/// One function-pointer type per symbol, named as the symbol: `fns::cuInit` is the C signature of
+/// `cuInit`, transcribed from `cuda.h`.
+pub mod fns {
+    use super::*;
+
+    /// `CUresult cuInit(unsigned int Flags)`.
+    pub type cuInit = unsafe extern "C" fn(c_uint) -> CUresult;
+    /// `CUresult cuDriverGetVersion(int *driverVersion)`.
+    pub type cuDriverGetVersion = unsafe extern "C" fn(*mut c_int) -> CUresult;
+    /// `CUresult cuDeviceGetCount(int *count)`.
+    pub type cuDeviceGetCount = unsafe extern "C" fn(*mut c_int) -> CUresult;
+    /// `CUresult cuDeviceGet(CUdevice *device, int ordinal)`.
+    pub type cuDeviceGet = unsafe extern "C" fn(*mut CUdevice, c_int) -> CUresult;
+    /// `CUresult cuDeviceGetName(char *name, int len, CUdevice dev)`.
+    pub type cuDeviceGetName = unsafe extern "C" fn(*mut c_char, c_int, CUdevice) -> CUresult;
+    /// `CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)`.
+    pub type cuDeviceGetUuid_v2 = unsafe extern "C" fn(*mut CUuuid, CUdevice) -> CUresult;
+    /// `CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)`.
+    pub type cuDeviceGetAttribute =
+        unsafe extern "C" fn(*mut c_int, CUdevice_attribute, CUdevice) -> CUresult;
+    /// `CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)`.
+    pub type cuDevicePrimaryCtxRetain = unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult;
+    /// `CUresult cuCtxGetCurrent(CUcontext *pctx)`.
+    pub type cuCtxGetCurrent = unsafe extern "C" fn(*mut CUcontext) -> CUresult;
+    /// `CUresult cuCtxSetCurrent(CUcontext ctx)`.
+    pub type cuCtxSetCurrent = unsafe extern "C" fn(CUcontext) -> CUresult;
+    /// `CUresult cuCtxGetDevice(CUdevice *device)`.
+    pub type cuCtxGetDevice = unsafe extern "C" fn(*mut CUdevice) -> CUresult;
+    /// `CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)`.
+    pub type cuMemAlloc_v2 = unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult;
+    /// `CUresult cuMemGetInfo_v2(size_t *free, size_t *total)`: the current context's device.
+    pub type cuMemGetInfo_v2 = unsafe extern "C" fn(*mut usize, *mut usize) -> CUresult;
+    /// `CUresult cuMemFree_v2(CUdeviceptr dptr)`.
+    pub type cuMemFree_v2 = unsafe extern "C" fn(CUdeviceptr) -> CUresult;
+    /// `CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)`.
+    pub type cuMemcpyHtoD_v2 = unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult;
+    /// `CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)`.
+    pub type cuMemcpyDtoH_v2 = unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult;
+    /// `CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)`.
+    pub type cuMemsetD8_v2 = unsafe extern "C" fn(CUdeviceptr, u8, usize) -> CUresult;
+    /// `CUresult cuCtxSynchronize(void)`.
+    pub type cuCtxSynchronize = unsafe extern "C" fn() -> CUresult;
+    /// `CUresult cuGetErrorName(CUresult error, const char **pStr)`.
+    pub type cuGetErrorName = unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult;
+    /// `CUresult cuGetErrorString(CUresult error, const char **pStr)`.
+    pub type cuGetErrorString = unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult;
+}

@@ -233,46 +233,52 @@ impl hipDeviceProp_tR0600 {
     }
 }
 
-/// `hipError_t hipInit(unsigned int flags)`.
-pub type hipInit_t = unsafe extern "C" fn(c_uint) -> hipError_t;
-/// `hipError_t hipRuntimeGetVersion(int *runtimeVersion)`.
-pub type hipRuntimeGetVersion_t = unsafe extern "C" fn(*mut c_int) -> hipError_t;
-/// `hipError_t hipDriverGetVersion(int *driverVersion)`.
-pub type hipDriverGetVersion_t = unsafe extern "C" fn(*mut c_int) -> hipError_t;
-/// `hipError_t hipGetDeviceCount(int *count)`.
-pub type hipGetDeviceCount_t = unsafe extern "C" fn(*mut c_int) -> hipError_t;
-/// `hipError_t hipGetDevice(int *deviceId)`.
-pub type hipGetDevice_t = unsafe extern "C" fn(*mut c_int) -> hipError_t;
-/// `hipError_t hipSetDevice(int deviceId)`.
-pub type hipSetDevice_t = unsafe extern "C" fn(c_int) -> hipError_t;
-/// `hipError_t hipDeviceGetName(char *name, int len, hipDevice_t device)`.
-pub type hipDeviceGetName_t = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> hipError_t;
-/// `hipError_t hipDeviceGetUuid(hipUUID *uuid, hipDevice_t device)`: on ROCm the 16 bytes are the
-/// ASCII characters ROCr shows after `GPU-` (the ASIC serial as 16 hex digits).
-pub type hipDeviceGetUuid_t = unsafe extern "C" fn(*mut hipUUID, c_int) -> hipError_t;
-/// `hipError_t hipDeviceGetAttribute(int *pi, hipDeviceAttribute_t attr, int deviceId)`.
-pub type hipDeviceGetAttribute_t =
-    unsafe extern "C" fn(*mut c_int, hipDeviceAttribute_t, c_int) -> hipError_t;
-/// `hipError_t hipGetDevicePropertiesR0600(hipDeviceProp_tR0600 *prop, int deviceId)`.
-pub type hipGetDevicePropertiesR0600_t =
-    unsafe extern "C" fn(*mut hipDeviceProp_tR0600, c_int) -> hipError_t;
-/// `hipError_t hipMalloc(void **ptr, size_t size)`.
-pub type hipMalloc_t = unsafe extern "C" fn(*mut *mut c_void, usize) -> hipError_t;
-/// `hipError_t hipMemGetInfo(size_t *free, size_t *total)`: the current device.
-pub type hipMemGetInfo_t = unsafe extern "C" fn(*mut usize, *mut usize) -> hipError_t;
-/// `hipError_t hipFree(void *ptr)`.
-pub type hipFree_t = unsafe extern "C" fn(*mut c_void) -> hipError_t;
-/// `hipError_t hipMemcpy(void *dst, const void *src, size_t sizeBytes, hipMemcpyKind kind)`.
-pub type hipMemcpy_t =
-    unsafe extern "C" fn(*mut c_void, *const c_void, usize, hipMemcpyKind) -> hipError_t;
-/// `hipError_t hipMemset(void *dst, int value, size_t sizeBytes)`.
-pub type hipMemset_t = unsafe extern "C" fn(*mut c_void, c_int, usize) -> hipError_t;
-/// `hipError_t hipDeviceSynchronize(void)`.
-pub type hipDeviceSynchronize_t = unsafe extern "C" fn() -> hipError_t;
-/// `const char *hipGetErrorName(hipError_t hip_error)`.
-pub type hipGetErrorName_t = unsafe extern "C" fn(hipError_t) -> *const c_char;
-/// `const char *hipGetErrorString(hipError_t hipError)`.
-pub type hipGetErrorString_t = unsafe extern "C" fn(hipError_t) -> *const c_char;
+/// One function-pointer type per symbol, named as the symbol: `fns::hipInit` is the C signature of
+/// `hipInit`, transcribed from `hip_runtime_api.h`.
+pub mod fns {
+    use super::*;
+
+    /// `hipError_t hipInit(unsigned int flags)`.
+    pub type hipInit = unsafe extern "C" fn(c_uint) -> hipError_t;
+    /// `hipError_t hipRuntimeGetVersion(int *runtimeVersion)`.
+    pub type hipRuntimeGetVersion = unsafe extern "C" fn(*mut c_int) -> hipError_t;
+    /// `hipError_t hipDriverGetVersion(int *driverVersion)`.
+    pub type hipDriverGetVersion = unsafe extern "C" fn(*mut c_int) -> hipError_t;
+    /// `hipError_t hipGetDeviceCount(int *count)`.
+    pub type hipGetDeviceCount = unsafe extern "C" fn(*mut c_int) -> hipError_t;
+    /// `hipError_t hipGetDevice(int *deviceId)`.
+    pub type hipGetDevice = unsafe extern "C" fn(*mut c_int) -> hipError_t;
+    /// `hipError_t hipSetDevice(int deviceId)`.
+    pub type hipSetDevice = unsafe extern "C" fn(c_int) -> hipError_t;
+    /// `hipError_t hipDeviceGetName(char *name, int len, hipDevice_t device)`.
+    pub type hipDeviceGetName = unsafe extern "C" fn(*mut c_char, c_int, c_int) -> hipError_t;
+    /// `hipError_t hipDeviceGetUuid(hipUUID *uuid, hipDevice_t device)`: on ROCm the 16 bytes are the
+    /// ASCII characters ROCr shows after `GPU-` (the ASIC serial as 16 hex digits).
+    pub type hipDeviceGetUuid = unsafe extern "C" fn(*mut hipUUID, c_int) -> hipError_t;
+    /// `hipError_t hipDeviceGetAttribute(int *pi, hipDeviceAttribute_t attr, int deviceId)`.
+    pub type hipDeviceGetAttribute =
+        unsafe extern "C" fn(*mut c_int, hipDeviceAttribute_t, c_int) -> hipError_t;
+    /// `hipError_t hipGetDevicePropertiesR0600(hipDeviceProp_tR0600 *prop, int deviceId)`.
+    pub type hipGetDevicePropertiesR0600 =
+        unsafe extern "C" fn(*mut hipDeviceProp_tR0600, c_int) -> hipError_t;
+    /// `hipError_t hipMalloc(void **ptr, size_t size)`.
+    pub type hipMalloc = unsafe extern "C" fn(*mut *mut c_void, usize) -> hipError_t;
+    /// `hipError_t hipMemGetInfo(size_t *free, size_t *total)`: the current device.
+    pub type hipMemGetInfo = unsafe extern "C" fn(*mut usize, *mut usize) -> hipError_t;
+    /// `hipError_t hipFree(void *ptr)`.
+    pub type hipFree = unsafe extern "C" fn(*mut c_void) -> hipError_t;
+    /// `hipError_t hipMemcpy(void *dst, const void *src, size_t sizeBytes, hipMemcpyKind kind)`.
+    pub type hipMemcpy =
+        unsafe extern "C" fn(*mut c_void, *const c_void, usize, hipMemcpyKind) -> hipError_t;
+    /// `hipError_t hipMemset(void *dst, int value, size_t sizeBytes)`.
+    pub type hipMemset = unsafe extern "C" fn(*mut c_void, c_int, usize) -> hipError_t;
+    /// `hipError_t hipDeviceSynchronize(void)`.
+    pub type hipDeviceSynchronize = unsafe extern "C" fn() -> hipError_t;
+    /// `const char *hipGetErrorName(hipError_t hip_error)`.
+    pub type hipGetErrorName = unsafe extern "C" fn(hipError_t) -> *const c_char;
+    /// `const char *hipGetErrorString(hipError_t hipError)`.
+    pub type hipGetErrorString = unsafe extern "C" fn(hipError_t) -> *const c_char;
+}
 
 #[cfg(test)]
 mod tests {

@@ -38,26 +38,26 @@ use devsim_sys::cuda::{
 };
 
 // Every export has exactly the type devsim's client resolves it as (`devsim-sys`).
-const _: sys::cuInit_t = cuInit;
-const _: sys::cuDriverGetVersion_t = cuDriverGetVersion;
-const _: sys::cuDeviceGetCount_t = cuDeviceGetCount;
-const _: sys::cuDeviceGet_t = cuDeviceGet;
-const _: sys::cuDeviceGetName_t = cuDeviceGetName;
-const _: sys::cuDeviceGetUuid_v2_t = cuDeviceGetUuid_v2;
-const _: sys::cuDeviceGetAttribute_t = cuDeviceGetAttribute;
-const _: sys::cuDevicePrimaryCtxRetain_t = cuDevicePrimaryCtxRetain;
-const _: sys::cuCtxGetCurrent_t = cuCtxGetCurrent;
-const _: sys::cuCtxSetCurrent_t = cuCtxSetCurrent;
-const _: sys::cuCtxGetDevice_t = cuCtxGetDevice;
-const _: sys::cuMemAlloc_v2_t = cuMemAlloc_v2;
-const _: sys::cuMemFree_v2_t = cuMemFree_v2;
-const _: sys::cuMemGetInfo_v2_t = cuMemGetInfo_v2;
-const _: sys::cuMemcpyHtoD_v2_t = cuMemcpyHtoD_v2;
-const _: sys::cuMemcpyDtoH_v2_t = cuMemcpyDtoH_v2;
-const _: sys::cuMemsetD8_v2_t = cuMemsetD8_v2;
-const _: sys::cuCtxSynchronize_t = cuCtxSynchronize;
-const _: sys::cuGetErrorName_t = cuGetErrorName;
-const _: sys::cuGetErrorString_t = cuGetErrorString;
+const _: sys::fns::cuInit = cuInit;
+const _: sys::fns::cuDriverGetVersion = cuDriverGetVersion;
+const _: sys::fns::cuDeviceGetCount = cuDeviceGetCount;
+const _: sys::fns::cuDeviceGet = cuDeviceGet;
+const _: sys::fns::cuDeviceGetName = cuDeviceGetName;
+const _: sys::fns::cuDeviceGetUuid_v2 = cuDeviceGetUuid_v2;
+const _: sys::fns::cuDeviceGetAttribute = cuDeviceGetAttribute;
+const _: sys::fns::cuDevicePrimaryCtxRetain = cuDevicePrimaryCtxRetain;
+const _: sys::fns::cuCtxGetCurrent = cuCtxGetCurrent;
+const _: sys::fns::cuCtxSetCurrent = cuCtxSetCurrent;
+const _: sys::fns::cuCtxGetDevice = cuCtxGetDevice;
+const _: sys::fns::cuMemAlloc_v2 = cuMemAlloc_v2;
+const _: sys::fns::cuMemFree_v2 = cuMemFree_v2;
+const _: sys::fns::cuMemGetInfo_v2 = cuMemGetInfo_v2;
+const _: sys::fns::cuMemcpyHtoD_v2 = cuMemcpyHtoD_v2;
+const _: sys::fns::cuMemcpyDtoH_v2 = cuMemcpyDtoH_v2;
+const _: sys::fns::cuMemsetD8_v2 = cuMemsetD8_v2;
+const _: sys::fns::cuCtxSynchronize = cuCtxSynchronize;
+const _: sys::fns::cuGetErrorName = cuGetErrorName;
+const _: sys::fns::cuGetErrorString = cuGetErrorString;
 
 /// What `cuDriverGetVersion` answers: CUDA 12.8.
 const DRIVER_VERSION: c_int = 12080;

@@ -35,24 +35,24 @@ use devsim_sys::hip::{
 };
 
 // Every export has exactly the type devsim's client resolves it as (`devsim-sys`).
-const _: sys::hipInit_t = hipInit;
-const _: sys::hipRuntimeGetVersion_t = hipRuntimeGetVersion;
-const _: sys::hipDriverGetVersion_t = hipDriverGetVersion;
-const _: sys::hipGetDeviceCount_t = hipGetDeviceCount;
-const _: sys::hipGetDevice_t = hipGetDevice;
-const _: sys::hipSetDevice_t = hipSetDevice;
-const _: sys::hipDeviceGetName_t = hipDeviceGetName;
-const _: sys::hipDeviceGetUuid_t = hipDeviceGetUuid;
-const _: sys::hipDeviceGetAttribute_t = hipDeviceGetAttribute;
-const _: sys::hipGetDevicePropertiesR0600_t = hipGetDevicePropertiesR0600;
-const _: sys::hipMalloc_t = hipMalloc;
-const _: sys::hipFree_t = hipFree;
-const _: sys::hipMemGetInfo_t = hipMemGetInfo;
-const _: sys::hipMemcpy_t = hipMemcpy;
-const _: sys::hipMemset_t = hipMemset;
-const _: sys::hipDeviceSynchronize_t = hipDeviceSynchronize;
-const _: sys::hipGetErrorName_t = hipGetErrorName;
-const _: sys::hipGetErrorString_t = hipGetErrorString;
+const _: sys::fns::hipInit = hipInit;
+const _: sys::fns::hipRuntimeGetVersion = hipRuntimeGetVersion;
+const _: sys::fns::hipDriverGetVersion = hipDriverGetVersion;
+const _: sys::fns::hipGetDeviceCount = hipGetDeviceCount;
+const _: sys::fns::hipGetDevice = hipGetDevice;
+const _: sys::fns::hipSetDevice = hipSetDevice;
+const _: sys::fns::hipDeviceGetName = hipDeviceGetName;
+const _: sys::fns::hipDeviceGetUuid = hipDeviceGetUuid;
+const _: sys::fns::hipDeviceGetAttribute = hipDeviceGetAttribute;
+const _: sys::fns::hipGetDevicePropertiesR0600 = hipGetDevicePropertiesR0600;
+const _: sys::fns::hipMalloc = hipMalloc;
+const _: sys::fns::hipFree = hipFree;
+const _: sys::fns::hipMemGetInfo = hipMemGetInfo;
+const _: sys::fns::hipMemcpy = hipMemcpy;
+const _: sys::fns::hipMemset = hipMemset;
+const _: sys::fns::hipDeviceSynchronize = hipDeviceSynchronize;
+const _: sys::fns::hipGetErrorName = hipGetErrorName;
+const _: sys::fns::hipGetErrorString = hipGetErrorString;
 
 /// What `hipRuntimeGetVersion` and `hipDriverGetVersion` answer (`HIP_VERSION` style: 6.4.0).
 const RUNTIME_VERSION: c_int = 60_400_000;

@@ -1,9 +1,10 @@
 //! The CUDA driver API (`libcuda.so.1`), in two of cudarc's three layers over `devsim-sys`.
 //!
-//! [`CudaApi`] is the raw layer: the C functions as resolved from the library, each typed by its
-//! `devsim_sys::cuda::*_t` declaration. [`CudaDriver`] is the `Result` layer: each method makes one or
-//! two driver calls and turns a failing `CUresult` into a [`DriverError`] (shared plumbing in
-//! `status`). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
+//! [`CudaApi`] is the raw layer: a symbol table ([`CudaSymbols`], each symbol named once) of the C
+//! functions as resolved from the library, each typed by its `devsim_sys::cuda::fns` declaration.
+//! [`CudaDriver`] is the `Result` layer and implements [`GpuDriver`] itself: each method makes one or
+//! two driver calls and turns a failing `CUresult` into a [`DriverError`] with `.result()` (shared
+//! plumbing in `status`). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
 //!
 //! A missing library or symbol is a [`LibraryError`], never a panic.
 
@@ -13,11 +14,13 @@ use std::sync::{Mutex, PoisonError};
 
 use devsim_sys::cuda as sys;
 use devsim_sys::cuda::{CUcontext, CUdevice, CUdeviceptr, CUresult};
-use libloading::Library;
 
-use super::library::{DriverLoadError, LibraryError, c_string, open_each, resolve, resolved_path};
+use super::driver::GpuDriver;
+use super::library::{DriverLoadError, LibraryError, c_string, open_each, resolved_path};
 use super::status::{self, Describe};
+use super::symbols::{call, symbol_table};
 use crate::runtime::DriverError;
+use crate::vocab::TorchBuild;
 
 /// The library's usual name, used in errors.
 pub const CUDA_LIBRARY: &str = sys::LIBRARY;
@@ -32,11 +35,38 @@ pub const CUDA_CANDIDATES: [&str; 5] = [
     "/usr/lib64/libcuda.so.1",
 ];
 
-/// The raw layer: the driver's C functions, resolved once, with their `devsim-sys` types.
+symbol_table! {
+    /// The driver's C functions, resolved once by name, each typed by its `devsim_sys::cuda::fns`
+    /// declaration.
+    pub struct CudaSymbols in sys {
+        cuInit,
+        cuDriverGetVersion,
+        cuDeviceGetCount,
+        cuDeviceGet,
+        cuDeviceGetName,
+        cuDeviceGetUuid_v2,
+        cuDeviceGetAttribute,
+        cuDevicePrimaryCtxRetain,
+        cuCtxGetCurrent,
+        cuCtxSetCurrent,
+        cuCtxGetDevice,
+        cuMemAlloc_v2,
+        cuMemFree_v2,
+        cuMemcpyHtoD_v2,
+        cuMemcpyDtoH_v2,
+        cuMemsetD8_v2,
+        cuMemGetInfo_v2,
+        cuCtxSynchronize,
+        cuGetErrorName,
+        cuGetErrorString,
+    }
+}
+
+/// The raw layer: the driver's symbol table ([`CudaSymbols`], which it dereferences to) and the library
+/// it came from.
 ///
-/// Calling any of them is `unsafe`: the caller upholds the C API's contract. The library is never
-/// unloaded (see [`super::library::Opened`]).
-#[allow(non_snake_case, missing_docs)]
+/// Calling any of the functions is `unsafe`: the caller upholds the C API's contract. The library is
+/// never unloaded (see [`super::library::Opened`]).
 pub struct CudaApi {
     /// The candidate that opened.
     candidate: String,
@@ -44,68 +74,34 @@ pub struct CudaApi {
     path: String,
     /// Whether it is one of devsim's fake drivers (it exports [`super::library::FAKE_MARKER`]).
     fake: bool,
-    pub cuInit: sys::cuInit_t,
-    pub cuDriverGetVersion: sys::cuDriverGetVersion_t,
-    pub cuDeviceGetCount: sys::cuDeviceGetCount_t,
-    pub cuDeviceGet: sys::cuDeviceGet_t,
-    pub cuDeviceGetName: sys::cuDeviceGetName_t,
-    pub cuDeviceGetUuid_v2: sys::cuDeviceGetUuid_v2_t,
-    pub cuDeviceGetAttribute: sys::cuDeviceGetAttribute_t,
-    pub cuDevicePrimaryCtxRetain: sys::cuDevicePrimaryCtxRetain_t,
-    pub cuCtxGetCurrent: sys::cuCtxGetCurrent_t,
-    pub cuCtxSetCurrent: sys::cuCtxSetCurrent_t,
-    pub cuCtxGetDevice: sys::cuCtxGetDevice_t,
-    pub cuMemAlloc_v2: sys::cuMemAlloc_v2_t,
-    pub cuMemFree_v2: sys::cuMemFree_v2_t,
-    pub cuMemcpyHtoD_v2: sys::cuMemcpyHtoD_v2_t,
-    pub cuMemcpyDtoH_v2: sys::cuMemcpyDtoH_v2_t,
-    pub cuMemsetD8_v2: sys::cuMemsetD8_v2_t,
-    pub cuMemGetInfo_v2: sys::cuMemGetInfo_v2_t,
-    pub cuCtxSynchronize: sys::cuCtxSynchronize_t,
-    pub cuGetErrorName: sys::cuGetErrorName_t,
-    pub cuGetErrorString: sys::cuGetErrorString_t,
+    symbols: CudaSymbols,
+}
+
+impl std::ops::Deref for CudaApi {
+    type Target = CudaSymbols;
+
+    fn deref(&self) -> &CudaSymbols {
+        &self.symbols
+    }
 }
 
 impl CudaApi {
     /// Opens the first of [`CUDA_CANDIDATES`] that loads and resolves every symbol. Calls nothing.
     pub fn load() -> Result<Self, LibraryError> {
         let opened = open_each(CUDA_LIBRARY, &CUDA_CANDIDATES, |lib, candidate| {
-            Self::resolve_all(lib, candidate).map_err(|error| error.to_string())
+            // SAFETY: `devsim-sys` declares each symbol's C signature from `cuda.h`, and the library
+            // is never unloaded.
+            let symbols = unsafe { CudaSymbols::resolve(lib, candidate) };
+            let symbols = symbols.map_err(|error| error.to_string())?;
+            Ok(Self {
+                candidate: candidate.to_owned(),
+                path: resolved_path(symbols.cuInit as usize)
+                    .unwrap_or_else(|| candidate.to_owned()),
+                fake: super::library::is_fake(lib),
+                symbols,
+            })
         })?;
         Ok(opened.api)
-    }
-
-    fn resolve_all(lib: &Library, p: &str) -> Result<Self, LibraryError> {
-        // SAFETY: each type is the symbol's C signature from `cuda.h` as `devsim-sys` declares it,
-        // and the library is never unloaded.
-        unsafe {
-            let init: sys::cuInit_t = resolve(lib, p, "cuInit")?;
-            Ok(Self {
-                cuInit: init,
-                cuDriverGetVersion: resolve(lib, p, "cuDriverGetVersion")?,
-                cuDeviceGetCount: resolve(lib, p, "cuDeviceGetCount")?,
-                cuDeviceGet: resolve(lib, p, "cuDeviceGet")?,
-                cuDeviceGetName: resolve(lib, p, "cuDeviceGetName")?,
-                cuDeviceGetUuid_v2: resolve(lib, p, "cuDeviceGetUuid_v2")?,
-                cuDeviceGetAttribute: resolve(lib, p, "cuDeviceGetAttribute")?,
-                cuDevicePrimaryCtxRetain: resolve(lib, p, "cuDevicePrimaryCtxRetain")?,
-                cuCtxGetCurrent: resolve(lib, p, "cuCtxGetCurrent")?,
-                cuCtxSetCurrent: resolve(lib, p, "cuCtxSetCurrent")?,
-                cuCtxGetDevice: resolve(lib, p, "cuCtxGetDevice")?,
-                cuMemAlloc_v2: resolve(lib, p, "cuMemAlloc_v2")?,
-                cuMemFree_v2: resolve(lib, p, "cuMemFree_v2")?,
-                cuMemcpyHtoD_v2: resolve(lib, p, "cuMemcpyHtoD_v2")?,
-                cuMemcpyDtoH_v2: resolve(lib, p, "cuMemcpyDtoH_v2")?,
-                cuMemsetD8_v2: resolve(lib, p, "cuMemsetD8_v2")?,
-                cuMemGetInfo_v2: resolve(lib, p, "cuMemGetInfo_v2")?,
-                cuCtxSynchronize: resolve(lib, p, "cuCtxSynchronize")?,
-                cuGetErrorName: resolve(lib, p, "cuGetErrorName")?,
-                cuGetErrorString: resolve(lib, p, "cuGetErrorString")?,
-                candidate: p.to_owned(),
-                path: resolved_path(init as usize).unwrap_or_else(|| p.to_owned()),
-                fake: super::library::is_fake(lib),
-            })
-        }
     }
 
     /// The file the loader mapped (e.g. `/usr/lib/x86_64-linux-gnu/libcuda.so.1`).
@@ -159,10 +155,7 @@ impl Describe for CudaDriver {
 }
 
 /// Calls `cuGetErrorName` or `cuGetErrorString`; `None` if it fails or answers nothing.
-fn describe(
-    getter: unsafe extern "C" fn(CUresult, *mut *const c_char) -> CUresult,
-    code: CUresult,
-) -> Option<String> {
+fn describe(getter: sys::fns::cuGetErrorName, code: CUresult) -> Option<String> {
     let mut text: *const c_char = std::ptr::null();
     // SAFETY: the out-pointer is a live, writable `const char *`; an unknown code makes the
     // driver return `CUDA_ERROR_INVALID_VALUE` and leave it NULL.
@@ -182,22 +175,12 @@ impl CudaDriver {
             contexts: Mutex::new(HashMap::new()),
         };
         // SAFETY: `cuInit` takes flags by value; 0 is the only valid value.
-        let code = unsafe { (driver.api.cuInit)(0) };
-        status::check(&driver, "cuInit", code).map_err(|source| DriverLoadError::Driver {
+        let init = unsafe { call!(&driver, cuInit(0)) }.result();
+        init.map_err(|source| DriverLoadError::Driver {
             library: driver.api.path.clone(),
             source,
         })?;
         Ok(driver)
-    }
-
-    /// The file the loader mapped.
-    pub fn path(&self) -> &str {
-        self.api.path()
-    }
-
-    /// Whether the library is one of devsim's fake drivers.
-    pub fn is_fake(&self) -> bool {
-        self.api.is_fake()
     }
 
     /// The raw layer, for calls this layer does not wrap.
@@ -209,157 +192,23 @@ impl CudaDriver {
     pub fn version(&self) -> Result<i32, DriverError> {
         let mut version: c_int = 0;
         // SAFETY: the out-pointer is a live, writable `int`.
-        let code = unsafe { (self.api.cuDriverGetVersion)(&mut version) };
-        status::check(self, "cuDriverGetVersion", code)?;
+        unsafe { call!(self, cuDriverGetVersion(&mut version)) }.result()?;
         Ok(version)
-    }
-
-    /// How many CUDA devices the process sees (`cuDeviceGetCount`).
-    pub fn device_count(&self) -> Result<u32, DriverError> {
-        let mut count: c_int = 0;
-        // SAFETY: the out-pointer is a live, writable `int`.
-        let code = unsafe { (self.api.cuDeviceGetCount)(&mut count) };
-        status::check(self, "cuDeviceGetCount", code)?;
-        Ok(u32::try_from(count).unwrap_or(0))
-    }
-
-    /// A device's name, e.g. `NVIDIA H200` (`cuDeviceGetName`).
-    pub fn name(&self, ordinal: u32) -> Result<String, DriverError> {
-        let device = self.device(ordinal)?;
-        let mut buffer = [0u8; sys::NAME_BYTES];
-        let len = c_int::try_from(buffer.len() - 1).unwrap_or(c_int::MAX);
-        // SAFETY: the buffer is writable for `len + 1` bytes and zeroed, so it stays NUL-terminated
-        // even if the driver fills all `len` bytes.
-        let code = unsafe { (self.api.cuDeviceGetName)(buffer.as_mut_ptr().cast(), len, device) };
-        status::check(self, "cuDeviceGetName", code)?;
-        Ok(c_string(&buffer))
-    }
-
-    /// A device's UUID as NVML and `CUDA_VISIBLE_DEVICES` spell it, e.g.
-    /// `GPU-5e8a1c2d-0b3f-4a6e-9c7d-1f2e3d4c5b6a` (`cuDeviceGetUuid_v2`).
-    pub fn uuid(&self, ordinal: u32) -> Result<String, DriverError> {
-        let device = self.device(ordinal)?;
-        let mut uuid = sys::CUuuid { bytes: [0; 16] };
-        // SAFETY: the out-pointer is a live, writable `CUuuid`; `device` came from `cuDeviceGet`.
-        let code = unsafe { (self.api.cuDeviceGetUuid_v2)(&mut uuid, device) };
-        status::check(self, "cuDeviceGetUuid_v2", code)?;
-        Ok(nvidia_uuid(&uuid.bytes.map(|c| c.to_ne_bytes()[0])))
-    }
-
-    /// A device's compute capability as `(major, minor)`, e.g. `(9, 0)` (`cuDeviceGetAttribute`).
-    pub fn compute_capability(&self, ordinal: u32) -> Result<(u32, u32), DriverError> {
-        let major = self.attribute(ordinal, sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
-        let minor = self.attribute(ordinal, sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
-        Ok((major, minor))
-    }
-
-    /// A device's opt-in shared memory per block, in bytes (`cuDeviceGetAttribute`).
-    pub fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
-        self.attribute(
-            ordinal,
-            sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-        )
     }
 
     /// The ordinal of the calling thread's current context's device; `None` when no context is
     /// current (`cuCtxGetCurrent`, `cuCtxGetDevice`).
-    pub fn current_device(&self) -> Result<Option<u32>, DriverError> {
+    pub fn context_device(&self) -> Result<Option<u32>, DriverError> {
         let mut context: CUcontext = std::ptr::null_mut();
         // SAFETY: the out-pointer is a live, writable `CUcontext`.
-        let code = unsafe { (self.api.cuCtxGetCurrent)(&mut context) };
-        status::check(self, "cuCtxGetCurrent", code)?;
+        unsafe { call!(self, cuCtxGetCurrent(&mut context)) }.result()?;
         if context.is_null() {
             return Ok(None);
         }
         let mut device: CUdevice = 0;
         // SAFETY: the out-pointer is a live, writable `CUdevice`; a context is current.
-        let code = unsafe { (self.api.cuCtxGetDevice)(&mut device) };
-        status::check(self, "cuCtxGetDevice", code)?;
+        unsafe { call!(self, cuCtxGetDevice(&mut device)) }.result()?;
         Ok(Some(self.ordinal_of(device)?))
-    }
-
-    /// Retains `ordinal`'s primary context (once per ordinal) and makes it current on the calling
-    /// thread, which is what `cudaSetDevice` does, so torch sees the same current device
-    /// (`cuDeviceGet`, `cuDevicePrimaryCtxRetain`, `cuCtxSetCurrent`).
-    pub fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
-        let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
-        let context = match contexts.get(&ordinal) {
-            Some(retained) => retained.0,
-            None => {
-                let device = self.device(ordinal)?;
-                let mut context: CUcontext = std::ptr::null_mut();
-                // SAFETY: the out-pointer is a live, writable `CUcontext`; `device` came from
-                // `cuDeviceGet`.
-                let code = unsafe { (self.api.cuDevicePrimaryCtxRetain)(&mut context, device) };
-                status::check(self, "cuDevicePrimaryCtxRetain", code)?;
-                contexts.insert(ordinal, RetainedContext(context));
-                context
-            }
-        };
-        drop(contexts);
-        // SAFETY: `context` is a primary context this driver retained and never released.
-        let code = unsafe { (self.api.cuCtxSetCurrent)(context) };
-        status::check(self, "cuCtxSetCurrent", code)
-    }
-
-    /// Allocates `bytes` of device memory in the calling thread's current context (`cuMemAlloc_v2`).
-    /// Without a current context the driver answers `CUDA_ERROR_INVALID_CONTEXT`.
-    pub fn alloc(&self, bytes: usize) -> Result<u64, DriverError> {
-        let mut ptr: CUdeviceptr = 0;
-        // SAFETY: the out-pointer is a live, writable `CUdeviceptr`.
-        let code = unsafe { (self.api.cuMemAlloc_v2)(&mut ptr, bytes) };
-        status::check(self, "cuMemAlloc_v2", code)?;
-        Ok(ptr)
-    }
-
-    /// Frees memory returned by [`CudaDriver::alloc`] (`cuMemFree_v2`).
-    pub fn free(&self, ptr: u64) -> Result<(), DriverError> {
-        // SAFETY: the driver validates the address and reports an unknown one as an error; no host
-        // memory is touched.
-        let code = unsafe { (self.api.cuMemFree_v2)(ptr) };
-        status::check(self, "cuMemFree_v2", code)
-    }
-
-    /// Copies `data` to device address `ptr` (`cuMemcpyHtoD_v2`).
-    pub fn copy_in(&self, ptr: u64, data: &[u8]) -> Result<(), DriverError> {
-        // SAFETY: the source is `data.len()` readable host bytes; the driver validates the device
-        // range and reports a bad one as an error.
-        let code = unsafe { (self.api.cuMemcpyHtoD_v2)(ptr, data.as_ptr().cast(), data.len()) };
-        status::check(self, "cuMemcpyHtoD_v2", code)
-    }
-
-    /// Copies `len` bytes from device address `ptr` to the host (`cuMemcpyDtoH_v2`).
-    pub fn copy_out(&self, ptr: u64, len: usize) -> Result<Vec<u8>, DriverError> {
-        let mut data = vec![0u8; len];
-        // SAFETY: the destination is `len` writable host bytes; the driver validates the device
-        // range and reports a bad one as an error.
-        let code = unsafe { (self.api.cuMemcpyDtoH_v2)(data.as_mut_ptr().cast(), ptr, len) };
-        status::check(self, "cuMemcpyDtoH_v2", code)?;
-        Ok(data)
-    }
-
-    /// Sets `len` bytes at device address `ptr` to `value` (`cuMemsetD8_v2`).
-    pub fn memset(&self, ptr: u64, value: u8, len: usize) -> Result<(), DriverError> {
-        // SAFETY: only device memory is written; the driver validates the range.
-        let code = unsafe { (self.api.cuMemsetD8_v2)(ptr, value, len) };
-        status::check(self, "cuMemsetD8_v2", code)
-    }
-
-    /// Device memory in use on the current context's device, in bytes: total minus free
-    /// (`cuMemGetInfo_v2`).
-    pub fn memory_in_use(&self) -> Result<u64, DriverError> {
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: both out-pointers are live, writable `size_t`s.
-        let code = unsafe { (self.api.cuMemGetInfo_v2)(&mut free, &mut total) };
-        status::check(self, "cuMemGetInfo_v2", code)?;
-        Ok(total.saturating_sub(free) as u64)
-    }
-
-    /// Waits for all work in the calling thread's current context (`cuCtxSynchronize`).
-    pub fn synchronize(&self) -> Result<(), DriverError> {
-        // SAFETY: takes no arguments; without a current context the driver reports an error.
-        let code = unsafe { (self.api.cuCtxSynchronize)() };
-        status::check(self, "cuCtxSynchronize", code)
     }
 
     /// The `CUdevice` handle for an ordinal (`cuDeviceGet`).
@@ -374,8 +223,7 @@ impl CudaDriver {
         };
         let mut device: CUdevice = 0;
         // SAFETY: the out-pointer is a live, writable `CUdevice`.
-        let code = unsafe { (self.api.cuDeviceGet)(&mut device, index) };
-        status::check(self, "cuDeviceGet", code)?;
+        unsafe { call!(self, cuDeviceGet(&mut device, index)) }.result()?;
         Ok(device)
     }
 
@@ -396,9 +244,164 @@ impl CudaDriver {
         let device = self.device(ordinal)?;
         let mut value: c_int = 0;
         // SAFETY: the out-pointer is a live, writable `int`; `device` came from `cuDeviceGet`.
-        let code = unsafe { (self.api.cuDeviceGetAttribute)(&mut value, attribute, device) };
-        status::check(self, "cuDeviceGetAttribute", code)?;
+        unsafe { call!(self, cuDeviceGetAttribute(&mut value, attribute, device)) }.result()?;
         Ok(u32::try_from(value).unwrap_or(0))
+    }
+}
+
+/// The `Result` layer is the live runtime's [`GpuDriver`]: each method makes one or a few driver calls.
+impl GpuDriver for CudaDriver {
+    fn build(&self) -> TorchBuild {
+        TorchBuild::Cuda
+    }
+
+    fn path(&self) -> &str {
+        self.api.path()
+    }
+
+    fn is_fake(&self) -> bool {
+        self.api.is_fake()
+    }
+
+    /// How many CUDA devices the process sees (`cuDeviceGetCount`).
+    fn device_count(&self) -> Result<u32, DriverError> {
+        let mut count: c_int = 0;
+        // SAFETY: the out-pointer is a live, writable `int`.
+        unsafe { call!(self, cuDeviceGetCount(&mut count)) }.result()?;
+        Ok(u32::try_from(count).unwrap_or(0))
+    }
+
+    /// A device's name, e.g. `NVIDIA H200` (`cuDeviceGetName`).
+    fn name(&self, ordinal: u32) -> Result<String, DriverError> {
+        let device = self.device(ordinal)?;
+        let mut buffer = [0u8; sys::NAME_BYTES];
+        let len = c_int::try_from(buffer.len() - 1).unwrap_or(c_int::MAX);
+        // SAFETY: the buffer is writable for `len + 1` bytes and zeroed, so it stays NUL-terminated
+        // even if the driver fills all `len` bytes.
+        unsafe {
+            call!(
+                self,
+                cuDeviceGetName(buffer.as_mut_ptr().cast(), len, device)
+            )
+        }
+        .result()?;
+        Ok(c_string(&buffer))
+    }
+
+    /// A device's UUID as NVML and `CUDA_VISIBLE_DEVICES` spell it, e.g.
+    /// `GPU-5e8a1c2d-0b3f-4a6e-9c7d-1f2e3d4c5b6a` (`cuDeviceGetUuid_v2`).
+    fn uuid(&self, ordinal: u32) -> Result<String, DriverError> {
+        let device = self.device(ordinal)?;
+        let mut uuid = sys::CUuuid { bytes: [0; 16] };
+        // SAFETY: the out-pointer is a live, writable `CUuuid`; `device` came from `cuDeviceGet`.
+        unsafe { call!(self, cuDeviceGetUuid_v2(&mut uuid, device)) }.result()?;
+        Ok(nvidia_uuid(&uuid.bytes.map(|c| c.to_ne_bytes()[0])))
+    }
+
+    /// A device's compute capability as `(major, minor)`, e.g. `(9, 0)` (`cuDeviceGetAttribute`).
+    fn capability(&self, ordinal: u32) -> Result<(u32, u32), DriverError> {
+        let major = self.attribute(ordinal, sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?;
+        let minor = self.attribute(ordinal, sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?;
+        Ok((major, minor))
+    }
+
+    /// CUDA has no `gcnArchName`: always `CUDA_ERROR_NOT_SUPPORTED`, without a driver call.
+    fn gcn_arch_name(&self, _ordinal: u32) -> Result<String, DriverError> {
+        Err(DriverError {
+            call: "gcnArchName".into(),
+            code: sys::CUDA_ERROR_NOT_SUPPORTED,
+            message:
+                "CUDA_ERROR_NOT_SUPPORTED: gcnArchName is a HIP property; the CUDA driver has none"
+                    .into(),
+        })
+    }
+
+    /// A device's opt-in shared memory per block, in bytes (`cuDeviceGetAttribute`).
+    fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
+        self.attribute(
+            ordinal,
+            sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )
+    }
+
+    /// The current context's device; with no context current, 0, as `cudaGetDevice` reports.
+    fn current_device(&self) -> Result<u32, DriverError> {
+        Ok(self.context_device()?.unwrap_or(0))
+    }
+
+    /// Retains `ordinal`'s primary context (once per ordinal) and makes it current on the calling
+    /// thread, which is what `cudaSetDevice` does, so torch sees the same current device
+    /// (`cuDeviceGet`, `cuDevicePrimaryCtxRetain`, `cuCtxSetCurrent`).
+    fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
+        let mut contexts = self.contexts.lock().unwrap_or_else(PoisonError::into_inner);
+        let context = match contexts.get(&ordinal) {
+            Some(retained) => retained.0,
+            None => {
+                let device = self.device(ordinal)?;
+                let mut context: CUcontext = std::ptr::null_mut();
+                // SAFETY: the out-pointer is a live, writable `CUcontext`; `device` came from
+                // `cuDeviceGet`.
+                unsafe { call!(self, cuDevicePrimaryCtxRetain(&mut context, device)) }.result()?;
+                contexts.insert(ordinal, RetainedContext(context));
+                context
+            }
+        };
+        drop(contexts);
+        // SAFETY: `context` is a primary context this driver retained and never released.
+        unsafe { call!(self, cuCtxSetCurrent(context)) }.result()
+    }
+
+    /// Allocates `bytes` of device memory in the calling thread's current context (`cuMemAlloc_v2`).
+    /// Without a current context the driver answers `CUDA_ERROR_INVALID_CONTEXT`.
+    fn alloc(&self, bytes: usize) -> Result<u64, DriverError> {
+        let mut ptr: CUdeviceptr = 0;
+        // SAFETY: the out-pointer is a live, writable `CUdeviceptr`.
+        unsafe { call!(self, cuMemAlloc_v2(&mut ptr, bytes)) }.result()?;
+        Ok(ptr)
+    }
+
+    /// Frees memory returned by [`GpuDriver::alloc`] (`cuMemFree_v2`).
+    fn free(&self, ptr: u64) -> Result<(), DriverError> {
+        // SAFETY: the driver validates the address and reports an unknown one as an error; no host
+        // memory is touched.
+        unsafe { call!(self, cuMemFree_v2(ptr)) }.result()
+    }
+
+    /// Copies `data` to device address `ptr` (`cuMemcpyHtoD_v2`).
+    fn copy_in(&self, ptr: u64, data: &[u8]) -> Result<(), DriverError> {
+        // SAFETY: the source is `data.len()` readable host bytes; the driver validates the device
+        // range and reports a bad one as an error.
+        unsafe { call!(self, cuMemcpyHtoD_v2(ptr, data.as_ptr().cast(), data.len())) }.result()
+    }
+
+    /// Copies `len` bytes from device address `ptr` to the host (`cuMemcpyDtoH_v2`).
+    fn copy_out(&self, ptr: u64, len: usize) -> Result<Vec<u8>, DriverError> {
+        let mut data = vec![0u8; len];
+        // SAFETY: the destination is `len` writable host bytes; the driver validates the device
+        // range and reports a bad one as an error.
+        unsafe { call!(self, cuMemcpyDtoH_v2(data.as_mut_ptr().cast(), ptr, len)) }.result()?;
+        Ok(data)
+    }
+
+    /// Sets `len` bytes at device address `ptr` to `value` (`cuMemsetD8_v2`).
+    fn memset(&self, ptr: u64, value: u8, len: usize) -> Result<(), DriverError> {
+        // SAFETY: only device memory is written; the driver validates the range.
+        unsafe { call!(self, cuMemsetD8_v2(ptr, value, len)) }.result()
+    }
+
+    /// Waits for all work in the calling thread's current context (`cuCtxSynchronize`).
+    fn synchronize(&self) -> Result<(), DriverError> {
+        // SAFETY: takes no arguments; without a current context the driver reports an error.
+        unsafe { call!(self, cuCtxSynchronize()) }.result()
+    }
+
+    /// Device memory in use on the current context's device, in bytes: total minus free
+    /// (`cuMemGetInfo_v2`).
+    fn memory_in_use(&self) -> Result<u64, DriverError> {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: both out-pointers are live, writable `size_t`s.
+        unsafe { call!(self, cuMemGetInfo_v2(&mut free, &mut total)) }.result()?;
+        Ok(total.saturating_sub(free) as u64)
     }
 }
 

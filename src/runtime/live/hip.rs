@@ -1,10 +1,11 @@
 //! The HIP runtime API (`libamdhip64.so`, ROCm 6 and later), in two of cudarc's three layers over
 //! `devsim-sys`.
 //!
-//! [`HipApi`] is the raw layer: the C functions as resolved from the library, each typed by its
-//! `devsim_sys::hip::*_t` declaration. [`HipDriver`] is the `Result` layer: each method makes one or
-//! two runtime calls and turns a failing `hipError_t` into a [`DriverError`] (shared plumbing in
-//! `status`). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
+//! [`HipApi`] is the raw layer: a symbol table ([`HipSymbols`], each symbol named once) of the C
+//! functions as resolved from the library, each typed by its `devsim_sys::hip::fns` declaration.
+//! [`HipDriver`] is the `Result` layer and implements [`GpuDriver`] itself: each method makes one or
+//! two runtime calls and turns a failing `hipError_t` into a [`DriverError`] with `.result()` (shared
+//! plumbing in `status`). The safe layer is the live [`Runtime`](crate::runtime::Runtime) on top.
 //!
 //! Every candidate is tried until one resolves every symbol and reports ROCm 6 or newer
 //! (`hipRuntimeGetVersion`); an older runtime is refused with its path and version, since ROCm 6
@@ -17,9 +18,12 @@ use std::ffi::{c_int, c_void};
 use devsim_sys::hip as sys;
 use libloading::Library;
 
+use super::driver::GpuDriver;
 use super::library::{DriverLoadError, LibraryError, c_string, open_each, resolve, resolved_path};
 use super::status::{self, Describe};
+use super::symbols::{call, symbol_table};
 use crate::runtime::DriverError;
+use crate::vocab::TorchBuild;
 
 /// The library's usual name, used in errors.
 pub const HIP_LIBRARY: &str = sys::LIBRARY;
@@ -38,11 +42,35 @@ pub const HIP_CANDIDATES: [&str; 7] = [
     "libamdhip64.so.5",
 ];
 
-/// The raw layer: HIP's C functions, resolved once, with their `devsim-sys` types.
+symbol_table! {
+    /// HIP's C functions, resolved once by name, each typed by its `devsim_sys::hip::fns` declaration.
+    pub struct HipSymbols in sys {
+        hipInit,
+        hipRuntimeGetVersion,
+        hipDriverGetVersion,
+        hipGetDeviceCount,
+        hipGetDevice,
+        hipSetDevice,
+        hipDeviceGetName,
+        hipDeviceGetUuid,
+        hipDeviceGetAttribute,
+        hipGetDevicePropertiesR0600,
+        hipMalloc,
+        hipFree,
+        hipMemcpy,
+        hipMemset,
+        hipMemGetInfo,
+        hipDeviceSynchronize,
+        hipGetErrorName,
+        hipGetErrorString,
+    }
+}
+
+/// The raw layer: HIP's symbol table ([`HipSymbols`], which it dereferences to) and the library it
+/// came from.
 ///
-/// Calling any of them is `unsafe`: the caller upholds the C API's contract. The library is never
-/// unloaded (see [`super::library::Opened`]).
-#[allow(non_snake_case, missing_docs)]
+/// Calling any of the functions is `unsafe`: the caller upholds the C API's contract. The library is
+/// never unloaded (see [`super::library::Opened`]).
 pub struct HipApi {
     /// The candidate that opened.
     candidate: String,
@@ -52,24 +80,15 @@ pub struct HipApi {
     fake: bool,
     /// `hipRuntimeGetVersion`'s answer (`HIP_VERSION`: major * 10^7 + minor * 10^5 + patch).
     version: c_int,
-    pub hipInit: sys::hipInit_t,
-    pub hipRuntimeGetVersion: sys::hipRuntimeGetVersion_t,
-    pub hipDriverGetVersion: sys::hipDriverGetVersion_t,
-    pub hipGetDeviceCount: sys::hipGetDeviceCount_t,
-    pub hipGetDevice: sys::hipGetDevice_t,
-    pub hipSetDevice: sys::hipSetDevice_t,
-    pub hipDeviceGetName: sys::hipDeviceGetName_t,
-    pub hipDeviceGetUuid: sys::hipDeviceGetUuid_t,
-    pub hipDeviceGetAttribute: sys::hipDeviceGetAttribute_t,
-    pub hipGetDevicePropertiesR0600: sys::hipGetDevicePropertiesR0600_t,
-    pub hipMalloc: sys::hipMalloc_t,
-    pub hipFree: sys::hipFree_t,
-    pub hipMemcpy: sys::hipMemcpy_t,
-    pub hipMemset: sys::hipMemset_t,
-    pub hipMemGetInfo: sys::hipMemGetInfo_t,
-    pub hipDeviceSynchronize: sys::hipDeviceSynchronize_t,
-    pub hipGetErrorName: sys::hipGetErrorName_t,
-    pub hipGetErrorString: sys::hipGetErrorString_t,
+    symbols: HipSymbols,
+}
+
+impl std::ops::Deref for HipApi {
+    type Target = HipSymbols;
+
+    fn deref(&self) -> &HipSymbols {
+        &self.symbols
+    }
 }
 
 impl HipApi {
@@ -86,11 +105,12 @@ impl HipApi {
     }
 
     /// Checks the version first (an old runtime lacks ROCm 6 symbols, and its refusal should say
-    /// why), then resolves the rest.
+    /// why), then resolves the whole table.
     fn accept(lib: &Library, p: &str) -> Result<Self, String> {
+        // The one symbol looked up ahead of the table: the version decides whether the rest is read.
         // SAFETY: `hipError_t hipRuntimeGetVersion(int *)`, as `devsim-sys` declares it; the
         // library is never unloaded.
-        let get_version: sys::hipRuntimeGetVersion_t =
+        let get_version: sys::fns::hipRuntimeGetVersion =
             unsafe { resolve(lib, p, "hipRuntimeGetVersion") }.map_err(|e| e.to_string())?;
         let path = resolved_path(get_version as usize).unwrap_or_else(|| p.to_owned());
         let mut version: c_int = 0;
@@ -107,44 +127,17 @@ impl HipApi {
                 "ROCm 6.0 or newer is needed; found HIP {major}.{minor} at {path}"
             ));
         }
-        Self::resolve_all(lib, p, path, version)
-            .map_err(|error| format!("{error} (HIP {major}.{minor})"))
-    }
-
-    fn resolve_all(
-        lib: &Library,
-        p: &str,
-        path: String,
-        version: c_int,
-    ) -> Result<Self, LibraryError> {
-        // SAFETY: each type is the symbol's C signature from `hip_runtime_api.h` as `devsim-sys`
-        // declares it, and the library is never unloaded.
-        unsafe {
-            Ok(Self {
-                hipInit: resolve(lib, p, "hipInit")?,
-                hipRuntimeGetVersion: resolve(lib, p, "hipRuntimeGetVersion")?,
-                hipDriverGetVersion: resolve(lib, p, "hipDriverGetVersion")?,
-                hipGetDeviceCount: resolve(lib, p, "hipGetDeviceCount")?,
-                hipGetDevice: resolve(lib, p, "hipGetDevice")?,
-                hipSetDevice: resolve(lib, p, "hipSetDevice")?,
-                hipDeviceGetName: resolve(lib, p, "hipDeviceGetName")?,
-                hipDeviceGetUuid: resolve(lib, p, "hipDeviceGetUuid")?,
-                hipDeviceGetAttribute: resolve(lib, p, "hipDeviceGetAttribute")?,
-                hipGetDevicePropertiesR0600: resolve(lib, p, "hipGetDevicePropertiesR0600")?,
-                hipMalloc: resolve(lib, p, "hipMalloc")?,
-                hipFree: resolve(lib, p, "hipFree")?,
-                hipMemcpy: resolve(lib, p, "hipMemcpy")?,
-                hipMemset: resolve(lib, p, "hipMemset")?,
-                hipMemGetInfo: resolve(lib, p, "hipMemGetInfo")?,
-                hipDeviceSynchronize: resolve(lib, p, "hipDeviceSynchronize")?,
-                hipGetErrorName: resolve(lib, p, "hipGetErrorName")?,
-                hipGetErrorString: resolve(lib, p, "hipGetErrorString")?,
-                candidate: p.to_owned(),
-                path,
-                fake: super::library::is_fake(lib),
-                version,
-            })
-        }
+        // SAFETY: `devsim-sys` declares each symbol's C signature from `hip_runtime_api.h`, and the
+        // library is never unloaded.
+        let symbols = unsafe { HipSymbols::resolve(lib, p) }
+            .map_err(|error| format!("{error} (HIP {major}.{minor})"))?;
+        Ok(Self {
+            candidate: p.to_owned(),
+            path,
+            fake: super::library::is_fake(lib),
+            version,
+            symbols,
+        })
     }
 
     /// The file the loader mapped (e.g. `/opt/rocm/lib/libamdhip64.so.6`).
@@ -199,22 +192,12 @@ impl HipDriver {
             api: HipApi::load()?,
         };
         // SAFETY: `hipInit` takes flags by value; 0 is the only valid value.
-        let code = unsafe { (driver.api.hipInit)(0) };
-        status::check(&driver, "hipInit", code).map_err(|source| DriverLoadError::Driver {
+        let init = unsafe { call!(&driver, hipInit(0)) }.result();
+        init.map_err(|source| DriverLoadError::Driver {
             library: driver.api.path.clone(),
             source,
         })?;
         Ok(driver)
-    }
-
-    /// The candidate library that opened.
-    pub fn path(&self) -> &str {
-        self.api.path()
-    }
-
-    /// Whether the library is one of devsim's fake drivers.
-    pub fn is_fake(&self) -> bool {
-        self.api.is_fake()
     }
 
     /// The raw layer, for calls this layer does not wrap.
@@ -226,170 +209,8 @@ impl HipDriver {
     pub fn version(&self) -> Result<i32, DriverError> {
         let mut version: c_int = 0;
         // SAFETY: the out-pointer is a live, writable `int`.
-        let code = unsafe { (self.api.hipDriverGetVersion)(&mut version) };
-        status::check(self, "hipDriverGetVersion", code)?;
+        unsafe { call!(self, hipDriverGetVersion(&mut version)) }.result()?;
         Ok(version)
-    }
-
-    /// How many HIP devices the process sees (`hipGetDeviceCount`). HIP answers
-    /// `hipErrorNoDevice` when there are none; that reads as 0, as CUDA's count does.
-    pub fn device_count(&self) -> Result<u32, DriverError> {
-        let mut count: c_int = 0;
-        // SAFETY: the out-pointer is a live, writable `int`.
-        let code = unsafe { (self.api.hipGetDeviceCount)(&mut count) };
-        if code == sys::hipErrorNoDevice {
-            return Ok(0);
-        }
-        status::check(self, "hipGetDeviceCount", code)?;
-        Ok(u32::try_from(count).unwrap_or(0))
-    }
-
-    /// A device's marketing name, e.g. `AMD Instinct MI300X` (`hipDeviceGetName`).
-    ///
-    /// HIP's `hipDevice_t` for an ordinal is the ordinal itself (`hipDeviceGet` stores it
-    /// unchanged), so the ordinal is passed directly.
-    pub fn name(&self, ordinal: u32) -> Result<String, DriverError> {
-        let device = self.index("hipDeviceGetName", ordinal)?;
-        let mut buffer = [0u8; sys::NAME_BYTES];
-        let len = c_int::try_from(buffer.len() - 1).unwrap_or(c_int::MAX);
-        // SAFETY: the buffer is writable for `len + 1` bytes and zeroed, so it stays NUL-terminated
-        // even if the runtime fills all `len` bytes.
-        let code = unsafe { (self.api.hipDeviceGetName)(buffer.as_mut_ptr().cast(), len, device) };
-        status::check(self, "hipDeviceGetName", code)?;
-        Ok(c_string(&buffer))
-    }
-
-    /// A device's UUID as ROCr shows it after `GPU-`: the ASIC serial, 16 hex digits
-    /// (`hipDeviceGetUuid`, whose 16 bytes are those characters).
-    pub fn uuid(&self, ordinal: u32) -> Result<String, DriverError> {
-        let device = self.index("hipDeviceGetUuid", ordinal)?;
-        let mut uuid = sys::hipUUID { bytes: [0; 16] };
-        // SAFETY: the out-pointer is a live, writable `hipUUID`.
-        let code = unsafe { (self.api.hipDeviceGetUuid)(&mut uuid, device) };
-        status::check(self, "hipDeviceGetUuid", code)?;
-        let bytes = uuid.bytes.map(|c| c.to_ne_bytes()[0]);
-        Ok(c_string(&bytes))
-    }
-
-    /// A device's full `gcnArchName`, e.g. `gfx942:sramecc+:xnack-`
-    /// (`hipGetDevicePropertiesR0600`).
-    pub fn gcn_arch_name(&self, ordinal: u32) -> Result<String, DriverError> {
-        let device = self.index("hipGetDevicePropertiesR0600", ordinal)?;
-        let mut props = Box::new(sys::hipDeviceProp_tR0600::zeroed());
-        // SAFETY: `props` is a zeroed `hipDeviceProp_tR0600` with the ROCm 6 layout (pinned by
-        // `devsim-sys`'s tests), and the runtime was checked to be ROCm 6 or newer at load.
-        let code = unsafe { (self.api.hipGetDevicePropertiesR0600)(&mut *props, device) };
-        status::check(self, "hipGetDevicePropertiesR0600", code)?;
-        let bytes = props.gcnArchName.map(|c| c.to_ne_bytes()[0]);
-        Ok(c_string(&bytes))
-    }
-
-    /// A device's CUDA-style compute capability as `(major, minor)`; HIP derives it from the gfx
-    /// version, e.g. `(9, 4)` for gfx942 (`hipDeviceGetAttribute`).
-    pub fn capability(&self, ordinal: u32) -> Result<(u32, u32), DriverError> {
-        let major = self.attribute(ordinal, sys::hipDeviceAttributeComputeCapabilityMajor)?;
-        let minor = self.attribute(ordinal, sys::hipDeviceAttributeComputeCapabilityMinor)?;
-        Ok((major, minor))
-    }
-
-    /// A device's opt-in shared (LDS) memory per block, in bytes (`hipDeviceGetAttribute`).
-    pub fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
-        self.attribute(ordinal, sys::hipDeviceAttributeSharedMemPerBlockOptin)
-    }
-
-    /// The calling thread's current device (`hipGetDevice`). HIP always has one (device 0 until
-    /// [`HipDriver::set_device`]), so this is `Some` whenever the call succeeds.
-    pub fn current_device(&self) -> Result<Option<u32>, DriverError> {
-        let mut device: c_int = 0;
-        // SAFETY: the out-pointer is a live, writable `int`.
-        let code = unsafe { (self.api.hipGetDevice)(&mut device) };
-        status::check(self, "hipGetDevice", code)?;
-        Ok(u32::try_from(device).ok())
-    }
-
-    /// Makes `ordinal` the calling thread's current device (`hipSetDevice`).
-    pub fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
-        let device = self.index("hipSetDevice", ordinal)?;
-        // SAFETY: takes the ordinal by value; the runtime validates it.
-        let code = unsafe { (self.api.hipSetDevice)(device) };
-        status::check(self, "hipSetDevice", code)
-    }
-
-    /// Allocates `bytes` of device memory on the calling thread's current device (`hipMalloc`).
-    pub fn alloc(&self, bytes: usize) -> Result<u64, DriverError> {
-        let mut ptr: *mut c_void = std::ptr::null_mut();
-        // SAFETY: the out-pointer is a live, writable `void *`.
-        let code = unsafe { (self.api.hipMalloc)(&mut ptr, bytes) };
-        status::check(self, "hipMalloc", code)?;
-        Ok(ptr.expose_provenance() as u64)
-    }
-
-    /// Frees memory returned by [`HipDriver::alloc`] (`hipFree`).
-    pub fn free(&self, ptr: u64) -> Result<(), DriverError> {
-        let device_ptr = self.pointer("hipFree", ptr)?;
-        // SAFETY: the runtime validates the address and reports an unknown one as an error; no
-        // host memory is touched.
-        let code = unsafe { (self.api.hipFree)(device_ptr) };
-        status::check(self, "hipFree", code)
-    }
-
-    /// Copies `data` to device address `ptr` (`hipMemcpy`, host to device).
-    pub fn copy_in(&self, ptr: u64, data: &[u8]) -> Result<(), DriverError> {
-        let dst = self.pointer("hipMemcpy", ptr)?;
-        // SAFETY: the source is `data.len()` readable host bytes and the kind says the destination
-        // is device memory, which the runtime validates.
-        let code = unsafe {
-            (self.api.hipMemcpy)(
-                dst,
-                data.as_ptr().cast(),
-                data.len(),
-                sys::hipMemcpyHostToDevice,
-            )
-        };
-        status::check(self, "hipMemcpy", code)
-    }
-
-    /// Copies `len` bytes from device address `ptr` to the host (`hipMemcpy`, device to host).
-    pub fn copy_out(&self, ptr: u64, len: usize) -> Result<Vec<u8>, DriverError> {
-        let src = self.pointer("hipMemcpy", ptr)?;
-        let mut data = vec![0u8; len];
-        // SAFETY: the destination is `len` writable host bytes and the kind says the source is
-        // device memory, which the runtime validates.
-        let code = unsafe {
-            (self.api.hipMemcpy)(
-                data.as_mut_ptr().cast(),
-                src,
-                len,
-                sys::hipMemcpyDeviceToHost,
-            )
-        };
-        status::check(self, "hipMemcpy", code)?;
-        Ok(data)
-    }
-
-    /// Sets `len` bytes at device address `ptr` to `value` (`hipMemset`).
-    pub fn memset(&self, ptr: u64, value: u8, len: usize) -> Result<(), DriverError> {
-        let dst = self.pointer("hipMemset", ptr)?;
-        // SAFETY: `dst` is a device address, which the runtime validates; only device memory is
-        // written.
-        let code = unsafe { (self.api.hipMemset)(dst, c_int::from(value), len) };
-        status::check(self, "hipMemset", code)
-    }
-
-    /// Device memory in use on the current device, in bytes: total minus free (`hipMemGetInfo`).
-    pub fn memory_in_use(&self) -> Result<u64, DriverError> {
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: both out-pointers are live, writable `size_t`s.
-        let code = unsafe { (self.api.hipMemGetInfo)(&mut free, &mut total) };
-        status::check(self, "hipMemGetInfo", code)?;
-        Ok(total.saturating_sub(free) as u64)
-    }
-
-    /// Waits for all work on the calling thread's current device (`hipDeviceSynchronize`).
-    pub fn synchronize(&self) -> Result<(), DriverError> {
-        // SAFETY: takes no arguments.
-        let code = unsafe { (self.api.hipDeviceSynchronize)() };
-        status::check(self, "hipDeviceSynchronize", code)
     }
 
     /// An ordinal as HIP's `int` device id, or `hipErrorInvalidDevice` for `call`.
@@ -422,8 +243,164 @@ impl HipDriver {
         let device = self.index("hipDeviceGetAttribute", ordinal)?;
         let mut value: c_int = 0;
         // SAFETY: the out-pointer is a live, writable `int`.
-        let code = unsafe { (self.api.hipDeviceGetAttribute)(&mut value, attribute, device) };
-        status::check(self, "hipDeviceGetAttribute", code)?;
+        unsafe { call!(self, hipDeviceGetAttribute(&mut value, attribute, device)) }.result()?;
         Ok(u32::try_from(value).unwrap_or(0))
+    }
+}
+
+/// The `Result` layer is the live runtime's [`GpuDriver`]: each method makes one or a few runtime
+/// calls. HIP's `hipDevice_t` for an ordinal is the ordinal itself (`hipDeviceGet` stores it
+/// unchanged), so ordinals are passed directly.
+impl GpuDriver for HipDriver {
+    fn build(&self) -> TorchBuild {
+        TorchBuild::Hip
+    }
+
+    fn path(&self) -> &str {
+        self.api.path()
+    }
+
+    fn is_fake(&self) -> bool {
+        self.api.is_fake()
+    }
+
+    /// How many HIP devices the process sees (`hipGetDeviceCount`). HIP answers
+    /// `hipErrorNoDevice` when there are none; that reads as 0, as CUDA's count does.
+    fn device_count(&self) -> Result<u32, DriverError> {
+        let mut count: c_int = 0;
+        // SAFETY: the out-pointer is a live, writable `int`.
+        let status = unsafe { call!(self, hipGetDeviceCount(&mut count)) };
+        if status.code() == sys::hipErrorNoDevice {
+            return Ok(0);
+        }
+        status.result()?;
+        Ok(u32::try_from(count).unwrap_or(0))
+    }
+
+    /// A device's marketing name, e.g. `AMD Instinct MI300X` (`hipDeviceGetName`).
+    fn name(&self, ordinal: u32) -> Result<String, DriverError> {
+        let device = self.index("hipDeviceGetName", ordinal)?;
+        let mut buffer = [0u8; sys::NAME_BYTES];
+        let len = c_int::try_from(buffer.len() - 1).unwrap_or(c_int::MAX);
+        // SAFETY: the buffer is writable for `len + 1` bytes and zeroed, so it stays NUL-terminated
+        // even if the runtime fills all `len` bytes.
+        unsafe {
+            call!(
+                self,
+                hipDeviceGetName(buffer.as_mut_ptr().cast(), len, device)
+            )
+        }
+        .result()?;
+        Ok(c_string(&buffer))
+    }
+
+    /// A device's UUID as ROCr shows it after `GPU-`: the ASIC serial, 16 hex digits
+    /// (`hipDeviceGetUuid`, whose 16 bytes are those characters).
+    fn uuid(&self, ordinal: u32) -> Result<String, DriverError> {
+        let device = self.index("hipDeviceGetUuid", ordinal)?;
+        let mut uuid = sys::hipUUID { bytes: [0; 16] };
+        // SAFETY: the out-pointer is a live, writable `hipUUID`.
+        unsafe { call!(self, hipDeviceGetUuid(&mut uuid, device)) }.result()?;
+        let bytes = uuid.bytes.map(|c| c.to_ne_bytes()[0]);
+        Ok(c_string(&bytes))
+    }
+
+    /// A device's CUDA-style compute capability as `(major, minor)`; HIP derives it from the gfx
+    /// version, e.g. `(9, 4)` for gfx942 (`hipDeviceGetAttribute`).
+    fn capability(&self, ordinal: u32) -> Result<(u32, u32), DriverError> {
+        let major = self.attribute(ordinal, sys::hipDeviceAttributeComputeCapabilityMajor)?;
+        let minor = self.attribute(ordinal, sys::hipDeviceAttributeComputeCapabilityMinor)?;
+        Ok((major, minor))
+    }
+
+    /// A device's full `gcnArchName`, e.g. `gfx942:sramecc+:xnack-`
+    /// (`hipGetDevicePropertiesR0600`).
+    fn gcn_arch_name(&self, ordinal: u32) -> Result<String, DriverError> {
+        let device = self.index("hipGetDevicePropertiesR0600", ordinal)?;
+        let mut props = Box::new(sys::hipDeviceProp_tR0600::zeroed());
+        // SAFETY: `props` is a zeroed `hipDeviceProp_tR0600` with the ROCm 6 layout (pinned by
+        // `devsim-sys`'s tests), and the runtime was checked to be ROCm 6 or newer at load.
+        unsafe { call!(self, hipGetDevicePropertiesR0600(&mut *props, device)) }.result()?;
+        let bytes = props.gcnArchName.map(|c| c.to_ne_bytes()[0]);
+        Ok(c_string(&bytes))
+    }
+
+    /// A device's opt-in shared (LDS) memory per block, in bytes (`hipDeviceGetAttribute`).
+    fn smem_optin(&self, ordinal: u32) -> Result<u32, DriverError> {
+        self.attribute(ordinal, sys::hipDeviceAttributeSharedMemPerBlockOptin)
+    }
+
+    /// The calling thread's current device (`hipGetDevice`): HIP always has one (device 0 until
+    /// [`GpuDriver::set_device`]); an answer that is not an ordinal reads as 0.
+    fn current_device(&self) -> Result<u32, DriverError> {
+        let mut device: c_int = 0;
+        // SAFETY: the out-pointer is a live, writable `int`.
+        unsafe { call!(self, hipGetDevice(&mut device)) }.result()?;
+        Ok(u32::try_from(device).unwrap_or(0))
+    }
+
+    /// Makes `ordinal` the calling thread's current device (`hipSetDevice`).
+    fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
+        let device = self.index("hipSetDevice", ordinal)?;
+        // SAFETY: takes the ordinal by value; the runtime validates it.
+        unsafe { call!(self, hipSetDevice(device)) }.result()
+    }
+
+    /// Allocates `bytes` of device memory on the calling thread's current device (`hipMalloc`).
+    fn alloc(&self, bytes: usize) -> Result<u64, DriverError> {
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: the out-pointer is a live, writable `void *`.
+        unsafe { call!(self, hipMalloc(&mut ptr, bytes)) }.result()?;
+        Ok(ptr.expose_provenance() as u64)
+    }
+
+    /// Frees memory returned by [`GpuDriver::alloc`] (`hipFree`).
+    fn free(&self, ptr: u64) -> Result<(), DriverError> {
+        let device_ptr = self.pointer("hipFree", ptr)?;
+        // SAFETY: the runtime validates the address and reports an unknown one as an error; no
+        // host memory is touched.
+        unsafe { call!(self, hipFree(device_ptr)) }.result()
+    }
+
+    /// Copies `data` to device address `ptr` (`hipMemcpy`, host to device).
+    fn copy_in(&self, ptr: u64, data: &[u8]) -> Result<(), DriverError> {
+        let dst = self.pointer("hipMemcpy", ptr)?;
+        let (src, len) = (data.as_ptr().cast(), data.len());
+        // SAFETY: the source is `data.len()` readable host bytes and the kind says the destination
+        // is device memory, which the runtime validates.
+        unsafe { call!(self, hipMemcpy(dst, src, len, sys::hipMemcpyHostToDevice)) }.result()
+    }
+
+    /// Copies `len` bytes from device address `ptr` to the host (`hipMemcpy`, device to host).
+    fn copy_out(&self, ptr: u64, len: usize) -> Result<Vec<u8>, DriverError> {
+        let src = self.pointer("hipMemcpy", ptr)?;
+        let mut data = vec![0u8; len];
+        let dst = data.as_mut_ptr().cast();
+        // SAFETY: the destination is `len` writable host bytes and the kind says the source is
+        // device memory, which the runtime validates.
+        unsafe { call!(self, hipMemcpy(dst, src, len, sys::hipMemcpyDeviceToHost)) }.result()?;
+        Ok(data)
+    }
+
+    /// Sets `len` bytes at device address `ptr` to `value` (`hipMemset`).
+    fn memset(&self, ptr: u64, value: u8, len: usize) -> Result<(), DriverError> {
+        let dst = self.pointer("hipMemset", ptr)?;
+        // SAFETY: `dst` is a device address, which the runtime validates; only device memory is
+        // written.
+        unsafe { call!(self, hipMemset(dst, c_int::from(value), len)) }.result()
+    }
+
+    /// Waits for all work on the calling thread's current device (`hipDeviceSynchronize`).
+    fn synchronize(&self) -> Result<(), DriverError> {
+        // SAFETY: takes no arguments.
+        unsafe { call!(self, hipDeviceSynchronize()) }.result()
+    }
+
+    /// Device memory in use on the current device, in bytes: total minus free (`hipMemGetInfo`).
+    fn memory_in_use(&self) -> Result<u64, DriverError> {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: both out-pointers are live, writable `size_t`s.
+        unsafe { call!(self, hipMemGetInfo(&mut free, &mut total)) }.result()?;
+        Ok(total.saturating_sub(free) as u64)
     }
 }

@@ -9,6 +9,7 @@ pub mod machine;
 pub mod masks;
 pub mod runtime;
 mod status;
+mod symbols;
 #[cfg(feature = "torch")]
 pub mod torch;
 

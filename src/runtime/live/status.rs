@@ -1,6 +1,6 @@
-//! What CUDA and HIP share in turning a status code into a `Result`: the success check, the driver's
-//! own `NAME: description` lookup, and the fallback when the driver cannot describe a code. The two
-//! differ only in how they describe a code ([`Describe`]).
+//! What CUDA and HIP share in turning a status code into a `Result`: a [`Status`] with `.result()`,
+//! the driver's own `NAME: description` lookup, and the fallback when the driver cannot describe a
+//! code. The two differ only in how they describe a code ([`Describe`]).
 
 use std::ffi::{CStr, c_char};
 
@@ -18,12 +18,33 @@ pub(crate) trait Describe {
     fn text(&self, code: i32) -> Option<String>;
 }
 
-/// `Ok` for success, else the call's [`DriverError`].
-pub(crate) fn check<D: Describe>(driver: &D, call: &str, code: i32) -> Result<(), DriverError> {
-    if code == D::SUCCESS {
-        Ok(())
-    } else {
-        Err(error(driver, call, code))
+/// A status code one driver call returned, named by its call: [`Status::result`] turns it into a
+/// `Result`, as cudarc's `CUresult::result()` does, describing a failure through the driver itself.
+#[must_use = "a status may be an error: turn it into a `Result` with `.result()`"]
+pub(crate) struct Status<'d, D: Describe> {
+    driver: &'d D,
+    call: &'static str,
+    code: i32,
+}
+
+impl<'d, D: Describe> Status<'d, D> {
+    /// What `call` returned on `driver`.
+    pub(crate) fn new(driver: &'d D, call: &'static str, code: i32) -> Self {
+        Self { driver, call, code }
+    }
+
+    /// The raw code, for the few calls that read a failure as an answer (HIP's "no device" count).
+    pub(crate) fn code(&self) -> i32 {
+        self.code
+    }
+
+    /// `Ok` for success, else the call's [`DriverError`] with the driver's own `NAME: description`.
+    pub(crate) fn result(self) -> Result<(), DriverError> {
+        if self.code == D::SUCCESS {
+            Ok(())
+        } else {
+            Err(error(self.driver, self.call, self.code))
+        }
     }
 }
 

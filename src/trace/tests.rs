@@ -1,0 +1,47 @@
+//! The trace's own cases: elided repetitions expand to what was recorded.
+
+use super::*;
+
+fn gate(detail: &str) -> Entry {
+    Entry::Gate {
+        gate: Gate::EVERY[0],
+        passed: true,
+        detail: detail.to_string().into(),
+    }
+}
+
+#[test]
+fn an_elided_trace_expands_to_what_was_recorded_in_order() {
+    // Recorded: a b | a b | a b | c | a b, with the second, third and fifth repetition elided.
+    let trace = Trace::new();
+    let mut elided = Elided::default();
+    for (repetition, details) in [["a", "b"], ["a", "b"], ["a", "b"], ["c", ""], ["a", "b"]]
+        .iter()
+        .enumerate()
+    {
+        let start = trace.len();
+        for detail in details.iter().filter(|d| !d.is_empty()) {
+            trace.push(gate(detail));
+        }
+        if repetition > 0 && trace.elide_repeat(0..2, start) {
+            elided.push(start);
+        }
+    }
+    elided.first = 0..2;
+    let kept = trace.entries();
+    assert_eq!(
+        kept,
+        [gate("a"), gate("b"), gate("c")],
+        "the differing one is kept"
+    );
+    assert_eq!(elided.repetitions(), 3);
+    let whole: Vec<&Entry> = expanded(&kept, &elided).collect();
+    let details: Vec<String> = whole
+        .iter()
+        .map(|e| match e {
+            Entry::Gate { detail, .. } => detail.to_string(),
+            _ => String::new(),
+        })
+        .collect();
+    assert_eq!(details, ["a", "b", "a", "b", "a", "b", "c", "a", "b"]);
+}

@@ -1,0 +1,190 @@
+//! [`Text`]: a trace entry's words, kept typed while a step runs and rendered only when shown.
+//!
+//! Gates and calls record on the hot path of every step; formatting their details there cost more than
+//! the decisions themselves. A [`Text`] holds a static string, a number, an owned string or a typed value
+//! (any `Display + PartialEq` type, behind an `Arc`), and turns into words only when displayed,
+//! serialized or compared with words.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A typed detail: what it judged, rendered on demand. Any `Display + PartialEq` type is one.
+pub trait Render: fmt::Display + Send + Sync + 'static {
+    /// The value, to compare with another of the same type.
+    fn as_any(&self) -> &dyn Any;
+    /// Whether `other` is a value of the same type and equal to this one.
+    fn same(&self, other: &dyn Render) -> bool;
+}
+
+impl<T: fmt::Display + PartialEq + Send + Sync + 'static> Render for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn same(&self, other: &dyn Render) -> bool {
+        other
+            .as_any()
+            .downcast_ref::<T>()
+            .is_some_and(|other| other == self)
+    }
+}
+
+#[derive(Clone)]
+enum Repr {
+    Words(Cow<'static, str>),
+    Number(u32),
+    Typed(Arc<dyn Render>),
+}
+
+/// Words in a trace entry (a gate's detail, a call's device or detail), rendered only when shown.
+///
+/// Two texts are equal when they read the same, whatever they hold; `Debug` shows the words as a string
+/// does, and serde reads and writes a string.
+#[derive(Clone)]
+pub struct Text(Repr);
+
+impl Text {
+    /// A static string.
+    pub const fn fixed(words: &'static str) -> Self {
+        Text(Repr::Words(Cow::Borrowed(words)))
+    }
+
+    /// A decimal number (a device ordinal).
+    pub const fn number(n: u32) -> Self {
+        Text(Repr::Number(n))
+    }
+
+    /// A typed value, rendered through its `Display` when shown.
+    pub fn typed(value: impl Render) -> Self {
+        Text(Repr::Typed(Arc::new(value)))
+    }
+
+    /// The words, borrowed when they are already words.
+    pub fn words(&self) -> Cow<'_, str> {
+        match &self.0 {
+            Repr::Words(words) => Cow::Borrowed(words),
+            _ => Cow::Owned(self.to_string()),
+        }
+    }
+}
+
+impl fmt::Display for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            Repr::Words(words) => f.write_str(words),
+            Repr::Number(n) => write!(f, "{n}"),
+            Repr::Typed(value) => value.fmt(f),
+        }
+    }
+}
+
+impl fmt::Debug for Text {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.words().as_ref(), f)
+    }
+}
+
+impl PartialEq for Text {
+    fn eq(&self, other: &Self) -> bool {
+        match (&self.0, &other.0) {
+            (Repr::Words(a), Repr::Words(b)) => a == b,
+            (Repr::Number(a), Repr::Number(b)) => a == b,
+            (Repr::Typed(a), Repr::Typed(b)) if Arc::ptr_eq(a, b) || a.same(b.as_ref()) => true,
+            // Different holdings can still read the same.
+            _ => self.words() == other.words(),
+        }
+    }
+}
+
+impl Eq for Text {}
+
+impl PartialEq<str> for Text {
+    fn eq(&self, other: &str) -> bool {
+        self.words() == other
+    }
+}
+
+impl PartialEq<&str> for Text {
+    fn eq(&self, other: &&str) -> bool {
+        self.words() == *other
+    }
+}
+
+impl From<String> for Text {
+    fn from(words: String) -> Self {
+        Text(Repr::Words(Cow::Owned(words)))
+    }
+}
+
+impl From<&'static str> for Text {
+    fn from(words: &'static str) -> Self {
+        Text::fixed(words)
+    }
+}
+
+impl From<Cow<'static, str>> for Text {
+    fn from(words: Cow<'static, str>) -> Self {
+        Text(Repr::Words(words))
+    }
+}
+
+impl From<Text> for String {
+    fn from(text: Text) -> Self {
+        match text.0 {
+            Repr::Words(words) => words.into_owned(),
+            _ => text.to_string(),
+        }
+    }
+}
+
+impl Serialize for Text {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(Text::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(PartialEq)]
+    struct Pair(u32, u32);
+
+    impl fmt::Display for Pair {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "{} and {}", self.0, self.1)
+        }
+    }
+
+    #[test]
+    fn texts_that_read_the_same_are_equal_whatever_they_hold() {
+        assert_eq!(Text::typed(Pair(1, 2)), Text::from("1 and 2".to_string()));
+        assert_eq!(Text::typed(Pair(1, 2)), Text::typed(Pair(1, 2)));
+        assert_ne!(Text::typed(Pair(1, 2)), Text::typed(Pair(2, 1)));
+        assert_eq!(Text::number(7), Text::fixed("7"));
+        assert_ne!(Text::number(7), Text::number(8));
+        assert_eq!(Text::typed(Pair(3, 4)), "3 and 4");
+    }
+
+    #[test]
+    fn debug_and_serde_show_the_words_as_a_string() {
+        let text = Text::typed(Pair(1, 2));
+        assert_eq!(format!("{text:?}"), format!("{:?}", "1 and 2"));
+        assert_eq!(
+            serde_json::to_string(&Some(Text::number(3))).expect("json"),
+            "\"3\""
+        );
+        let back: Text = serde_json::from_str("\"1 and 2\"").expect("json");
+        assert_eq!(back, text);
+    }
+}
