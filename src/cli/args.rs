@@ -218,7 +218,7 @@ pub(super) enum Command {
         #[arg(long, value_name = "CMD|FILE", conflicts_with = "live")]
         subject: Vec<String>,
         /// With --subject: start each subject this many times and run the corpus across them (default: one
-        /// per CPU core).
+        /// per CPU core, at most 8).
         #[arg(long, short, value_name = "N")]
         jobs: Option<NonZeroUsize>,
     },
@@ -248,9 +248,15 @@ pub(super) enum Command {
     },
 }
 
-/// How many processes of a subject run side by side when `--jobs` is not given: one per CPU core.
+/// The most processes of a subject that run side by side when `--jobs` is not given (a real project's
+/// process holds most of a GiB).
+const MOST_DEFAULT_JOBS: NonZeroUsize = NonZeroUsize::new(8).expect("eight is not zero");
+
+/// How many processes of a subject run side by side when `--jobs` is not given: one per CPU core, at most 8.
 pub(super) fn default_jobs() -> NonZeroUsize {
-    std::thread::available_parallelism().unwrap_or(NonZeroUsize::MIN)
+    std::thread::available_parallelism()
+        .unwrap_or(NonZeroUsize::MIN)
+        .min(MOST_DEFAULT_JOBS)
 }
 
 /// What `devsim run` was asked.
@@ -286,7 +292,8 @@ pub(super) struct RunArgs {
     #[arg(long, value_name = "CMD|FILE")]
     pub(super) subject: Option<String>,
     /// Simulated runs of a subject process: start it this many times and deal the scenarios out among
-    /// them, by host (default: one per CPU core, at most the subject file's `max_jobs`). Live runs use one.
+    /// them, by host (default: one per CPU core, at most 8; never more than the subject file's `max_jobs` or
+    /// than there are hosts to deal out). Live runs use one.
     #[arg(long, short, value_name = "N", requires = "subject")]
     pub(super) jobs: Option<NonZeroUsize>,
     /// Compare each scenario's outcome with this baseline file; any change, either way, fails.

@@ -12,7 +12,7 @@ use crate::replay::LiveContext;
 use crate::report;
 use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;
-use crate::subject::{CatalogSubject, Lanes, ProcessSubject, Subject, SubjectSpec};
+use crate::subject::{CatalogSubject, Lanes, ProcessSubject, Subject, SubjectSpec, useful_lanes};
 use crate::suite::{Expectations, SuiteObserver, Verdict, run_suite};
 
 /// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
@@ -26,11 +26,16 @@ pub(super) struct Judged {
 }
 
 /// The subject `devsim run` judges: the given process, or the binary's own catalog (live or simulated).
-pub(super) fn subject_for(catalog: Catalog, args: &RunArgs) -> Result<Judged, CliError> {
+pub(super) fn subject_for(
+    catalog: Catalog,
+    args: &RunArgs,
+    scenarios: &[Scenario],
+) -> Result<Judged, CliError> {
     if let Some(subject) = &args.subject {
         let spec = SubjectSpec::parse(subject)?;
         if !args.live {
-            let lanes = Lanes::start(&spec, args.jobs.unwrap_or_else(default_jobs))?;
+            let jobs = useful_lanes(scenarios, args.jobs.unwrap_or_else(default_jobs));
+            let lanes = Lanes::start(&spec, jobs)?;
             if let Some(warning) = lanes.first().capabilities().deprecation() {
                 warn!("{warning}");
             }
@@ -114,7 +119,7 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         live_description,
         driver_failing,
         fake_driver,
-    } = subject_for(catalog, &args)?;
+    } = subject_for(catalog, &args, &scenarios)?;
     if human {
         say!("subject: {}", subject.describe());
         if let Some(line) = &live_description {

@@ -14,7 +14,7 @@ use crate::findings::findings;
 use crate::kernel::Catalog;
 use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;
-use crate::subject::{CatalogSubject, Lanes, Subject, SubjectSpec};
+use crate::subject::{CatalogSubject, Lanes, Subject, SubjectSpec, useful_lanes};
 use crate::suite::run_suite;
 use crate::sweep::median;
 use {crate::runner::Summary, crate::scenario::load_all};
@@ -101,7 +101,7 @@ pub fn run_subjects(
     let reference_start = started.elapsed().as_secs_f64();
     let mut all = vec![measure(&mut reference, reference_start, &scenarios, rounds)];
     for spec in specs {
-        let mut lanes = Lanes::start(&spec, jobs)?;
+        let mut lanes = Lanes::start(&spec, useful_lanes(&scenarios, jobs))?;
         let start = lanes.start_time().as_secs_f64();
         all.push(measure(&mut lanes, start, &scenarios, rounds));
     }

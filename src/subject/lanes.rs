@@ -69,6 +69,13 @@ impl Lanes {
     }
 }
 
+/// How many processes are worth starting for `scenarios`, at most `jobs`: no more than there are pieces of work
+/// to deal out (one scenario, or one host, needs one process), and at least one.
+pub fn useful_lanes(scenarios: &[Scenario], jobs: NonZeroUsize) -> NonZeroUsize {
+    let pieces = by_host(scenarios, jobs.get()).len();
+    NonZeroUsize::new(pieces.min(jobs.get())).unwrap_or(NonZeroUsize::MIN)
+}
+
 /// The scenarios' indexes grouped by host, heaviest group first (the longest work is dealt out first, so the
 /// lanes finish close together). With several lanes, a host with more than its share of the work is cut into
 /// pieces of at most a quarter of a lane's share: a piece costs its lane one more fork, a lane left idle while
@@ -208,6 +215,17 @@ mod tests {
             scenario("d", "\"sm_90\""),
         ];
         assert_eq!(by_host(&scenarios, 1), vec![vec![0, 2, 3], vec![1]]);
+    }
+
+    #[test]
+    fn no_more_processes_start_than_there_is_work_for() {
+        let jobs = NonZeroUsize::new(8).expect("non-zero");
+        let one = [scenario("a", "\"sm_90\"")];
+        assert_eq!(useful_lanes(&one, jobs).get(), 1);
+        assert_eq!(useful_lanes(&[], jobs).get(), 1);
+        let two_hosts = [scenario("a", "\"sm_90\""), scenario("b", "\"sm_80\"")];
+        assert_eq!(useful_lanes(&two_hosts, jobs).get(), 2);
+        assert_eq!(useful_lanes(&two_hosts, NonZeroUsize::MIN).get(), 1);
     }
 
     #[test]

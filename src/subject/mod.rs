@@ -24,7 +24,7 @@ pub use catalog::CatalogSubject;
 pub use devsim_metadata::protocol;
 pub use error::SubjectError;
 pub use handshake::{Capabilities, handshake};
-pub use lanes::Lanes;
+pub use lanes::{Lanes, useful_lanes};
 pub use process::ProcessSubject;
 pub use spec::SubjectSpec;
 
