@@ -138,8 +138,10 @@ impl Subject for Lanes {
         match self.lanes.len() {
             1 => self.first().describe(),
             count => format!(
-                "{} ({count} processes side by side)",
-                self.first().describe()
+                "{} {} ({}, {count} side by side)",
+                self.name(),
+                self.version(),
+                self.kind()
             ),
         }
     }
