@@ -180,7 +180,7 @@ fn cli_run_and_baseline() -> Result<(), Failed> {
         &err,
     )?;
     expect(
-        out.starts_with("subject: fixture 0.0.1 (process)"),
+        out.starts_with("subject: fixture 0.0.1 (process"),
         "the first line names the subject",
         &out,
         &err,
@@ -301,7 +301,7 @@ fn cli_check_live_and_bench() -> Result<(), Failed> {
     let good = subject_file(dir.path(), "good")?;
     let (ok, out, err) = devsim(&["check", "--subject", &good])?;
     expect(
-        ok && out.contains("subject: fixture 0.0.1 (process)")
+        ok && out.contains("subject: fixture 0.0.1 (process")
             && out.contains("actions: normalize, resolve, validate"),
         "check prints the handshake",
         &out,
@@ -361,7 +361,7 @@ fn cli_check_live_and_bench() -> Result<(), Failed> {
             && row("not applicable") == ["0", "2", "2"]
             && row("distinct findings") == ["1", "2", "2"]
             && row("  policy:normalize-aliases") == ["1", "1", "1"]
-            && out.contains("fixture: fixture 0.0.1 (process)"),
+            && out.contains("fixture: fixture 0.0.1 (process"),
         "bench compares the reference and each subject: timings, outcomes, findings by rule",
         &out,
         &err,
