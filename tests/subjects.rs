@@ -187,7 +187,7 @@ fn cli_run_and_baseline() -> Result<(), Failed> {
     )?;
     expect(
         out.trim_end().ends_with(
-            "subject fixture: 2 passed, 2 failed, 0 skipped, 2 not applicable, 1 set aside",
+            "subject fixture: 2 passed, 2 failed, 1 skipped, 3 not applicable, 1 set aside",
         ),
         "the closing line",
         &out,
@@ -355,10 +355,11 @@ fn cli_check_live_and_bench() -> Result<(), Failed> {
         ok && out.contains("step median (us)")
             && out.contains("corpus, start included (ms)")
             && row("conformance (scenarios)") == ["reference", "fixture", "fixture"]
-            && row("passed") == ["6", "2", "2"]
+            && row("passed") == ["8", "2", "2"]
             && row("failed") == ["1", "2", "2"]
             && row("set aside") == ["0", "1", "1"]
-            && row("not applicable") == ["0", "2", "2"]
+            && row("skipped") == ["0", "1", "1"]
+            && row("not applicable") == ["0", "3", "3"]
             && row("distinct findings") == ["1", "2", "2"]
             && row("  policy:normalize-aliases") == ["1", "1", "1"]
             && out.contains("fixture: fixture 0.0.1 (process"),

@@ -302,6 +302,10 @@ impl ProcessSubject {
         if scenario.steps.is_empty() {
             return ScenarioReport::skipped(scenario, Skip::Protocol("no step to judge".into()));
         }
+        // What the subject lacks (a kernel, an action) is a fact about it, whatever else the scenario needs.
+        if let Some(reason) = self.unsupported(scenario) {
+            return ScenarioReport::with_status(scenario, Status::NotApplicable(reason));
+        }
         if !scenario.host.faults.is_empty() {
             // Fault injection lives in devsim's runtime; a subject process runs its own code on its own
             // simulated host, so an injected driver error cannot reach it.
@@ -330,9 +334,6 @@ impl ProcessSubject {
                         .into(),
                 ),
             );
-        }
-        if let Some(reason) = self.unsupported(scenario) {
-            return ScenarioReport::with_status(scenario, Status::NotApplicable(reason));
         }
         if self.connection.is_none() {
             match connect(&self.spec, self.live.is_some()) {
