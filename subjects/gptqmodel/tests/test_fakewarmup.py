@@ -1,5 +1,6 @@
-"""The simulated warmup's fake-tensor mode places tensors as torch places them on a real GPU host (in-process: this
-test process's torch is patched by the kit's simulated host, and restored after each test)."""
+"""The simulated warmup's tensor modes (fake tensors, then CPU-backed ones for a forward that reads a value) place
+tensors as torch places them on a real GPU host (in-process: this test process's torch is patched by the kit's
+simulated host, and restored after each test)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ torch = pytest.importorskip("torch")
 
 from devsim_subject_gptqmodel import fakewarmup
 from devsim_subject_kit import Host
+from devsim_subject_kit.cpubacked import CpuBackedGpus
+from devsim_subject_kit.recorder import Recorder
 from devsim_subject_kit.simtorch import SimulatedTorch
 from devsim_subject_kit.testing import R9700X2
 
@@ -27,9 +30,15 @@ def packed(tensor):
     return module
 
 
-def placed(move):
+MODES = {
+    "fake": lambda: fakewarmup._NoGpuFakeMode(allow_non_fake_inputs=True),
+    "cpu-backed": CpuBackedGpus,
+}
+
+
+def placed(move, mode="fake"):
     """The device `move` puts a fresh CPU tensor on, under the simulated warmup's modes."""
-    with fakewarmup._NoGpuFakeMode(allow_non_fake_inputs=True), fakewarmup._CurrentGpuIndex():
+    with MODES[mode](), fakewarmup._CurrentGpuIndex():
         return str(move(torch.zeros(4, dtype=torch.int32)))
 
 
@@ -47,11 +56,59 @@ def placed(move):
     # one-element tensors are fake too (torch would otherwise move them for real: no GPU here)
     ("one element to('cuda:1')", lambda t: t[:1].to("cuda:1").device, "cuda:1"),
 ])
-def test_an_indexless_gpu_is_the_current_gpu(gpu1_current, name, move, device):
-    assert placed(move) == device, name
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_an_indexless_gpu_is_the_current_gpu(gpu1_current, name, move, device, mode):
+    assert placed(move, mode) == device, name
 
 
-def test_a_triton_launch_on_fake_tensors_is_checked_not_run(gpu1_current):
+class ReadsAValue(torch.nn.Module):
+    """A forward that branches on a value, as GPTQModel's Triton and Paro kernels do (`.item()`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.ones(1, dtype=torch.float16))
+
+    def forward(self, x):
+        torch.cuda.current_device()  # a trace event, once per attempt
+        return x * self.scale if self.scale.item() > 0 else x
+
+
+def test_a_forward_that_reads_a_value_runs_on_cpu_backed_tensors(gpu1_current):
+    recorder = gpu1_current.recorder
+    with recorder.capture() as events:
+        assert fakewarmup.ran_on(ReadsAValue, torch.device("cuda"), recorder) == 1
+    # the fake attempt failed at `.item()`, after its forward's get_device: only the CPU-backed attempt's remain
+    with recorder.capture() as once, pytest.raises(fakewarmup.Unsimulable):
+        fakewarmup._forward_device(ReadsAValue(), torch.device("cuda"), fakewarmup._NoGpuFakeMode())
+    assert ("get_device", 1) in [(e["event"], e.get("device")) for e in once]
+    with recorder.capture() as cpu_backed:
+        fakewarmup._forward_device(ReadsAValue(), torch.device("cuda"), CpuBackedGpus())
+    assert events == cpu_backed, "the failed fake attempt leaves no events behind"
+
+
+def test_a_forward_neither_mode_can_run_is_unsimulable_with_both_reasons(gpu1_current):
+    class NeedsANativeOp(torch.nn.Module):
+        def forward(self, x):
+            raise RuntimeError("required torch.ops namespace `gptqmodel_x` is unavailable.")
+
+    with pytest.raises(fakewarmup.Unsimulable, match="fake tensors cannot run.*with its values on the CPU.*CPU-backed"):
+        fakewarmup.ran_on(NeedsANativeOp, torch.device("cuda", 0), Recorder())
+
+
+def test_a_module_that_cannot_be_built_is_not_built_twice(gpu1_current):
+    built = []
+
+    def build():
+        built.append(1)
+        raise fakewarmup.Unsimulable("X could not be built: TypeError: no")
+
+    with pytest.raises(fakewarmup.Unsimulable, match="could not be built"):
+        fakewarmup.ran_on(build, torch.device("cuda", 0), Recorder())
+    assert built == [1]
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_a_triton_launch_on_simulated_tensors_is_checked_not_run(gpu1_current, mode):
     triton = pytest.importorskip("triton")
     import triton.language as tl
 
@@ -59,7 +116,7 @@ def test_a_triton_launch_on_fake_tensors_is_checked_not_run(gpu1_current):
     def copy(src, dst, n: tl.constexpr):
         pass
 
-    with fakewarmup._NoGpuFakeMode(allow_non_fake_inputs=True), fakewarmup._triton_launches_on_fake_tensors():
+    with MODES[mode](), fakewarmup._triton_launches_on_simulated_tensors():
         on_current = torch.zeros(4).to("cuda:1")
         copy[(1,)](on_current, on_current, 4)  # on the current GPU: nothing runs, nothing fails
         elsewhere = torch.zeros(4).to("cuda:0")

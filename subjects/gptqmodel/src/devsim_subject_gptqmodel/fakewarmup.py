@@ -7,10 +7,17 @@ torch's `FakeTensorMode`. Fake tensors carry shapes, dtypes and devices but no d
 devices exactly as it would real ones (an indexless "cuda" becomes the calling thread's current device, which
 the simulated host answers). `ran_on` is the output's device; numerics are not observed.
 
-Only a forward that completes is an observation. Fake mode cannot run what has no fake implementation
-(GPTQModel's native extension ops, Triton kernels, data-dependent control flow on values), so any exception on
-the way is `Unsimulable`: the step answers `unsupported` with the reason, never a failure GPTQModel did not
-make on a real GPU.
+Fake tensors cannot run code that reads a value on the way (`.item()`, `.numpy()`, a branch on a tensor: torch's
+DataDependentOutputException). A forward that fails on them, for that or any reason, runs a second time on a
+fresh module under the kit's
+`CpuBackedGpus`: tensors still on the simulated GPUs as torch places them, their values in CPU memory and every op
+torch's own CPU kernel. A value there is CPU arithmetic on zero buffers, never a GPU's result: `ran_on` stays a
+placement observation, and the first attempt's trace events are dropped.
+
+Only a forward that completes is an observation. Neither way runs what has no CPU or fake implementation
+(GPTQModel's native extension ops, whose namespaces are absent without its CUDA build), so an exception on both
+is `Unsimulable`: the step answers `unsupported` with both reasons, never a failure GPTQModel did not make on a
+real GPU.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ from types import TracebackType
 from typing import Any, Self
 
 import torch
+from devsim_subject_kit.cpubacked import CpuBacked, CpuBackedGpus
+from devsim_subject_kit.recorder import Recorder
 from torch._subclasses import fake_tensor
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.overrides import TorchFunctionMode
@@ -114,40 +123,59 @@ def build(cls: Any, bits: int) -> Any:
         raise Unsimulable(f"{cls.__name__} could not be built: {type(exc).__name__}: {exc}") from exc
 
 
-def ran_on(module: Any, target: torch.device) -> Any:
-    """Where the kernel's forward put its output for `target`: an ordinal, or the device type ("cpu")."""
+def ran_on(build: Callable[[], Any], target: torch.device, recorder: Recorder) -> Any:
+    """Where the kernel's forward put its output for `target`: an ordinal, or the device type ("cpu").
+
+    `build` makes the kernel's module on the CPU (`build` above, as the subject's own doing). The forward runs
+    on fake tensors first; where that cannot run (a value read on the way: `.item()`, `.numpy()`, a branch on a
+    tensor), it runs again on a fresh module with the values held on the CPU (the kit's `CpuBackedGpus`), the
+    first attempt's trace events dropped. Only when both fail is the warmup `Unsimulable`."""
+    module = build()  # a module that cannot be built cannot be built twice either
+    try:
+        with recorder.undone_on_error():
+            return _forward_device(module, target, _NoGpuFakeMode(allow_non_fake_inputs=True))
+    except Unsimulable as without_values:
+        try:
+            return _forward_device(build(), target, CpuBackedGpus())
+        except Unsimulable as with_values:
+            raise Unsimulable(f"{without_values}; with its values on the CPU: {with_values}") from with_values
+
+
+def _forward_device(module: Any, target: torch.device, tensors: Any) -> Any:
     from gptqmodel.utils.model import gptqmodel_post_init
 
     try:
         # no_grad, not inference_mode: in inference mode `Tensor.to` reaches the mode as aten.to.dtype_layout, which
-        # the mode's device-init avoidance does not cover (it would allocate a real GPU tensor)
+        # the fake mode's device-init avoidance does not cover (it would allocate a real GPU tensor)
         # force_eager: a torch.compile'd function (e.g. TorchQuantLinear.dequantize_weight) runs as written, since
         # dynamo would save and restore the real GPU's RNG state; placement is the same either way
         with (
-            _NoGpuFakeMode(allow_non_fake_inputs=True),
+            tensors,
             _CurrentGpuIndex(),
             torch.no_grad(),
             torch.compiler.set_stance("force_eager"),
-            _triton_launches_on_fake_tensors(),
+            _triton_launches_on_simulated_tensors(),
         ):
             model = torch.nn.Sequential(module).to(target)
             gptqmodel_post_init(model, use_act_order=False)
             device = model(torch.zeros(M, K, dtype=torch.float16).to(target)).device
     except Exception as exc:
+        runs_on = "fake tensors" if isinstance(tensors, FakeTensorMode) else "CPU-backed tensors"
         raise Unsimulable(
-            f"{type(module).__name__}'s forward calls what torch's fake tensors cannot run: "
+            f"{type(module).__name__}'s forward calls what {runs_on} cannot run: "
             f"{type(exc).__name__}: {_first_line(exc)}"
         ) from exc
     return device.index if device.type == "cuda" else device.type
 
 
 @contextlib.contextmanager
-def _triton_launches_on_fake_tensors() -> Iterator[None]:
-    """`kernel[grid](...)` of a Triton kernel does nothing when its tensors are fake.
+def _triton_launches_on_simulated_tensors() -> Iterator[None]:
+    """`kernel[grid](...)` of a Triton kernel does nothing when its tensors are fake or CPU-backed.
 
     A Triton kernel writes into buffers its caller allocated, so skipping the launch leaves every device the
-    caller chose as it was. The launch is checked as Triton would run it: on the calling thread's current GPU,
-    with every tensor argument a (fake) tensor on that GPU; anything else is not simulated (`Unsimulable`)."""
+    caller chose as it was (and, CPU-backed, the values it would have written unwritten: placement only). The
+    launch is checked as Triton would run it: on the calling thread's current GPU, with every tensor argument a
+    simulated tensor on that GPU; anything else is not simulated (`Unsimulable`)."""
     if importlib.util.find_spec("triton") is None:
         yield
         return
@@ -158,7 +186,7 @@ def _triton_launches_on_fake_tensors() -> Iterator[None]:
     def launcher(kernel: Any, grid: Any) -> Callable[..., None]:
         def launch(*args: Any, **kwargs: Any) -> None:
             devices = {a.device for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)}
-            if not all(isinstance(a, fake_tensor.FakeTensor) for a in (*args, *kwargs.values())
+            if not all(isinstance(a, (fake_tensor.FakeTensor, CpuBacked)) for a in (*args, *kwargs.values())
                        if isinstance(a, torch.Tensor)):
                 raise Unsimulable(f"Triton kernel {_kernel_name(kernel)} was given real tensors")
             current = torch.device("cuda", torch.cuda.current_device())

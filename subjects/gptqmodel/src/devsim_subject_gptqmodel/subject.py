@@ -69,7 +69,8 @@ OBSERVES: dict[str, tuple[str, ...]] = {
     "lock": ("ok", "error", "covers", "current_after"),
     "move": ("ok", "error", "family", "ordinal", "torch_device", "lands_on", "current_after"),
     "set_device": ("ok", "error", "current_after"),
-    # simulated: GPTQModel's forward on fake tensors (fakewarmup.py) gives ran_on; retained_bytes is live only
+    # simulated: GPTQModel's forward on fake or CPU-backed tensors (fakewarmup.py) gives ran_on; retained_bytes is
+    # live only
     "warmup": ("ok", "error", "ran_on", "current_after", "retained_bytes"),
 }
 
@@ -92,10 +93,11 @@ def declared_families(cls: Any) -> list[str]:
 
 
 # Simulated, a warmup is observed at GPTQModel's gate (a refusal is its decision, made before any device work)
-# and, admitted, through its forward on fake tensors (fakewarmup.py); this is the reason when that cannot run.
+# and, admitted, through its forward on fake or CPU-backed tensors (fakewarmup.py); this is the reason when
+# neither can run it.
 WARMUP_NEEDS_GPU = (
-    "GPTQModel 7.7.0 admits the kernel here, and its warmup could not be simulated on torch's fake tensors "
-    "(devsim run --live --subject runs it on a real GPU)"
+    "GPTQModel 7.7.0 admits the kernel here, and its warmup could not be simulated on torch's fake tensors nor on "
+    "CPU-backed ones (devsim run --live --subject runs it on a real GPU)"
 )
 
 
@@ -226,8 +228,12 @@ class Subject:
                 torch._dynamo.config.disable = True
             self.torch_host = LiveTorch(self.recorder).install()
         else:
+            from devsim_subject_kit import offline
             from devsim_subject_kit.simtorch import SimulatedTorch
 
+            # a simulated warmup may run far enough for GPTQModel to fetch and build an extension (Machete's
+            # CUTLASS): on a simulated host that fails at once, without a download or a file written
+            offline.isolate()
             self.torch_host = SimulatedTorch(self.recorder).install(import_host or Host())
         data = load_toml("kernels.toml")
         required = {pkg for entry in data["kernel"].values() for pkg in entry.get("requires", [])}
@@ -894,8 +900,8 @@ class Subject:
     def do_warmup(self, msg: dict, obs: dict) -> None:
         """The kernel gated as an explicit choice is (validate_quant_linear on the requested device): a refusal is
         the observation. Simulated, an admitted kernel's module is moved to the device at the torch boundary,
-        initialised and run once by GPTQModel's own code on torch's fake tensors (fakewarmup; `unsupported` when
-        its forward needs what fake tensors cannot run). Live,
+        initialised and run once by GPTQModel's own code on torch's fake tensors, or on CPU-backed ones when it
+        reads a value (fakewarmup; `unsupported` when its forward needs what neither can run). Live,
         its module is built on GPTQ-packed weights, moved to the device at the torch boundary, initialised and run
         once, and judged against the FP64 oracle (livewarmup); `ran_on` is where torch put the output."""
         # imported by `load` already: a first import here would change (and retire) a reused child
@@ -906,10 +912,12 @@ class Subject:
             device = self.selector(msg["device"])
             self.gate(kernel, device)  # a refusal is observed (`_Refused`)
             target = self.boundary(device)
-            try:
+            def build() -> Any:
                 with self.recorder.quiet():
-                    module = fakewarmup.build(kernel.cls, kernel.bits)
-                obs["ran_on"] = fakewarmup.ran_on(module, target)
+                    return fakewarmup.build(kernel.cls, kernel.bits)
+
+            try:
+                obs["ran_on"] = fakewarmup.ran_on(build, target, self.recorder)
             except fakewarmup.Unsimulable as exc:
                 raise StepUnsupported(f"{WARMUP_NEEDS_GPU}: {exc}") from exc
             return

@@ -48,6 +48,18 @@ class Recorder:
             self.events, self.thread = saved
 
     @contextlib.contextmanager
+    def undone_on_error(self) -> Iterator[None]:
+        """Events recorded in the block are dropped when it raises: an attempt the subject retries another way
+        must not leave its half of the trace behind."""
+        mark = len(self.events) if self.events is not None else 0
+        try:
+            yield
+        except BaseException:
+            if self.events is not None:
+                del self.events[mark:]
+            raise
+
+    @contextlib.contextmanager
     def quiet(self) -> Iterator[None]:
         """Calls made by the subject itself (bookkeeping, not the code under test) are not recorded."""
         self.suspended += 1
