@@ -87,12 +87,31 @@ def test_a_forward_that_reads_a_value_runs_on_cpu_backed_tensors(gpu1_current):
 
 
 def test_a_forward_neither_mode_can_run_is_unsimulable_with_both_reasons(gpu1_current):
+    class ReadsThenNeedsANativeOp(ReadsAValue):
+        def forward(self, x):
+            if self.scale.item() > 0:  # fake tensors stop here, CPU-backed ones go on
+                raise RuntimeError("required torch.ops namespace `gptqmodel_x` is unavailable.")
+            return x
+
+    with pytest.raises(fakewarmup.Unsimulable, match="fake tensors cannot run: DataDependentOutputException.*"
+                       "with its values on the CPU.*CPU-backed tensors cannot run: RuntimeError: required"):
+        fakewarmup.ran_on(ReadsThenNeedsANativeOp, torch.device("cuda", 0), Recorder())
+
+
+def test_an_error_of_the_project_itself_is_not_retried_with_values(gpu1_current):
+    built = []
+
     class NeedsANativeOp(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            built.append(self)
+
         def forward(self, x):
             raise RuntimeError("required torch.ops namespace `gptqmodel_x` is unavailable.")
 
-    with pytest.raises(fakewarmup.Unsimulable, match="fake tensors cannot run.*with its values on the CPU.*CPU-backed"):
+    with pytest.raises(fakewarmup.Unsimulable, match="namespace `gptqmodel_x` is unavailable.; not retried"):
         fakewarmup.ran_on(NeedsANativeOp, torch.device("cuda", 0), Recorder())
+    assert len(built) == 1
 
 
 def test_a_module_that_cannot_be_built_is_not_built_twice(gpu1_current):

@@ -8,7 +8,8 @@ devices exactly as it would real ones (an indexless "cuda" becomes the calling t
 the simulated host answers). `ran_on` is the output's device; numerics are not observed.
 
 Fake tensors cannot run code that reads a value on the way (`.item()`, `.numpy()`, a branch on a tensor: torch's
-DataDependentOutputException). A forward that fails on them, for that or any reason, runs a second time on a
+DataDependentOutputException). A forward that fails on such a limit of fake tensors (and only then: an error
+of GPTQModel's own, such as a missing extension namespace, would not change with values) runs a second time on a
 fresh module under the kit's
 `CpuBackedGpus`: tensors still on the simulated GPUs as torch places them, their values in CPU memory and every op
 torch's own CPU kernel. A value there is CPU arithmetic on zero buffers, never a GPU's result: `ran_on` stays a
@@ -127,18 +128,44 @@ def ran_on(build: Callable[[], Any], target: torch.device, recorder: Recorder) -
     """Where the kernel's forward put its output for `target`: an ordinal, or the device type ("cpu").
 
     `build` makes the kernel's module on the CPU (`build` above, as the subject's own doing). The forward runs
-    on fake tensors first; where that cannot run (a value read on the way: `.item()`, `.numpy()`, a branch on a
-    tensor), it runs again on a fresh module with the values held on the CPU (the kit's `CpuBackedGpus`), the
-    first attempt's trace events dropped. Only when both fail is the warmup `Unsimulable`."""
+    on fake tensors first; where that stops at a limit of fake tensors (a value read on the way: `.item()`,
+    `.numpy()`, a branch on a tensor), it runs again on a fresh module with the values held on the CPU (the kit's
+    `CpuBackedGpus`), the first attempt's trace events dropped. Otherwise, or when both fail, the warmup is
+    `Unsimulable`."""
     module = build()  # a module that cannot be built cannot be built twice either
     try:
         with recorder.undone_on_error():
             return _forward_device(module, target, _NoGpuFakeMode(allow_non_fake_inputs=True))
     except Unsimulable as without_values:
+        if not _fake_tensor_limit(without_values):
+            # GPTQModel's own error (a missing extension namespace): values would not change it
+            raise Unsimulable(f"{without_values}; not retried with values, which would not change it") from None
         try:
             return _forward_device(build(), target, CpuBackedGpus())
         except Unsimulable as with_values:
             raise Unsimulable(f"{without_values}; with its values on the CPU: {with_values}") from with_values
+
+
+# What fake tensors cannot do and CPU-backed ones can: read a value, or take a shape from one. `.numpy()` and
+# `.tolist()` of any tensor subclass fail in torch's C++ with this wording and no type of their own.
+_FAKE_LIMITS = (
+    fake_tensor.DataDependentOutputException,
+    fake_tensor.DynamicOutputShapeException,
+    fake_tensor.UnsupportedOperatorException,
+)
+_SUBCLASS_LIMIT = "is not supported for tensor subclasses"
+
+
+def _fake_tensor_limit(error: BaseException) -> bool:
+    """Whether the fake attempt failed on a limit of fake tensors (anywhere in its exception chain)."""
+    seen: set[int] = set()
+    cause: BaseException | None = error
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, _FAKE_LIMITS) or _SUBCLASS_LIMIT in str(cause):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _forward_device(module: Any, target: torch.device, tensors: Any) -> Any:
