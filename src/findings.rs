@@ -3,8 +3,10 @@
 //! A failed expectation has a [`Signature`]: the rule (or level and key) it checks, the action, the selector
 //! form, the build, and the expected versus observed values. For a rule that does not depend on the
 //! kernel (`inventory/rules.toml`, `per_kernel = false`) the kernel is left out, so one behaviour of a
-//! kernel-independent path seen through 33 kernels is one finding. Each finding names every scenario
-//! that shows it.
+//! kernel-independent path seen through 33 kernels is one finding; for one a single gate decides whatever
+//! the action (`per_action = false`), the action is left out. A conditional expectation (`when_ok.lands_on`)
+//! is the same observation as its unconditional form (`lands_on`). Each finding names every scenario that
+//! shows it.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -22,7 +24,7 @@ use crate::scenario::model::{Action, Scenario};
 pub struct Signature {
     /// `policy:<rule>`, `contract`, `reference`, or `breakdown` (the harness or the subject's process).
     pub check: String,
-    /// The action, or `scenario` for a scenario-level trace rule.
+    /// The action, `scenario` for a scenario-level trace rule, or [`ANY_ACTION`].
     pub action: String,
     /// The selector's form (`string`, `ordinal`, `family_enum`, `torch_device`), or `-`.
     pub form: String,
@@ -121,6 +123,9 @@ fn form_and_kernel(action: &Action) -> (&'static str, Option<&str>) {
     }
 }
 
+/// The action of a kernel's finding whose rule one gate decides for every action (`per_action = false`).
+pub const ANY_ACTION: &str = "validate/move/warmup";
+
 fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> Signature {
     let action = step.and_then(|n| scenario.steps.get(n.wrapping_sub(1)));
     let (form, kernel) = action.map_or(("-", None), |s| form_and_kernel(&s.action));
@@ -128,23 +133,32 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
         Some(c) => c.to_string(),
         None => "breakdown".into(),
     };
+    let policy_rule = match &mismatch.conformance {
+        Some(c) if c.level == Level::Policy => c.rule.as_deref().and_then(rule),
+        _ => None,
+    };
     let per_kernel = match &mismatch.conformance {
-        Some(c) if c.level == Level::Policy => c
-            .rule
-            .as_deref()
-            .and_then(rule)
-            .is_some_and(|r| r.per_kernel),
+        Some(c) if c.level == Level::Policy => policy_rule.is_some_and(|r| r.per_kernel),
         // Declarations and reference details are facts of one kernel.
         Some(_) => true,
         None => false,
     };
+    let action_name = match action {
+        Some(_) if kernel.is_some() && policy_rule.is_some_and(|r| !r.per_action) => ANY_ACTION,
+        Some(step) => step.action.name(),
+        None => "scenario",
+    };
+    let key = ["when_ok.", "when_refused."]
+        .iter()
+        .find_map(|prefix| mismatch.key.strip_prefix(prefix))
+        .unwrap_or(&mismatch.key);
     Signature {
         check,
-        action: action.map_or("scenario", |s| s.action.name()).to_string(),
+        action: action_name.to_string(),
         form: form.to_string(),
         build: scenario.host.torch.to_string(),
         kernel: kernel.filter(|_| per_kernel).map(str::to_string),
-        key: mismatch.key.clone(),
+        key: key.to_string(),
         expected: without_counts(&mismatch.key, mismatch.expected.clone()),
         actual: without_counts(&mismatch.key, without_wording(&mismatch.actual)),
     }
@@ -199,7 +213,73 @@ pub fn findings<'a>(
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
+    use crate::conformance::Conformance;
+    use crate::kernel::Catalog;
+    use crate::scenario::load::{ProfileSources, parse_scenario};
+
+    /// One step of `action` on `kernel` for "cuda:1" on a HIP host.
+    fn one_step(action: &str, kernel: &str) -> Scenario {
+        let text = format!(
+            "format = 1\ndescription = \"x\"\n[host]\nprofile = \"r9700x2\"\n\
+             [[step]]\naction = \"{action}\"\nkernel = \"{kernel}\"\ndevice = \"cuda:1\"\n"
+        );
+        parse_scenario(
+            Path::new("s.toml"),
+            &text,
+            &Catalog::reference(),
+            &ProfileSources::shipped(),
+        )
+        .expect("loads")
+    }
+
+    fn mismatch(key: &str, rule: &str) -> Mismatch {
+        Mismatch {
+            key: key.into(),
+            expected: "false".into(),
+            actual: "true".into(),
+            conformance: Some(Conformance::policy(rule)),
+        }
+    }
+
+    #[test]
+    fn a_kernel_admitted_where_it_does_not_belong_is_one_finding_whatever_the_action() {
+        let admitted = mismatch("ok", "declared-families");
+        let through = |action| signature(&admitted, &one_step(action, "gptq_triton"), Some(1));
+        assert_eq!(through("validate"), through("move"));
+        assert_eq!(through("validate"), through("warmup"));
+        assert_eq!(through("warmup").action, ANY_ACTION);
+        assert_ne!(
+            through("validate"),
+            signature(&admitted, &one_step("validate", "gptq_marlin"), Some(1)),
+            "the kernel stays part of it"
+        );
+        let placed = mismatch("ran_on", "target-context");
+        assert_ne!(
+            signature(&placed, &one_step("warmup", "gptq_triton"), Some(1)).action,
+            ANY_ACTION,
+            "a rule that depends on the action keeps it"
+        );
+    }
+
+    #[test]
+    fn a_conditional_expectation_is_the_observation_of_its_plain_key() {
+        let scenario = one_step("move", "gptq_torch");
+        let plain = signature(
+            &mismatch("lands_on", "family-move-current"),
+            &scenario,
+            Some(1),
+        );
+        let when_ok = signature(
+            &mismatch("when_ok.lands_on", "family-move-current"),
+            &scenario,
+            Some(1),
+        );
+        assert_eq!(plain, when_ok);
+        assert_eq!(when_ok.key, "lands_on");
+    }
 
     #[test]
     fn the_subjects_wording_is_not_part_of_a_finding() {

@@ -14,10 +14,19 @@ pub struct Rule {
     pub policy: u32,
     /// Whether a finding depends on the kernel: the same observation on two kernels is then two findings.
     pub per_kernel: bool,
+    /// Whether a finding depends on the action that showed it; `false` for a rule one gate decides whatever
+    /// action reaches it (a kernel admitted where it does not belong is one finding, seen through validate,
+    /// move or warmup).
+    #[serde(default = "yes")]
+    pub per_action: bool,
     /// One line.
     pub title: String,
     /// The seed's words it comes from.
     pub seed: String,
+}
+
+const fn yes() -> bool {
+    true
 }
 
 #[derive(Deserialize)]
