@@ -86,6 +86,22 @@ def test_a_forward_that_reads_a_value_runs_on_cpu_backed_tensors(gpu1_current):
     assert events == cpu_backed, "the failed fake attempt leaves no events behind"
 
 
+def test_a_cpu_output_on_cpu_backed_tensors_is_no_observation(gpu1_current):
+    class ReadsThenReturnsOnTheCpu(ReadsAValue):
+        def forward(self, x):
+            return x.cpu() if self.scale.item() > 0 else x
+
+    # on fake tensors a CPU output is GPTQModel's own placement; on CPU-backed ones it may be torch's C++ default
+    with pytest.raises(fakewarmup.Unsimulable, match="returned a plain CPU tensor"):
+        fakewarmup.ran_on(ReadsThenReturnsOnTheCpu, torch.device("cuda", 0), Recorder())
+
+    class ReturnsOnTheCpu(torch.nn.Module):
+        def forward(self, x):
+            return x.cpu()
+
+    assert fakewarmup.ran_on(ReturnsOnTheCpu, torch.device("cuda", 0), Recorder()) == "cpu"
+
+
 def test_a_forward_neither_mode_can_run_is_unsimulable_with_both_reasons(gpu1_current):
     class ReadsThenNeedsANativeOp(ReadsAValue):
         def forward(self, x):

@@ -185,13 +185,21 @@ def _forward_device(module: Any, target: torch.device, tensors: Any) -> Any:
         ):
             model = torch.nn.Sequential(module).to(target)
             gptqmodel_post_init(model, use_act_order=False)
-            device = model(torch.zeros(M, K, dtype=torch.float16).to(target)).device
+            output = model(torch.zeros(M, K, dtype=torch.float16).to(target))
     except Exception as exc:
         runs_on = "fake tensors" if isinstance(tensors, FakeTensorMode) else "CPU-backed tensors"
         raise Unsimulable(
             f"{type(module).__name__}'s forward calls what {runs_on} cannot run: "
             f"{type(exc).__name__}: {_first_line(exc)}"
         ) from exc
+    if isinstance(tensors, CpuBackedGpus) and target.type == "cuda" and not isinstance(output, CpuBacked):
+        # torch's C++ sees a CPU tensor in a CPU-backed one: a composite op allocating "like its input" allocates
+        # on the CPU, where a GPU host would allocate on the GPU, so a CPU output here proves nothing
+        raise Unsimulable(
+            f"{type(module).__name__}'s forward on CPU-backed tensors returned a plain CPU tensor, which they cannot "
+            "tell from torch allocating like a CPU input"
+        )
+    device = output.device
     return device.index if device.type == "cuda" else device.type
 
 
