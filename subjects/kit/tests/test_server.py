@@ -11,6 +11,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from devsim_subject_kit.offline import NO_CACHE
 from devsim_subject_kit.testing import AMD_MIXED, CPU, H200X2, Driver, ProtocolViolation
 
 TOY = str(Path(__file__).resolve().parent / "toy_subject.py")
@@ -53,6 +54,14 @@ def test_an_unsupported_host_is_answered_and_its_end_closed():
     driver.send({"type": "end", "scenario": result["start"]["scenario"]})
     assert driver.read()["type"] == "done"
     assert driver.close() == 0
+
+
+def test_a_simulated_subject_has_no_network_and_no_user_cache():
+    driver = toy(TOY_MODE="reach-out")
+    driver.hello(protocol=2)
+    (seen,) = driver.step(CPU, {"action": "discover"})["archs"]
+    assert driver.close() == 0
+    assert seen == "[Errno 101] a simulated host has no network (devsim); cache " + NO_CACHE, seen
 
 
 def test_prints_from_the_code_under_test_go_to_stderr():

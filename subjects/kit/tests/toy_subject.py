@@ -3,7 +3,7 @@
 It answers `discover` (torch's own device count and archs through the simulated torch) and `set_device`, keeps a
 module-level counter to show that a scenario's state never reaches the next one, and misbehaves on request
 (`TOY_MODE=print` prints to stdout during a step, `TOY_MODE=crash` dies in a step, `TOY_MODE=bad-answer`
-writes an answer the schema refuses).
+writes an answer the schema refuses, `TOY_MODE=reach-out` answers what a connection and a user cache gave it).
 """
 
 from __future__ import annotations
@@ -50,6 +50,8 @@ class Toy:
         head = {"scenario": msg["scenario"], "number": msg["number"]}
         if mode == "bad-answer":
             return {"type": "observed", **head, "ok": "yes", "trace": []}
+        if mode == "reach-out":
+            return {"type": "observed", **head, "ok": True, "archs": [_reach_out()], "trace": []}
         with self.torch_host.recorder.capture() as trace:
             if msg["action"] == "set_device":
                 torch.cuda.set_device(msg["ordinal"])
@@ -61,6 +63,18 @@ class Toy:
 
     def reusable(self) -> bool:
         return self.state.unchanged()
+
+
+def _reach_out() -> str:
+    """What a network connection and the user cache give the code under test."""
+    import socket
+
+    try:
+        socket.create_connection(("127.0.0.1", 9), timeout=5).close()
+        network = "connected"
+    except OSError as exc:
+        network = str(exc)
+    return f"{network}; cache {os.environ.get('XDG_CACHE_HOME', '')}"
 
 
 if __name__ == "__main__":

@@ -228,12 +228,8 @@ class Subject:
                 torch._dynamo.config.disable = True
             self.torch_host = LiveTorch(self.recorder).install()
         else:
-            from devsim_subject_kit import offline
             from devsim_subject_kit.simtorch import SimulatedTorch
 
-            # a simulated warmup may run far enough for GPTQModel to fetch and build an extension (Machete's
-            # CUTLASS): on a simulated host that fails at once, without a download or a file written
-            offline.isolate()
             self.torch_host = SimulatedTorch(self.recorder).install(import_host or Host())
         data = load_toml("kernels.toml")
         required = {pkg for entry in data["kernel"].values() for pkg in entry.get("requires", [])}
