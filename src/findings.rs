@@ -159,8 +159,8 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
         build: scenario.host.torch.to_string(),
         kernel: kernel.filter(|_| per_kernel).map(str::to_string),
         key: key.to_string(),
-        expected: without_counts(&mismatch.key, mismatch.expected.clone()),
-        actual: without_counts(&mismatch.key, without_wording(&mismatch.actual)),
+        expected: without_counts(key, mismatch.expected.clone()),
+        actual: without_counts(key, without_wording(&mismatch.actual)),
     }
 }
 

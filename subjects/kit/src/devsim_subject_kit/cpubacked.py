@@ -160,16 +160,15 @@ class CpuBackedGpus(TorchDispatchMode):
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
-        device = _result_device(func, args, kwargs)
-        if "device" in kwargs and kwargs["device"] is not None:
+        tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+        device = _result_device(func, tensors, kwargs.get("device"))
+        if kwargs.get("device") is not None:
             kwargs["device"] = _CPU
-        unwrapped_args = tree_map(_unwrap, args)
-        unwrapped_kwargs = tree_map(_unwrap, kwargs)
-        result = func(*unwrapped_args, **unwrapped_kwargs)
+        result = func(*tree_map(_unwrap, args), **tree_map(_unwrap, kwargs))
         if device.type == "cpu":
             return result
         # an op that returns one of its arguments (in place, out=) returns the tensor it was given
-        given = {id(_unwrap(t)): t for t in tree_flatten((args, kwargs))[0] if isinstance(t, CpuBacked)}
+        given = {id(t.data_on_cpu): t for t in tensors if isinstance(t, CpuBacked)}
 
         def wrap(value: Any) -> Any:
             if not isinstance(value, torch.Tensor) or isinstance(value, CpuBacked):
@@ -194,15 +193,14 @@ def _unwrap(value: Any) -> Any:
     return value.data_on_cpu if isinstance(value, CpuBacked) else value
 
 
-def _result_device(func: Any, args: Any, kwargs: dict[str, Any]) -> torch.device:
-    """Where torch puts `func`'s result on a GPU host (see the module doc)."""
-    requested = kwargs.get("device")
+def _result_device(func: Any, tensors: list[torch.Tensor], requested: Any) -> torch.device:
+    """Where torch puts the result of `func` on `tensors` (its tensor arguments, in order) on a GPU host, given
+    its `device=` argument (see the module doc)."""
     if requested is not None:
         requested = torch.device(requested)
         if requested.type == "cuda" and requested.index is None:
             return torch.device("cuda", torch.cuda.current_device())
         return requested
-    tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
     if not tensors:
         return _CPU
     if func in _DESTINATION_DEVICE:
