@@ -17,13 +17,26 @@ from typing import Any, NoReturn
 NO_CACHE = "/dev/null/devsim-simulated-host-has-no-user-cache"
 
 
+_NETWORK = (socket.AF_INET, socket.AF_INET6)
+
+
 def isolate() -> None:
-    """Refuse every network connection and point the user cache where nothing can be written."""
+    """Refuse every network connection and point the user cache where nothing can be written. Local sockets
+    (`AF_UNIX`: a library's own inter-process channels) still connect."""
     os.environ["XDG_CACHE_HOME"] = NO_CACHE
-    socket.socket.connect = _refuse  # type: ignore[method-assign,assignment]
-    socket.socket.connect_ex = _refuse  # type: ignore[method-assign,assignment]
+    socket.socket.connect = _local_only(socket.socket.connect)  # type: ignore[method-assign]
+    socket.socket.connect_ex = _local_only(socket.socket.connect_ex)  # type: ignore[method-assign]
     socket.create_connection = _refuse  # type: ignore[assignment]
     socket.getaddrinfo = _refuse  # type: ignore[assignment]
+
+
+def _local_only(connect: Any) -> Any:
+    def checked(self: socket.socket, *args: Any, **kwargs: Any) -> Any:
+        if self.family in _NETWORK:
+            _refuse()
+        return connect(self, *args, **kwargs)
+
+    return checked
 
 
 def _refuse(*args: Any, **kwargs: Any) -> NoReturn:
