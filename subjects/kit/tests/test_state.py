@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("torch")  # process_state reads torch's switches
 
 from devsim_subject_kit import Constant, ProjectState, Reset
+from devsim_subject_kit import state as state_module
 
 
 class Holder:
@@ -73,10 +74,13 @@ def test_an_untouched_project_is_unchanged_and_stays_so_across_reuses(project):
         pytest.param(lambda core, user: setattr(core, "late", 1), id="a new global"),
         pytest.param(lambda core, user: setattr(user, "IS_FAST", True), id="a constant rebound by the scenario"),
         pytest.param(lambda core, user: core.ONCE.add(1), id="a set member"),
+        pytest.param(lambda core, user: user.registry.update(a=1.0), id="an equal, distinct item"),
     ],
 )
-def test_every_change_to_the_walked_state_is_seen(project, change):
+@pytest.mark.parametrize("pointers", [True, False], ids=["by pointer bytes", "by is"])
+def test_every_change_to_the_walked_state_is_seen(project, change, pointers, monkeypatch):
     core, user = project
+    monkeypatch.setattr(state_module, "_LIST_LAYOUT", pointers)
     state = planned()
     change(core, user)
     state.clear_caches()
@@ -118,3 +122,13 @@ def test_a_reset_that_names_no_table_is_a_warning(project):
     state = ProjectState(("devsimtoy",), [], [Reset(module="devsimtoy.core", expr="Kernel", why="not a table")])
     state.plan()
     assert state.warnings == ["reset devsimtoy.core: Kernel: a type, not a dict, set or list"]
+
+
+def test_this_interpreter_compares_by_pointer_bytes():
+    """The fast path is the one the tests above run by default (a CPython list layout)."""
+    assert state_module._LIST_LAYOUT
+    a, b = object(), object()
+    assert state_module.same_objects([a, b], [a, b])
+    assert not state_module.same_objects([a, b], [b, a])
+    assert not state_module.same_objects([a], [a, b])
+    assert state_module.same_objects([], [])

@@ -9,11 +9,13 @@ functools caches, and tells whether a child that ran a scenario is still as it w
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import gc
 import operator
 import os
 import sys
+import sysconfig
 import threading
 import types
 from collections.abc import Iterable
@@ -166,8 +168,8 @@ class ProjectState:
         (sizes, keys, values), (now_sizes, now_keys, now_values) = before[0], self._contents()
         self._verified = (
             sizes == now_sizes
-            and all(map(operator.is_, keys, now_keys))
-            and all(map(operator.is_, values, now_values))
+            and same_objects(keys, now_keys)
+            and same_objects(values, now_values)
             and self._holders_unchanged(before[1])
             and all(dict.get(namespace, name, _MISSING) is value for namespace, name, value in self._bound)
         )
@@ -262,6 +264,46 @@ def process_state() -> tuple[Any, ...]:
         (torch.get_default_dtype(), torch.get_num_threads(), torch.is_grad_enabled(),
          torch.is_inference_mode_enabled(), torch.are_deterministic_algorithms_enabled()),
     )
+
+
+def same_objects(before: list[Any], now: list[Any]) -> bool:
+    """Whether two lists hold the very same objects in the same order (identity, never `__eq__`). `before` must
+    be kept alive by the caller, so that none of its objects' addresses can be reused by a new object. On
+    CPython's list layout this compares the two arrays of object pointers as bytes (one memcmp, some 50 times
+    faster than an `is` per element); elsewhere it falls back to `operator.is_` element by element."""
+    if len(before) != len(now):
+        return False
+    if _LIST_LAYOUT:
+        return _pointer_bytes(before) == _pointer_bytes(now)
+    return all(map(operator.is_, before, now))
+
+
+def _pointer_bytes(items: list[Any]) -> bytes:
+    """A CPython list's `ob_item` array (its elements' addresses), as bytes."""
+    if not items:
+        return b""
+    base = ctypes.c_void_p.from_address(id(items) + _OB_ITEM).value
+    return ctypes.string_at(base, len(items) * _POINTER)
+
+
+def _list_layout_is_known() -> bool:
+    """Whether lists here have the layout `_pointer_bytes` reads: a release, GIL-enabled CPython, whose
+    PyVarObject header (refcount, type, size) is followed by the `ob_item` pointer; checked on a sample list."""
+    if sys.implementation.name != "cpython" or hasattr(sys, "gettotalrefcount"):
+        return False
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        return False
+    sample = [object(), object(), object()]
+    size = ctypes.c_ssize_t.from_address(id(sample) + _OB_ITEM - _POINTER).value
+    if size != len(sample):
+        return False
+    expected = b"".join(id(item).to_bytes(_POINTER, sys.byteorder) for item in sample)
+    return _pointer_bytes(sample) == expected
+
+
+_POINTER = ctypes.sizeof(ctypes.c_void_p)
+_OB_ITEM = 3 * _POINTER  # after ob_refcnt, ob_type and ob_size
+_LIST_LAYOUT = _list_layout_is_known()
 
 
 def _collect_cache(value: Any, caches: dict[int, Any]) -> None:
