@@ -282,8 +282,8 @@ def _pointer_bytes(items: list[Any]) -> bytes:
     """A CPython list's `ob_item` array (its elements' addresses), as bytes."""
     if not items:
         return b""
-    base = ctypes.c_void_p.from_address(id(items) + _OB_ITEM).value
-    return ctypes.string_at(base, len(items) * _POINTER)
+    base = ctypes.c_void_p.from_address(id(items) + _OB_ITEM).value or 0  # NULL only for an empty list
+    return ctypes.string_at(base, len(items) * _POINTER) if base else b""
 
 
 def _list_layout_is_known() -> bool:
