@@ -50,6 +50,10 @@ STREAM = [
     # a simulated warmup runs GPTQModel's forward on fake tensors; the answers must not depend on reuse
     (R9700X2, [{"action": "warmup", "kernel": "gptq_torch", "device": s("cuda:1")}]),
     (R9700X2, [{"action": "warmup", "kernel": "gptq_torch", "device": s("cuda:1")}]),
+    # QQQ's forward calls a native op the simulated extension load defines as a checked no-op (nativeops): a
+    # reused child must find it undefined again, load the extension again and define it again
+    (H200X2, [{"action": "warmup", "kernel": "qqq", "device": s("cuda:1")}]),
+    (H200X2, [{"action": "warmup", "kernel": "qqq", "device": s("cuda:1")}]),
 ]
 
 
@@ -81,5 +85,10 @@ def test_a_reused_child_answers_as_a_fresh_fork(env, overlay):
     assert f"{len(STREAM)} scenario(s): 6 forked child(ren), {len(STREAM) - 6} run in a reused one" in reused_counts, (
         reused_counts
     )
-    exllama = [a["answers"][0]["trace"] for a in reused[-4:-2]]
-    assert all(any(e["event"] == "extension_load" for e in trace) for trace in exllama), exllama
+    def traces(kernel: str) -> list:
+        return [a["answers"][0]["trace"] for (_, steps), a in zip(STREAM, reused) if steps[0].get("kernel") == kernel]
+
+    for kernel in ("gptq_exllama_v2", "qqq"):
+        assert all(any(e["event"] == "extension_load" for e in trace) for trace in traces(kernel)), kernel
+    qqq = [a["answers"][0] for (_, steps), a in zip(STREAM, reused) if steps[0].get("kernel") == "qqq"]
+    assert [answer.get("ran_on") for answer in qqq] == [1, 1], qqq

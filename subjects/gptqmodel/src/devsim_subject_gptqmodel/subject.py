@@ -204,6 +204,7 @@ class Subject:
         self.torch_host: Any = None
         self.state = ProjectState(("gptqmodel",))
         self._missing = _MissingPackageFinder(set())
+        self._native_ops: list[Any] = []  # nativeops.Registered by this scenario's extension loads
         self._dependent: set[tuple[str, str]] = set()  # (kernel, missing package) a verdict was seen to need
 
     # ------------------------------------------------------------------------------------------- loading
@@ -325,6 +326,8 @@ class Subject:
         from gptqmodel.utils import threadx
         from gptqmodel.utils.cpp import TorchOpsJitExtension
 
+        from . import nativeops
+
         # extension_load: every GPTQModel native extension goes through TorchOpsJitExtension.load (JIT build or
         # cached torch.ops library). The simulated host has them built: the load succeeds without compiling.
         def load(ext: Any) -> bool:
@@ -333,6 +336,10 @@ class Subject:
             # (the load and the torch.ops caches `namespace_object` refreshes after it)
             self._loaded.setdefault(id(ext), (ext, tuple(getattr(ext, name) for name in EXTENSION_STATE)))
             ext._load_attempted, ext._load_result, ext._last_error = True, True, ""
+            # its ops that only write into their callers' buffers, checked but not run (nativeops)
+            registered = nativeops.register(ext.namespace, ext.required_ops, ext.sources)
+            if registered is not None:
+                self._native_ops.append(registered)
             return True
 
         real_load = TorchOpsJitExtension.load
@@ -554,6 +561,9 @@ class Subject:
             for name, value in zip(EXTENSION_STATE, values, strict=True):
                 setattr(ext, name, value)
         self._loaded.clear()
+        for registered in self._native_ops:
+            registered.remove()
+        self._native_ops.clear()
 
     # ------------------------------------------------------------------------------------------- steps
 

@@ -1,0 +1,136 @@
+"""GPTQModel's native ops that return nothing, checked but not run on a simulated host.
+
+A simulated host is assumed to have GPTQModel's native extensions built (the subject's extension loader says
+the load succeeded), but this machine has no build of them, so their `torch.ops` namespaces are absent and a
+forward that calls one stops there. Some ops return nothing: they write into output buffers their Python caller
+allocated (`Tensor(a!) D ... -> ()`), so, like a Triton launch, skipping them leaves every placement the caller
+chose as it was; only the values they would have written stay unwritten.
+
+For an extension whose every required op is such an op, `register` defines those ops under the extension's own
+namespace, with the schemas GPTQModel's C++ sources declare (`m.def("...")` in the files the extension builds
+from) and only where those sources implement them for CUDA (`TORCH_LIBRARY_IMPL(namespace, CUDA, m)`). Each call
+is checked as the CUDA op would run: every tensor argument a fake tensor on one GPU; anything else is not simulated
+(`NotSimulated`). An op that returns a tensor is never defined (its output's shape is the op's own business), so
+such an extension's namespace stays absent and GPTQModel's own error is what the warmup reports.
+
+`Registered.remove` takes the definitions back (and torch's cached handles to them), so a reused child starts
+the next scenario without them, as a fresh fork would.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor
+
+# m.def( "part" "part" ... ): adjacent C++ string literals, concatenated
+_DEF = re.compile(r'\bm\.def\(\s*((?:"(?:[^"\\\n]|\\.)*"\s*)+)')
+_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_IMPL = re.compile(r"\bTORCH_LIBRARY_IMPL\(\s*(\w+)\s*,\s*(\w+)\s*,")
+_NAME = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(")
+
+
+class NotSimulated(RuntimeError):
+    """A checked native op was called in a way its CUDA implementation's placement does not cover."""
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What an extension's C++ sources declare for its namespace: each op's schema, and the dispatch keys the
+    namespace has implementations for."""
+
+    schemas: dict[str, str]
+    dispatch_keys: frozenset[str]
+
+
+def declared(sources: list[str], namespace: str) -> Declared:
+    """The schemas and dispatch keys of `namespace` in the C++ files `sources` (unreadable files are skipped)."""
+    schemas: dict[str, str] = {}
+    keys: set[str] = set()
+    for source in sources:
+        try:
+            text = Path(source).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for ns, key in _IMPL.findall(text):
+            if ns == namespace:
+                keys.add(key)
+        if f"TORCH_LIBRARY({namespace}," not in text.replace(" ", ""):
+            continue
+        for literals in _DEF.findall(text):
+            schema = "".join(_LITERAL.findall(literals))
+            name = _NAME.match(schema)
+            if name:
+                schemas[name.group(1)] = schema
+    return Declared(schemas=schemas, dispatch_keys=frozenset(keys))
+
+
+def returns_nothing(schema: str) -> bool:
+    """Whether a schema's return is `()`."""
+    return schema.rsplit("->", 1)[-1].strip() == "()"
+
+
+@dataclass
+class Registered:
+    """Ops defined by `register`; `remove` undoes it."""
+
+    namespace: str
+    ops: list[str]
+    library: Any
+    cached_before: set[str]
+
+    def remove(self) -> None:
+        self.library._destroy()
+        holder = vars(torch.ops).get(self.namespace)
+        if holder is not None:
+            for name in self.ops:
+                if name not in self.cached_before:
+                    vars(holder).pop(name, None)
+
+
+def register(namespace: str, required_ops: tuple[str, ...], sources: Callable[[], list[str]]) -> Registered | None:
+    """Define an extension's required ops as checked no-ops when every one returns nothing and has a CUDA
+    implementation in its sources; None (nothing defined) otherwise, or when the namespace already has them."""
+    holder = getattr(torch.ops, namespace, None)
+    if holder is not None and all(hasattr(holder, op) for op in required_ops):
+        return None
+    try:
+        found = declared(list(sources()), namespace)
+    except Exception:  # noqa: BLE001 - GPTQModel's own source lookup failing: nothing is defined
+        return None
+    if not required_ops or "CUDA" not in found.dispatch_keys:
+        return None
+    schemas = [found.schemas.get(op) for op in required_ops]
+    if any(schema is None or not returns_nothing(schema) for schema in schemas):
+        return None
+    cached_before = set(vars(holder)) if holder is not None else set()
+    library = torch.library.Library(namespace, "FRAGMENT")
+    try:
+        for op, schema in zip(required_ops, schemas, strict=True):
+            assert schema is not None
+            library.define(schema)
+            torch.library.register_fake(f"{namespace}::{op}", _checked(f"{namespace}::{op}"), lib=library)
+    except Exception:
+        library._destroy()
+        raise
+    return Registered(namespace=namespace, ops=list(required_ops), library=library, cached_before=cached_before)
+
+
+def _checked(qualname: str) -> Callable[..., None]:
+    def run(*args: Any, **kwargs: Any) -> None:
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        if not all(isinstance(t, FakeTensor) for t in tensors):
+            raise NotSimulated(f"native op {qualname} was given real tensors")
+        devices = {t.device for t in tensors}
+        if len(devices) != 1 or next(iter(devices)).type != "cuda":
+            raise NotSimulated(
+                f"native op {qualname} (implemented for CUDA only) was given tensors on "
+                f"{', '.join(sorted(str(d) for d in devices)) or 'no device'}"
+            )
+
+    return run
