@@ -7,8 +7,10 @@ allocated (`Tensor(a!) D ... -> ()`), so, like a Triton launch, skipping them le
 chose as it was; only the values they would have written stay unwritten.
 
 For an extension whose every required op is such an op, `register` defines those ops under the extension's own
-namespace, with the schemas GPTQModel's C++ sources declare (`m.def("...")` in the files the extension builds
-from) and only where those sources implement them for CUDA (`TORCH_LIBRARY_IMPL(namespace, CUDA, m)`). Each call
+namespace, with the schemas GPTQModel's C++ sources declare (`m.def("...")` in a `TORCH_LIBRARY(namespace, m)`
+block of any file under its `gptqmodel_ext/` tree, read once by `scan`) and only where those sources implement
+them for CUDA (`TORCH_LIBRARY_IMPL(namespace, CUDA, m)`). The extension's own `sources()` is never called: for
+some extensions it runs a kernel generator that writes into GPTQModel's tree. Each call
 is checked as the CUDA op would run: every tensor argument a fake tensor on one GPU; anything else is not simulated
 (`NotSimulated`). An op that returns a tensor is never defined (its output's shape is the op's own business), so
 such an extension's namespace stays absent and GPTQModel's own error is what the warmup reports.
@@ -19,6 +21,7 @@ the next scenario without them, as a fresh fork would.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,26 +51,43 @@ class Declared:
     dispatch_keys: frozenset[str]
 
 
-def declared(sources: list[str], namespace: str) -> Declared:
-    """The schemas and dispatch keys of `namespace` in the C++ files `sources` (unreadable files are skipped)."""
-    schemas: dict[str, str] = {}
-    keys: set[str] = set()
-    for source in sources:
+_SOURCE_SUFFIXES = (".cpp", ".cc", ".cu", ".h", ".cuh", ".hpp")
+_LIBRARY = re.compile(r"\bTORCH_LIBRARY\(\s*(\w+)\s*,")
+
+
+def scan(root: Path) -> dict[str, Declared]:
+    """Every namespace the C++ files under `root` define with `TORCH_LIBRARY` (regular files only, no symlink
+    followed), with its schemas and the dispatch keys `TORCH_LIBRARY_IMPL` gives it; {} when `root` is absent."""
+    schemas: dict[str, dict[str, str]] = {}
+    keys: dict[str, set[str]] = {}
+    for path in sorted(_sources(root)):
         try:
-            text = Path(source).read_text(encoding="utf-8", errors="replace")
+            text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
         for ns, key in _IMPL.findall(text):
-            if ns == namespace:
-                keys.add(key)
-        if f"TORCH_LIBRARY({namespace}," not in text.replace(" ", ""):
-            continue
+            keys.setdefault(ns, set()).add(key)
+        defined = _LIBRARY.findall(text)
+        if len(set(defined)) != 1:
+            continue  # none, or several libraries in one file: whose m.def is whose is not read from a regex
+        found = schemas.setdefault(defined[0], {})
         for literals in _DEF.findall(text):
             schema = "".join(_LITERAL.findall(literals))
             name = _NAME.match(schema)
             if name:
-                schemas[name.group(1)] = schema
-    return Declared(schemas=schemas, dispatch_keys=frozenset(keys))
+                found[name.group(1)] = schema
+    return {ns: Declared(schemas=ops, dispatch_keys=frozenset(keys.get(ns, ()))) for ns, ops in schemas.items()}
+
+
+def _sources(root: Path) -> list[Path]:
+    out = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+        for name in files:
+            path = Path(folder, name)
+            if path.suffix in _SOURCE_SUFFIXES and path.is_file() and not path.is_symlink():
+                out.append(path)
+    return out
 
 
 def returns_nothing(schema: str) -> bool:
@@ -93,17 +113,15 @@ class Registered:
                     vars(holder).pop(name, None)
 
 
-def register(namespace: str, required_ops: tuple[str, ...], sources: Callable[[], list[str]]) -> Registered | None:
+def register(namespace: str, required_ops: tuple[str, ...], catalog: dict[str, Declared]) -> Registered | None:
     """Define an extension's required ops as checked no-ops when every one returns nothing and has a CUDA
-    implementation in its sources; None (nothing defined) otherwise, or when the namespace already has them."""
+    implementation in the sources (`catalog`, from `scan`); None (nothing defined) otherwise, or when the
+    namespace already has them."""
+    found = catalog.get(namespace)
+    if found is None or not required_ops or "CUDA" not in found.dispatch_keys:
+        return None
     holder = getattr(torch.ops, namespace, None)
     if holder is not None and all(hasattr(holder, op) for op in required_ops):
-        return None
-    try:
-        found = declared(list(sources()), namespace)
-    except Exception:  # noqa: BLE001 - GPTQModel's own source lookup failing: nothing is defined
-        return None
-    if not required_ops or "CUDA" not in found.dispatch_keys:
         return None
     schemas = [found.schemas.get(op) for op in required_ops]
     if any(schema is None or not returns_nothing(schema) for schema in schemas):

@@ -323,10 +323,14 @@ class Subject:
     def _install_hooks(self) -> None:
         """Hooks on GPTQModel itself. They record and pass results through unchanged, except the extension
         loader, which stands in for the native build the simulated host is assumed to have."""
+        import gptqmodel
         from gptqmodel.utils import threadx
         from gptqmodel.utils.cpp import TorchOpsJitExtension
 
         from . import nativeops
+
+        # the native ops GPTQModel's C++ sources declare, read once here (nativeops.scan)
+        native_catalog = nativeops.scan(Path(gptqmodel.__file__).resolve().parent.parent / "gptqmodel_ext")
 
         # extension_load: every GPTQModel native extension goes through TorchOpsJitExtension.load (JIT build or
         # cached torch.ops library). The simulated host has them built: the load succeeds without compiling.
@@ -337,7 +341,7 @@ class Subject:
             self._loaded.setdefault(id(ext), (ext, tuple(getattr(ext, name) for name in EXTENSION_STATE)))
             ext._load_attempted, ext._load_result, ext._last_error = True, True, ""
             # its ops that only write into their callers' buffers, checked but not run (nativeops)
-            registered = nativeops.register(ext.namespace, ext.required_ops, ext.sources)
+            registered = nativeops.register(ext.namespace, ext.required_ops, native_catalog)
             if registered is not None:
                 self._native_ops.append(registered)
             return True
