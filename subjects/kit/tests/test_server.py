@@ -106,3 +106,16 @@ def test_bad_input_from_devsim_ends_the_subject_naming_the_problem(line, wanted)
     driver.send_raw(line)
     assert driver.close() == 2
     assert wanted in driver.stderr_text(), driver.stderr_text()
+
+
+def test_each_scenario_starts_with_the_heap_collected_and_frozen():
+    """A reused child collects the previous scenario's garbage before `ready` (its finalizers run then, not
+    during this scenario's steps) and freezes what is left, so a collection the code under test makes in a step
+    traverses only what the scenario allocated."""
+    driver = toy(TOY_MODE="gc")
+    driver.hello(protocol=2)
+    seen = [driver.step(H200X2, {"action": "discover"})["archs"] for _ in range(3)]
+    assert driver.close() == 0
+    assert [s[0] for s in seen] == ["finalized 0", "finalized 1", "finalized 2"], seen
+    # what `enter` made for the scenario is frozen, so a collection in a step does not traverse it
+    assert [s[1] for s in seen] == ["entered collectable False"] * 3, seen

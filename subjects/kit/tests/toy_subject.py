@@ -3,11 +3,13 @@
 It answers `discover` (torch's own device count and archs through the simulated torch) and `set_device`, keeps a
 module-level counter to show that a scenario's state never reaches the next one, and misbehaves on request
 (`TOY_MODE=print` prints to stdout during a step, `TOY_MODE=crash` dies in a step, `TOY_MODE=bad-answer`
-writes an answer the schema refuses, `TOY_MODE=reach-out` answers what a connection and a user cache gave it).
+writes an answer the schema refuses, `TOY_MODE=reach-out` answers what a connection and a user cache gave it,
+`TOY_MODE=gc` answers what the garbage collector holds and leaves cyclic garbage with a finalizer behind).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from pathlib import Path
@@ -27,12 +29,15 @@ class Toy:
         self.torch_host = SimulatedTorch().install()
         self.state = ProjectState(("__main__",))  # run as a script
         self.state.plan()
+        self.finalized: list[int] = []  # TOY_MODE=gc: the subject's own, outside the project state
+        self.entered: list[Host] = []
 
     def handshake(self, protocol: int) -> dict[str, Any]:
         return {"type": "handshake", "protocol": protocol, "subject": {"name": "toy", "version": "1"},
                 "actions": ["discover", "set_device"], "kernels": [], "events": ["device_count", "set_device"]}
 
     def enter(self, host: Host) -> str | None:
+        self.entered = [host]  # TOY_MODE=gc: made as the scenario begins, before its steps
         reason = self.torch_host.enter(host)
         self.state.remember()
         return reason
@@ -41,13 +46,18 @@ class Toy:
         import torch
 
         check_step(msg)
-        STEPS_SEEN[0] += 1
         mode = os.environ.get("TOY_MODE", "")
+        head = {"scenario": msg["scenario"], "number": msg["number"]}
+        if mode == "gc":
+            entered_collectable = any(obj is self.entered for obj in gc.get_objects())
+            seen = [f"finalized {len(self.finalized)}", f"entered collectable {entered_collectable}"]
+            _Cycle(self.finalized)
+            return {"type": "observed", **head, "ok": True, "archs": seen, "trace": []}
+        STEPS_SEEN[0] += 1
         if mode == "print":
             print("chatty library output")
         if mode == "crash":
             os._exit(7)
-        head = {"scenario": msg["scenario"], "number": msg["number"]}
         if mode == "bad-answer":
             return {"type": "observed", **head, "ok": "yes", "trace": []}
         if mode == "reach-out":
@@ -63,6 +73,16 @@ class Toy:
 
     def reusable(self) -> bool:
         return self.state.unchanged()
+
+
+class _Cycle:
+    """Garbage only a collection frees (it refers to itself), noting its finalization in `finalized`."""
+
+    def __init__(self, finalized: list[int]) -> None:
+        self.me, self.finalized = self, finalized
+
+    def __del__(self) -> None:
+        self.finalized.append(1)
 
 
 def _reach_out() -> str:

@@ -258,6 +258,12 @@ def child_main(subject: Subject, name: str, scenario: dict[str, Any], reader: Li
         if reason is not None:
             send({"type": "unsupported", "scenario": name, "reason": reason})
             return 0
+        # What the scenario finds (the parent's heap, the host entered, what earlier scenarios of this host left
+        # alive once their garbage is collected) is frozen: a collection during the scenario, which the code under
+        # test may make at every step (GPTQModel's post_init does), traverses only what the scenario allocated.
+        # Collected first, the previous scenario's garbage is freed here, not during this scenario's steps.
+        gc.collect()
+        gc.freeze()
         send({"type": "ready", "scenario": name})
         while True:
             line = reader.next()
