@@ -109,9 +109,9 @@ def test_bad_input_from_devsim_ends_the_subject_naming_the_problem(line, wanted)
 
 
 def test_each_scenario_starts_with_the_heap_collected_and_frozen():
-    """A reused child collects the previous scenario's garbage before `ready` (its finalizers run then, not
-    during this scenario's steps) and freezes what is left, so a collection the code under test makes in a step
-    traverses only what the scenario allocated."""
+    """A child collects a scenario's garbage before its reuse verdict (its finalizers run then, not during the
+    next scenario's steps) and freezes what the next scenario finds, so a collection the code under test makes
+    in a step traverses only what the scenario allocated."""
     driver = toy(TOY_MODE="gc")
     driver.hello(protocol=2)
     seen = [driver.step(H200X2, {"action": "discover"})["archs"] for _ in range(3)]

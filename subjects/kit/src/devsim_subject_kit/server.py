@@ -259,10 +259,9 @@ def child_main(subject: Subject, name: str, scenario: dict[str, Any], reader: Li
             send({"type": "unsupported", "scenario": name, "reason": reason})
             return 0
         # What the scenario finds (the parent's heap, the host entered, what earlier scenarios of this host left
-        # alive once their garbage is collected) is frozen: a collection during the scenario, which the code under
-        # test may make at every step (GPTQModel's post_init does), traverses only what the scenario allocated.
-        # Collected first, the previous scenario's garbage is freed here, not during this scenario's steps.
-        gc.collect()
+        # alive; their garbage was collected before their verdicts) is frozen: a collection during the scenario,
+        # which the code under test may make at every step (GPTQModel's post_init does), traverses only what the
+        # scenario allocated.
         gc.freeze()
         send({"type": "ready", "scenario": name})
         while True:
@@ -276,7 +275,10 @@ def child_main(subject: Subject, name: str, scenario: dict[str, Any], reader: Li
             send(subject.step(msg))
         if not reuse:
             return 0
-        # parked by the parent: say whether the next scenario of this host may run here, then wait for it
+        # parked by the parent: say whether the next scenario of this host may run here, then wait for it. The
+        # scenario's garbage is collected first, so that its finalizers (which may change the project's state)
+        # run before the verdict, never during the next scenario
+        gc.collect()
         reusable = subject.reusable()
         try:
             send({"type": "verdict", "reuse": reusable})
