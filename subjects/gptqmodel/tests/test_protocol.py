@@ -7,7 +7,7 @@ import re
 
 import pytest
 from conftest import REPO
-from fakedevsim import CPU, R9700X2, Driver, ProtocolViolation, fam, s
+from fakedevsim import CPU, H200X2, R9700X2, Driver, ProtocolViolation, fam, s
 
 PROTOCOL_EVENTS = {
     "device_count", "device_name", "nvidia_capability", "smem_optin", "amd_arch", "get_device", "set_device",
@@ -100,6 +100,23 @@ def test_an_admitted_simulated_warmup_runs_gptqmodels_forward_on_fake_tensors(dr
     assert answer["type"] == "observed" and answer["ok"] is True, answer
     assert answer["ran_on"] == ran_on, answer
     assert answer["current_after"] == 1, answer
+
+
+def test_a_simulated_warmup_loads_a_checkpoint_where_the_subject_can_pack_one(driver):
+    """W4AFP8's post_init reads its zero points and refuses any but the symmetric 8 a GPTQ checkpoint holds: on the
+    loader's empty buffers that would be a refusal no real model load makes. Built from GPTQ-packed weights (saved
+    as v1, converted back by GPTQModel's loader conversion), its forward runs and lands on the target."""
+    answer = driver.step(H200X2, {"action": "warmup", "kernel": "w4a_fp8", "device": s("cuda:1")})
+    assert answer["type"] == "observed" and answer["ok"] is True, answer
+    assert answer["ran_on"] == 1, answer
+
+
+def test_a_simulated_warmup_builds_a_module_in_a_format_it_implements(driver):
+    """GGUFTritonKernel fuses only the K-quants (and Q1_0): built as Q4_K (kernels.toml `module_bits`), not the Q4_0
+    that validate's 4 bits would name and that its constructor refuses, its forward runs."""
+    answer = driver.step(H200X2, {"action": "warmup", "kernel": "gguf_triton", "device": s("cuda:0")})
+    assert answer["type"] == "observed" and answer["ok"] is True, answer
+    assert answer["ran_on"] == 0, answer
 
 
 def test_a_simulated_warmup_that_fake_tensors_cannot_run_says_why(driver):

@@ -69,21 +69,33 @@ def module_args(bits: int) -> dict[str, Any]:
 
 
 def packed_state(packer: Any, weights: Weights, bits: int) -> dict[str, torch.Tensor]:
-    """GPTQModel's own GPTQ packing of the weights, by the reference packer class (the portable torch kernel)."""
+    """A GPTQ checkpoint of the weights as GPTQModel saves one: packed by the reference packer class (the portable
+    torch kernel), then converted to the saved GPTQ v1 zero-point format by GPTQModel's own
+    `convert_gptq_v2_to_v1_format_module` (packing stores logical zero points)."""
     try:
+        from gptqmodel.quantization.config import QuantizeConfig
+        from gptqmodel.utils.model import convert_gptq_v2_to_v1_format_module
+
         module = packer(**module_args(bits))
         # pack_original: GPTQModel's pure-Python GPTQ packer (pack() may JIT-build a native block packer)
         module.pack_original(weights.linear(), weights.scales.T.contiguous(), weights.zeros.T.contiguous(), weights.g_idx)
+        convert_gptq_v2_to_v1_format_module(module, QuantizeConfig(bits=bits))
         return {name: tensor.detach().clone() for name, tensor in module.state_dict().items()}
     except Exception as exc:
         raise Unbuildable(f"GPTQ packing with {packer.__name__} failed: {type(exc).__name__}: {exc}") from exc
 
 
 def build(cls: Any, state: dict[str, torch.Tensor], bits: int) -> Any:
-    """The kernel's module on the CPU with the packed weights loaded (the checkpoint-loading path)."""
+    """The kernel's module on the CPU with the checkpoint loaded as GPTQModel's loader loads one: the state, then
+    the loader's own v1-to-v2 zero-point conversion (`convert_gptq_v1_to_v2_format`) for a kernel that requires
+    v2."""
     try:
+        from gptqmodel.quantization.config import QuantizeConfig
+        from gptqmodel.utils.model import convert_gptq_v1_to_v2_format
+
         module = cls(**module_args(bits))
         missing, unexpected = module.load_state_dict(state, strict=False)
+        convert_gptq_v1_to_v2_format(torch.nn.Sequential(module), QuantizeConfig(bits=bits), cls)
     except Exception as exc:
         raise Unbuildable(f"{cls.__name__} could not take GPTQ-packed weights: {type(exc).__name__}: {exc}") from exc
     if [name for name in missing if name in ("qweight", "qzeros", "scales")]:

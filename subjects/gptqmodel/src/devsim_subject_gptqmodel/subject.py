@@ -111,9 +111,12 @@ class Kernel:
     module: str
     cls_name: str
     bits: int = 4
+    # the bits a simulated warmup builds the module with, where validate's width names no format the module
+    # implements (GGUF Triton fuses only K-quants: "q4_k_m"); `bits` otherwise
+    module_bits: int | str | None = None
     validate: dict = field(default_factory=dict)
     requires: list = field(default_factory=list)
-    live_weights: str | None = None  # the weight format a live warmup builds for it (kernels.toml)
+    weights: str | None = None  # the checkpoint format the subject builds packed weights in (kernels.toml)
     cls: Any = None
     missing: list = field(default_factory=list)  # of `requires`, the packages this environment lacks
     missing_at_import: list = field(default_factory=list)  # of `missing`, those its module tried to import
@@ -249,9 +252,10 @@ class Subject:
                 module=entry["module"],
                 cls_name=entry["class"],
                 bits=entry.get("bits", 4),
+                module_bits=entry.get("module_bits"),
                 validate=dict(entry.get("validate", {})),
                 requires=list(entry.get("requires", [])),
-                live_weights=entry.get("live_weights"),
+                weights=entry.get("weights"),
             )
             kernel.missing = [pkg for pkg in kernel.requires if pkg in self._missing.missing]
             try:
@@ -922,16 +926,19 @@ class Subject:
             device = self.selector(msg["device"])
             self.gate(kernel, device)  # a refusal is observed (`_Refused`)
             target = self.boundary(device)
+
             def build() -> Any:
                 with self.recorder.quiet():
-                    return fakewarmup.build(kernel.cls, kernel.bits)
+                    if kernel.weights == "gptq":
+                        return fakewarmup.loaded(self._gptq_module, kernel)
+                    return fakewarmup.build(kernel.cls, kernel.bits if kernel.module_bits is None else kernel.module_bits)
 
             try:
                 obs["ran_on"] = fakewarmup.ran_on(build, target, self.recorder)
             except fakewarmup.Unsimulable as exc:
                 raise StepUnsupported(f"{WARMUP_NEEDS_GPU}: {exc}") from exc
             return
-        if kernel.live_weights != "gptq":
+        if kernel.weights != "gptq":
             raise StepUnsupported(
                 f"the live warmup builds GPTQ-packed weights; {kernel.cls_name} takes another format, for which the "
                 "subject has no weight builder"
@@ -939,18 +946,25 @@ class Subject:
         device = self.selector(msg["device"])
         self.gate(kernel, device)
         target = self.boundary(device)
-        packer = self.kernels["gptq_torch"].cls
         try:
             with self.recorder.quiet():
-                weights = livewarmup.Weights.draw(kernel.bits)
-                state = livewarmup.packed_state(packer, weights, kernel.bits)
-                module = livewarmup.build(kernel.cls, state, kernel.bits)
+                weights, module = self._gptq_module(kernel)
         except livewarmup.Unbuildable as exc:
             raise StepUnsupported(str(exc)) from exc
         forward = livewarmup.run(module, weights, target)
-        del module, state
+        del module
         obs["ran_on"] = forward.ran_on
         obs["numerics"] = livewarmup.numerics(forward)
+
+    def _gptq_module(self, kernel: Kernel) -> tuple[Any, Any]:
+        """The kernel's module on the CPU with GPTQ-packed weights loaded (GPTQModel's reference packer, the
+        portable torch kernel's `pack_original`), and the weights it stands for; `livewarmup.Unbuildable` when
+        the subject cannot prepare them."""
+        from . import livewarmup
+
+        weights = livewarmup.Weights.draw(kernel.bits)
+        state = livewarmup.packed_state(self.kernels["gptq_torch"].cls, weights, kernel.bits)
+        return weights, livewarmup.build(kernel.cls, state, kernel.bits)
 
     def do_set_device(self, msg: dict, obs: dict) -> None:
         import torch
