@@ -77,20 +77,25 @@ rm -f "$reqs"
 # 3. Optional kernel packages whose validate_once() GPTQModel runs before any device check (kernels.toml
 #    `requires`): with them installed their verdicts are observed instead of skipped. Each must import on a
 #    CPU-only machine with the venv's torch; an install or import failure stops here, naming the package.
+#    llama-cpp-python has no wheel on PyPI: pip builds its sdist here, for the CPU only (GGML_NATIVE off, no
+#    examples, tools or server; about 5 minutes on 2 idle cores), which is what GGUFCppKernel runs on; the
+#    CUDA kernel's verdicts need a CUDA build and stay skipped (kernels.toml `requires_library`).
 #    Not installed: bitblas (0.1.0.post1's bundled TVM links libcuda.so.1, libcudart.so.12 and libnvrtc.so.12,
-#    so `import bitblas` fails without the NVIDIA driver), llama_cpp and mlx (see README.md).
-OPTIONAL=${GPTQMODEL_OPTIONAL:-bitsandbytes==0.50.2}
+#    so `import bitblas` fails without the NVIDIA driver) and mlx (see README.md).
+OPTIONAL=${GPTQMODEL_OPTIONAL:-bitsandbytes==0.50.2 llama-cpp-python==0.3.36}
 for spec in $OPTIONAL; do
   pkg=${spec%%[=<>!~]*}
   want=${spec#"$pkg"}; want=${want#==}
+  case "$pkg" in llama-cpp-python) module=llama_cpp ;; *) module=${pkg//-/_} ;; esac
   have=$("$PY" -c "from importlib.metadata import version; print(version('$pkg'))" 2>/dev/null || true)
   if [ -z "$have" ] || { [ -n "$want" ] && [ "$have" != "$want" ]; }; then
     echo "torch==$TORCH_VERSION" >"$constraints"
-    "$PY" -m pip install --quiet "$spec" -c "$constraints" \
+    CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF -DLLAMA_CURL=OFF" \
+      CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PY" -m pip install --quiet "$spec" -c "$constraints" \
       || { echo "install.sh: installing $spec failed" >&2; rm -f "$constraints"; exit 1; }
   fi
-  (cd / && "$PY" -c "import $pkg" >/dev/null 2>&1) \
-    || { echo "install.sh: $spec is installed but does not import on this machine (python -c 'import $pkg')" >&2; rm -f "$constraints"; exit 1; }
+  (cd / && "$PY" -c "import $module" >/dev/null 2>&1) \
+    || { echo "install.sh: $spec is installed but does not import on this machine (python -c 'import $module')" >&2; rm -f "$constraints"; exit 1; }
 done
 rm -f "$constraints"
 

@@ -139,6 +139,26 @@ def test_a_missing_package_hides_only_the_verdicts_that_need_it(driver):
         assert answer["type"] == "unsupported" and "needs bitblas" in answer["reason"], answer
 
 
+def test_a_package_built_without_a_library_the_verdict_needs_hides_that_verdict(driver):
+    """llama-cpp-python is built here for the CPU: GGUFCppKernel's verdicts (GGML's CPU backend) are GPTQModel's
+    own, observed; GGUFCudaKernel's validate_once() would refuse every host for want of GGML's CUDA backend, a fact
+    of this environment's build, so its steps answer `unsupported`, naming the library."""
+    pytest.importorskip("llama_cpp")
+    cpu = driver.step(CPU, {"action": "validate", "kernel": "gguf_cpp_cpu", "device": s("cpu")})
+    assert cpu["type"] == "observed" and cpu["ok"] is True, cpu
+    cuda = driver.step(H200X2, {"action": "validate", "kernel": "gguf_cpp_cuda", "device": s("cuda:0")})
+    assert cuda["type"] == "unsupported" and "llama_cpp built with ggml-cuda" in cuda["reason"], cuda
+
+
+def test_a_simulated_warmup_packs_weights_with_the_kernels_own_packer(driver):
+    """BitsAndBytesLinear reads its quant state when it runs: on the loader's empty buffers its forward fails on an
+    empty JSON payload no checkpoint has. Packed by its own `pack_original` (bitsandbytes' quantizer, on the CPU),
+    as GPTQModel's quantizer packs a layer for it, its forward runs and lands on the target."""
+    answer = driver.step(H200X2, {"action": "warmup", "kernel": "bitsandbytes", "device": s("cuda:1")})
+    assert answer["type"] == "observed" and answer["ok"] is True, answer
+    assert answer["ran_on"] == 1, answer
+
+
 def test_cpu_build_reports_no_current_device(driver):
     answer = driver.step(CPU, {"action": "normalize", "device": s("cpu")})
     assert answer["ok"] and answer["family"] == "cpu"

@@ -85,6 +85,17 @@ def packed_state(packer: Any, weights: Weights, bits: int) -> dict[str, torch.Te
         raise Unbuildable(f"GPTQ packing with {packer.__name__} failed: {type(exc).__name__}: {exc}") from exc
 
 
+def packed_by_itself(cls: Any, weights: Weights, bits: int) -> Any:
+    """The kernel's module on the CPU with the weights packed by its own `pack_original`, as GPTQModel's quantizer
+    packs a layer for a kernel whose checkpoint format only it writes."""
+    try:
+        module = cls(**module_args(bits))
+        module.pack_original(weights.linear(), weights.scales.T.contiguous(), weights.zeros.T.contiguous(), weights.g_idx)
+    except Exception as exc:
+        raise Unbuildable(f"{cls.__name__} could not pack the weights itself: {type(exc).__name__}: {exc}") from exc
+    return module.eval()
+
+
 def build(cls: Any, state: dict[str, torch.Tensor], bits: int) -> Any:
     """The kernel's module on the CPU with the checkpoint loaded as GPTQModel's loader loads one: the state, then
     the loader's own v1-to-v2 zero-point conversion (`convert_gptq_v1_to_v2_format`) for a kernel that requires

@@ -120,6 +120,9 @@ class Kernel:
     cls: Any = None
     missing: list = field(default_factory=list)  # of `requires`, the packages this environment lacks
     missing_at_import: list = field(default_factory=list)  # of `missing`, those its module tried to import
+    # installed packages built without a library the verdict needs (kernels.toml `requires_library`): every verdict
+    # rests on how the package was built, which a simulated host cannot change
+    build_lacks: list = field(default_factory=list)
     # Whether the class carries GPTQModel's quant-linear contract (BaseQuantLinear: SUPPORTS_*, validate,
     # validate_device). The EXL3 and FP4 wrappers of 7.7.0 are plain nn.Modules without one.
     contract: bool = True
@@ -153,6 +156,14 @@ class _ExtensionImportFinder(importlib.abc.MetaPathFinder):
         if fullname.split(".")[0] in self.names and "." not in fullname:
             self.recorder.record("extension_load", None, f"import {fullname}")
         # the real finders decide
+
+
+def _package_has_library(package: str, library: str) -> bool:
+    """Whether an installed package ships the shared library `lib<library>.so` in its `lib/` folder (where
+    llama-cpp-python keeps GGML's backends, one library each)."""
+    spec = importlib.util.find_spec(package)
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    return any(any((Path(folder) / "lib").glob(f"lib{library}.so*")) for folder in folders)
 
 
 class _MissingPackageFinder(importlib.abc.MetaPathFinder):
@@ -258,6 +269,11 @@ class Subject:
                 weights=entry.get("weights"),
             )
             kernel.missing = [pkg for pkg in kernel.requires if pkg in self._missing.missing]
+            kernel.build_lacks = [
+                f"{pkg} built with {library}"
+                for pkg, library in dict(entry.get("requires_library", {})).items()
+                if pkg not in self._missing.missing and not _package_has_library(pkg, library)
+            ]
             try:
                 kernel.cls = getattr(importlib.import_module(kernel.module), kernel.cls_name)
             except (ImportError, AttributeError) as exc:
@@ -716,7 +732,7 @@ class Subject:
         attempted = attempted | set(kernel.missing_at_import)
         missing = [pkg for pkg in kernel.missing if pkg in attempted or (kernel.name, pkg) in self._dependent]
         self._dependent.update((kernel.name, pkg) for pkg in missing)
-        return missing
+        return missing + kernel.build_lacks
 
     def _depends_on_missing(self, kernel: Kernel, attempted: set[str]) -> None:
         """`unsupported` when the verdict on `kernel` rests on a missing package (`_needed_missing`)."""
@@ -862,7 +878,7 @@ class Subject:
                 if kernel.cls is cls and self._needed_missing(kernel, self._missing.attempts):
                     raise StepUnsupported(
                         f"selection considered {cls.__name__}, whose validate_once() needs "
-                        f"{', '.join(kernel.missing)} (not installed in the subject's environment), so the "
+                        f"{', '.join(kernel.missing + kernel.build_lacks)} (not installed in the subject's environment), so the "
                         "pick on this host cannot be observed"
                     )
 
@@ -931,6 +947,8 @@ class Subject:
                 with self.recorder.quiet():
                     if kernel.weights == "gptq":
                         return fakewarmup.loaded(self._gptq_module, kernel)
+                    if kernel.weights == "own":
+                        return fakewarmup.loaded(self._own_packed_module, kernel)
                     return fakewarmup.build(kernel.cls, kernel.bits if kernel.module_bits is None else kernel.module_bits)
 
             try:
@@ -965,6 +983,14 @@ class Subject:
         weights = livewarmup.Weights.draw(kernel.bits)
         state = livewarmup.packed_state(self.kernels["gptq_torch"].cls, weights, kernel.bits)
         return weights, livewarmup.build(kernel.cls, state, kernel.bits)
+
+    def _own_packed_module(self, kernel: Kernel) -> tuple[Any, Any]:
+        """The kernel's module on the CPU with the weights packed by its own `pack_original`, as GPTQModel's
+        quantizer packs a layer for it (kernels whose checkpoint format only they write, e.g. bitsandbytes')."""
+        from . import livewarmup
+
+        weights = livewarmup.Weights.draw(kernel.bits)
+        return weights, livewarmup.packed_by_itself(kernel.cls, weights, kernel.bits)
 
     def do_set_device(self, msg: dict, obs: dict) -> None:
         import torch
