@@ -86,6 +86,34 @@ def test_a_forward_that_reads_a_value_runs_on_cpu_backed_tensors(gpu1_current):
     assert events == cpu_backed, "the failed fake attempt leaves no events behind"
 
 
+class HandsOutItsInput(torch.nn.Module):
+    """A forward that gives its input's data pointer to native code, as GGUFCppKernel hands tensors to GGML through
+    ctypes (here it only keeps the pointers it was given)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pointers = []
+
+    def forward(self, x):
+        self.pointers.append(x.data_ptr())
+        return x + 1
+
+
+def test_a_fake_tensors_data_pointer_is_refused_and_the_forward_runs_with_values(gpu1_current):
+    # a fake tensor has no data: a pointer native code reads would crash the process (a CPU GGUF warmup did)
+    with fakewarmup._NoGpuFakeMode(allow_non_fake_inputs=True), pytest.raises(RuntimeError, match="data pointer"):
+        torch.zeros(2).data_ptr()
+    built = []
+
+    def build():
+        built.append(HandsOutItsInput())
+        return built[-1]
+
+    assert fakewarmup.ran_on(build, torch.device("cpu"), Recorder()) == "cpu"
+    assert [len(module.pointers) for module in built] == [0, 1], "only the attempt with values hands a pointer out"
+    assert built[1].pointers[0] != 0
+
+
 def test_a_cpu_output_on_cpu_backed_tensors_is_no_observation(gpu1_current):
     class ReadsThenReturnsOnTheCpu(ReadsAValue):
         def forward(self, x):

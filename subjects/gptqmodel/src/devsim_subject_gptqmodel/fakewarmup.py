@@ -47,6 +47,13 @@ class _NoGpuFakeMode(FakeTensorMode):
     allocates one real tensor per GPU the first time a fake one names it); the simulated host answers True,
     but this machine has no GPU, so the mode always avoids device initialisation."""
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # A fake tensor has no data: its data pointer (which torch only warns about) handed to native code through
+        # ctypes (GGUFCppKernel's GGML bridge) would be read as memory and crash the process. Refused, it is a limit
+        # of fake tensors, and the forward is retried with values.
+        self._allow_unsafe_data_ptr_access = False
+
     @property
     def avoid_device_init(self) -> bool:
         return True
@@ -165,6 +172,8 @@ _FAKE_LIMITS = (
     fake_tensor.UnsupportedOperatorException,
 )
 _SUBCLASS_LIMIT = "is not supported for tensor subclasses"
+# torch's wording when a fake tensor's data pointer is asked for (refused by `_NoGpuFakeMode`)
+_DATA_POINTER_LIMIT = "Cannot access data pointer of Tensor (e.g. FakeTensor"
 
 
 def _fake_tensor_limit(error: BaseException) -> bool:
@@ -173,7 +182,7 @@ def _fake_tensor_limit(error: BaseException) -> bool:
     cause: BaseException | None = error
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
-        if isinstance(cause, _FAKE_LIMITS) or _SUBCLASS_LIMIT in str(cause):
+        if isinstance(cause, _FAKE_LIMITS) or _SUBCLASS_LIMIT in str(cause) or _DATA_POINTER_LIMIT in str(cause):
             return True
         cause = cause.__cause__ or cause.__context__
     return False
