@@ -117,7 +117,7 @@ def prime() -> None:
         (torch.zeros(2, 2, dtype=torch.float16) @ torch.zeros(2, 2, dtype=torch.float16)).sum()
 
 
-def build(cls: Any, bits: int) -> Any:
+def build(cls: Any, bits: int | str) -> Any:
     """The kernel's module on the CPU with the buffers its constructor gives it (the subject's own doing)."""
     try:
         # register_buffers: the empty packed buffers GPTQModel's loader has its modules create (create_quant_layer);

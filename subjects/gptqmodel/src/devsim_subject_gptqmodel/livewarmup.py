@@ -55,7 +55,7 @@ class Weights:
         return linear
 
 
-def module_args(bits: int) -> dict[str, Any]:
+def module_args(bits: int | str) -> dict[str, Any]:
     return {
         "bits": bits,
         "group_size": GROUP,
@@ -79,7 +79,7 @@ def packed_state(packer: Any, weights: Weights, bits: int) -> dict[str, torch.Te
         module = packer(**module_args(bits))
         # pack_original: GPTQModel's pure-Python GPTQ packer (pack() may JIT-build a native block packer)
         module.pack_original(weights.linear(), weights.scales.T.contiguous(), weights.zeros.T.contiguous(), weights.g_idx)
-        convert_gptq_v2_to_v1_format_module(module, QuantizeConfig(bits=bits))
+        convert_gptq_v2_to_v1_format_module(module, QuantizeConfig(bits=bits, offload_to_disk=False))
         return {name: tensor.detach().clone() for name, tensor in module.state_dict().items()}
     except Exception as exc:
         raise Unbuildable(f"GPTQ packing with {packer.__name__} failed: {type(exc).__name__}: {exc}") from exc
@@ -106,7 +106,7 @@ def build(cls: Any, state: dict[str, torch.Tensor], bits: int) -> Any:
 
         module = cls(**module_args(bits))
         missing, unexpected = module.load_state_dict(state, strict=False)
-        convert_gptq_v1_to_v2_format(torch.nn.Sequential(module), QuantizeConfig(bits=bits), cls)
+        convert_gptq_v1_to_v2_format(torch.nn.Sequential(module), QuantizeConfig(bits=bits, offload_to_disk=False), cls)
     except Exception as exc:
         raise Unbuildable(f"{cls.__name__} could not take GPTQ-packed weights: {type(exc).__name__}: {exc}") from exc
     if [name for name in missing if name in ("qweight", "qzeros", "scales")]:

@@ -220,6 +220,9 @@ class Subject:
         self._missing = _MissingPackageFinder(set())
         self._native_ops: list[Any] = []  # nativeops.Registered by this scenario's extension loads
         self._dependent: set[tuple[str, str]] = set()  # (kernel, missing package) a verdict was seen to need
+        # bits -> the GPTQ checkpoint a warmup loads (weights and saved state), packed once by the parent at load,
+        # or why it could not be packed
+        self._checkpoints: dict[int, tuple[Any, dict] | Exception] = {}
 
     # ------------------------------------------------------------------------------------------- loading
 
@@ -285,6 +288,7 @@ class Subject:
             kernel.missing_at_import = sorted(set(kernel.missing) & self._missing.tried_at_import(kernel.module))
         tables = load_toml("constants.toml")
         self._preload(tables.get("preload", []))
+        self._pack_checkpoints()
         # The seed-fix overlay (seedfix.py) replaces GPTQModel functions before any hook below wraps them, so the
         # subject observes the overlay exactly as it observes GPTQModel.
         # Imported here, before any child is forked: a module first imported in a child changes sys.modules,
@@ -974,14 +978,36 @@ class Subject:
         obs["ran_on"] = forward.ran_on
         obs["numerics"] = livewarmup.numerics(forward)
 
-    def _gptq_module(self, kernel: Kernel) -> tuple[Any, Any]:
-        """The kernel's module on the CPU with GPTQ-packed weights loaded (GPTQModel's reference packer, the
-        portable torch kernel's `pack_original`), and the weights it stands for; `livewarmup.Unbuildable` when
-        the subject cannot prepare them."""
+    def _pack_checkpoints(self) -> None:
+        """Pack, once in the parent, the GPTQ checkpoint of every width a `weights = "gptq"` kernel takes (every
+        warmup of those kernels, in every child, loads the same one). A packing failure is kept to be raised
+        by the warmups that need it, as `livewarmup.Unbuildable`."""
         from . import livewarmup
 
-        weights = livewarmup.Weights.draw(kernel.bits)
-        state = livewarmup.packed_state(self.kernels["gptq_torch"].cls, weights, kernel.bits)
+        packer = self.kernels.get("gptq_torch")
+        for bits in sorted({k.bits for k in self.kernels.values() if k.weights == "gptq"}):
+            if packer is None:
+                self._checkpoints[bits] = livewarmup.Unbuildable("the reference packer gptq_torch is not mapped")
+                continue
+            weights = livewarmup.Weights.draw(bits)
+            try:
+                with self.recorder.quiet():
+                    self._checkpoints[bits] = (weights, livewarmup.packed_state(packer.cls, weights, bits))
+            except livewarmup.Unbuildable as exc:
+                self._checkpoints[bits] = exc
+
+    def _gptq_module(self, kernel: Kernel) -> tuple[Any, Any]:
+        """The kernel's module on the CPU with the GPTQ checkpoint loaded (packed by `_pack_checkpoints` with
+        GPTQModel's reference packer, the portable torch kernel's `pack_original`), and the weights it stands
+        for; `livewarmup.Unbuildable` when the subject could not prepare them."""
+        from . import livewarmup
+
+        checkpoint = self._checkpoints.get(kernel.bits)
+        if checkpoint is None:
+            raise livewarmup.Unbuildable(f"no GPTQ checkpoint of {kernel.bits} bits was packed at the subject's start")
+        if isinstance(checkpoint, Exception):
+            raise checkpoint
+        weights, state = checkpoint
         return weights, livewarmup.build(kernel.cls, state, kernel.bits)
 
     def _own_packed_module(self, kernel: Kernel) -> tuple[Any, Any]:
