@@ -93,3 +93,13 @@ def test_an_op_without_a_cpu_kernel_fails_with_torchs_error(h200x2):
         x = torch.ones(4, device="cuda:0")
         with pytest.raises(NotImplementedError, match="with arguments from the 'CPU' backend"):
             torch.ops.devsim_cpubacked_test.cuda_only(x)
+
+
+def test_each_tensor_has_its_own_data_address(h200x2):
+    """Native code and caches keyed by a weight's address (GGUF Triton's plan cache) see distinct, readable
+    addresses, as on a GPU host, never torch's 0 for a tensor without storage."""
+    with CpuBackedGpus():
+        first, second = torch.ones(4, device="cuda:1"), torch.ones(4, device="cuda:1")
+    assert isinstance(first, CpuBacked) and isinstance(second, CpuBacked)
+    assert first.data_ptr() == first.data_on_cpu.data_ptr() != 0
+    assert first.data_ptr() != second.data_ptr()

@@ -94,6 +94,12 @@ class CpuBacked(torch.Tensor):
         torch._C.TensorBase.data.__set__(self, new)  # type: ignore[attr-defined]
         self.data_on_cpu, self.simulated_device = new.data_on_cpu, new.simulated_device
 
+    def data_ptr(self) -> int:  # type: ignore[override]
+        """The address of the values, in CPU memory. A wrapper tensor has no storage of its own, so torch would
+        answer 0, and native code handed that (a GGML bridge through ctypes, a cache keyed by weight address)
+        would read address 0 or take two tensors for one; on a GPU host every tensor's address is its own."""
+        return int(self.data_on_cpu.data_ptr())
+
     def get_device(self) -> int:  # type: ignore[override]
         return -1 if self.simulated_device.index is None else self.simulated_device.index
 
