@@ -86,12 +86,15 @@ OPTIONAL=${GPTQMODEL_OPTIONAL:-bitsandbytes==0.50.2 llama-cpp-python==0.3.36}
 for spec in $OPTIONAL; do
   pkg=${spec%%[=<>!~]*}
   want=${spec#"$pkg"}; want=${want#==}
-  case "$pkg" in llama-cpp-python) module=llama_cpp ;; *) module=${pkg//-/_} ;; esac
+  module=${pkg//-/_} cmake_args=""
+  if [ "$pkg" = llama-cpp-python ]; then
+    module=llama_cpp
+    cmake_args="-DGGML_NATIVE=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF -DLLAMA_CURL=OFF"
+  fi
   have=$("$PY" -c "from importlib.metadata import version; print(version('$pkg'))" 2>/dev/null || true)
   if [ -z "$have" ] || { [ -n "$want" ] && [ "$have" != "$want" ]; }; then
     echo "torch==$TORCH_VERSION" >"$constraints"
-    CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF -DLLAMA_CURL=OFF" \
-      CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PY" -m pip install --quiet "$spec" -c "$constraints" \
+    CMAKE_ARGS="$cmake_args" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) "$PY" -m pip install --quiet "$spec" -c "$constraints" \
       || { echo "install.sh: installing $spec failed" >&2; rm -f "$constraints"; exit 1; }
   fi
   (cd / && "$PY" -c "import $module" >/dev/null 2>&1) \

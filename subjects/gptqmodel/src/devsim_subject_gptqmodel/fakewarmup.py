@@ -131,17 +131,6 @@ def build(cls: Any, bits: int | str) -> Any:
         raise Unsimulable(f"{cls.__name__} could not be built: {type(exc).__name__}: {exc}") from exc
 
 
-def loaded(make: Callable[[Any], tuple[Any, Any]], kernel: Any) -> Any:
-    """The kernel's module on the CPU with packed weights loaded, as a checkpoint load leaves it (`make`:
-    the subject's weight builder, returning the weights and the module); a builder failure is `Unsimulable`."""
-    from .livewarmup import Unbuildable
-
-    try:
-        return make(kernel)[1]
-    except Unbuildable as exc:
-        raise Unsimulable(str(exc)) from exc
-
-
 def ran_on(build: Callable[[], Any], target: torch.device, recorder: Recorder) -> Any:
     """Where the kernel's forward put its output for `target`: an ordinal, or the device type ("cpu").
 

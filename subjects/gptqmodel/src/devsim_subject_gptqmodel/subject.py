@@ -111,9 +111,9 @@ class Kernel:
     module: str
     cls_name: str
     bits: int = 4
-    # the bits a simulated warmup builds the module with, where validate's width names no format the module
-    # implements (GGUF Triton fuses only K-quants: "q4_k_m"); `bits` otherwise
-    module_bits: int | str | None = None
+    # the bits a simulated warmup builds the module with: `bits`, unless validate's width names no format the
+    # module implements (GGUF Triton fuses only K-quants: "q4_k_m")
+    module_bits: int | str = 4
     validate: dict = field(default_factory=dict)
     requires: list = field(default_factory=list)
     weights: str | None = None  # the checkpoint format the subject builds packed weights in (kernels.toml)
@@ -266,7 +266,7 @@ class Subject:
                 module=entry["module"],
                 cls_name=entry["class"],
                 bits=entry.get("bits", 4),
-                module_bits=entry.get("module_bits"),
+                module_bits=entry.get("module_bits", entry.get("bits", 4)),
                 validate=dict(entry.get("validate", {})),
                 requires=list(entry.get("requires", [])),
                 weights=entry.get("weights"),
@@ -949,11 +949,7 @@ class Subject:
 
             def build() -> Any:
                 with self.recorder.quiet():
-                    if kernel.weights == "gptq":
-                        return fakewarmup.loaded(self._gptq_module, kernel)
-                    if kernel.weights == "own":
-                        return fakewarmup.loaded(self._own_packed_module, kernel)
-                    return fakewarmup.build(kernel.cls, kernel.bits if kernel.module_bits is None else kernel.module_bits)
+                    return self._simulated_module(kernel)
 
             try:
                 obs["ran_on"] = fakewarmup.ran_on(build, target, self.recorder)
@@ -1010,13 +1006,20 @@ class Subject:
         weights, state = checkpoint
         return weights, livewarmup.build(kernel.cls, state, kernel.bits)
 
-    def _own_packed_module(self, kernel: Kernel) -> tuple[Any, Any]:
-        """The kernel's module on the CPU with the weights packed by its own `pack_original`, as GPTQModel's
-        quantizer packs a layer for it (kernels whose checkpoint format only they write, e.g. bitsandbytes')."""
-        from . import livewarmup
+    def _simulated_module(self, kernel: Kernel) -> Any:
+        """A simulated warmup's module on the CPU, as a model load leaves it (kernels.toml `weights`): the GPTQ
+        checkpoint, the weights packed by the kernel's own `pack_original` (bitsandbytes'), or else the empty
+        buffers its constructor gives it; the subject failing to prepare it is `fakewarmup.Unsimulable`."""
+        from . import fakewarmup, livewarmup
 
-        weights = livewarmup.Weights.draw(kernel.bits)
-        return weights, livewarmup.packed_by_itself(kernel.cls, weights, kernel.bits)
+        try:
+            if kernel.weights == "gptq":
+                return self._gptq_module(kernel)[1]
+            if kernel.weights == "own":
+                return livewarmup.packed_by_itself(kernel.cls, livewarmup.Weights.draw(kernel.bits), kernel.bits)
+        except livewarmup.Unbuildable as exc:
+            raise fakewarmup.Unsimulable(str(exc)) from exc
+        return fakewarmup.build(kernel.cls, kernel.module_bits)
 
     def do_set_device(self, msg: dict, obs: dict) -> None:
         import torch
