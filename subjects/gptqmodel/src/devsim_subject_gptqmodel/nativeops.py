@@ -21,8 +21,10 @@ the next scenario without them, as a fresh fork would.
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -137,6 +139,13 @@ def register(namespace: str, required_ops: tuple[str, ...], catalog: dict[str, D
         library._destroy()
         raise
     return Registered(namespace=namespace, ops=list(required_ops), library=library, cached_before=cached_before)
+
+
+def prime() -> None:
+    """Parent, after the import: fill inspect's module-by-file cache and linecache once. `register_fake` asks
+    inspect where it was called from, and on a cache miss inspect walks every imported module (some 5,000 here);
+    a forked child that registers ops would otherwise do that walk again, every time."""
+    inspect.getframeinfo(sys._getframe())
 
 
 def _checked(qualname: str) -> Callable[..., None]:

@@ -293,10 +293,11 @@ class Subject:
         # subject observes the overlay exactly as it observes GPTQModel.
         # Imported here, before any child is forked: a module first imported in a child changes sys.modules,
         # and that child could not be reused.
-        from . import fakewarmup, livewarmup, seedfix  # noqa: F401
+        from . import fakewarmup, livewarmup, nativeops, seedfix  # noqa: F401
 
         if not live:
             fakewarmup.prime()
+            nativeops.prime()
 
         if seedfix.requested():
             seedfix.apply()
