@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import torch
 
+from .deferredcompile import deferred
 from .host import VISIBLE_ENV, Gpu, Host
 from .patches import Patches, TorchOwner
 from .recorder import MoveCapture, Recorder
@@ -392,6 +393,8 @@ class SimulatedTorch:
                 "synchronize": self.synchronize,
             }.items():
                 p.set(acc, name, value)
+        # nothing is compiled on a simulated host: building compiled wrappers waits until one is called to compile
+        p.set(torch, "compile", deferred(torch.compile))
         self._patch_moves()
 
     def _patch_moves(self) -> None:
