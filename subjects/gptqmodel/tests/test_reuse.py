@@ -54,6 +54,14 @@ STREAM = [
     # reused child must find it undefined again, load the extension again and define it again
     (H200X2, [{"action": "warmup", "kernel": "qqq", "device": s("cuda:1")}]),
     (H200X2, [{"action": "warmup", "kernel": "qqq", "device": s("cuda:1")}]),
+    # AWQ Triton's forward fills its launch-plan memos (reading the device's properties to plan), and GGUF's CPU
+    # kernel builds its GGML bridge on first use: restored ([[reset]]), the next scenario plans and builds again
+    (R9700X2, [{"action": "warmup", "kernel": "awq_gemm_triton", "device": s("cuda:1")}]),
+    (R9700X2, [{"action": "warmup", "kernel": "awq_gemm_triton", "device": s("cuda:1")},
+               {"action": "validate", "kernel": "gguf_cpp_cpu", "device": s("cpu")}]),
+    (R9700X2, [{"action": "validate", "kernel": "gguf_cpp_cpu", "device": s("cpu")},
+               {"action": "warmup", "kernel": "gguf_cpp_cpu", "device": s("cpu")}]),
+    (R9700X2, [{"action": "warmup", "kernel": "gguf_cpp_cpu", "device": s("cpu")}]),
 ]
 
 
@@ -79,9 +87,10 @@ def test_a_reused_child_answers_as_a_fresh_fork(env, overlay):
         assert a == b, f"{host['torch']} {steps}: fresh fork {a} != reused child {b}"
     assert f"{len(STREAM)} scenario(s): {len(STREAM)} forked child(ren), 0 run in a reused one" in fresh_counts
     # one child per host (4), and one after each of the two lock scenarios (a device pool's threads retire it).
-    # The CPU validation's warn-once message and the first simulated warmup's per-device dtype-support memo fill
-    # tables constants.toml restores ([[reset]]), and the warmup's lazily imported modules are preloaded
-    # ([[preload]]): those children are reused, and answer as the fresh forks above.
+    # The CPU validation's warn-once message, the first simulated warmup's per-device dtype-support memo, AWQ
+    # Triton's plan memos and GGUF's bridge fill tables and globals constants.toml restores ([[reset]]), and the
+    # warmup's lazily imported modules are preloaded ([[preload]]): those children are reused, and answer as the
+    # fresh forks above.
     assert f"{len(STREAM)} scenario(s): 6 forked child(ren), {len(STREAM) - 6} run in a reused one" in reused_counts, (
         reused_counts
     )

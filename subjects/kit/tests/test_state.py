@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import types
+from collections import OrderedDict
 from collections.abc import Iterator
 
 import pytest
@@ -29,7 +30,8 @@ def project() -> Iterator[tuple[types.ModuleType, types.ModuleType]]:
     imported the constant by name."""
     core = types.ModuleType("devsimtoy.core")
     kernel = type("Kernel", (), {"limit": 4, "__module__": "devsimtoy.core"})
-    vars(core).update(HOSTS=["x"], MEMO={}, ONCE=set(), Kernel=kernel, holder=Holder())
+    vars(core).update(HOSTS=["x"], MEMO={}, ONCE=set(), PLANS=OrderedDict(), BRIDGE=None, Kernel=kernel,
+                      holder=Holder())
     core.IS_FAST = tuple(core.HOSTS)
     user = types.ModuleType("devsimtoy.user")
     user.IS_FAST = core.IS_FAST
@@ -118,10 +120,40 @@ def test_declared_tables_are_restored_to_the_parents_content(project):
     assert state.unchanged()
 
 
-def test_a_reset_that_names_no_table_is_a_warning(project):
-    state = ProjectState(("devsimtoy",), [], [Reset(module="devsimtoy.core", expr="Kernel", why="not a table")])
+def test_an_ordered_memo_and_a_lazily_built_global_are_restored_too(project):
+    core, _ = project
+    first = object()
+    core.PLANS["parent"] = first
+    state = planned(
+        (
+            Reset(module="devsimtoy.core", expr="PLANS", why="a plan memo, in insertion order"),
+            Reset(module="devsimtoy.core", expr="", name="BRIDGE", why="a helper built on first use"),
+        )
+    )
+    core.PLANS["scenario"] = object()
+    core.PLANS.move_to_end("parent")
+    core.BRIDGE = object()
+    state.clear_caches()
+    assert list(core.PLANS.items()) == [("parent", first)] and core.BRIDGE is None
+    assert state.unchanged()
+
+
+@pytest.mark.parametrize(
+    ("reset", "warning"),
+    [
+        (Reset(module="devsimtoy.core", expr="Kernel", why="not a table"),
+         "reset devsimtoy.core: Kernel: a type, not a dict, set or list"),
+        (Reset(module="devsimtoy.core", expr="", name="ABSENT", why="no such global"),
+         "reset devsimtoy.core: ABSENT: devsimtoy.core has no global ABSENT"),
+        (Reset(module="devsimtoy.core", expr="MEMO", name="BRIDGE", why="both"),
+         "reset devsimtoy.core: BRIDGE: names neither or both of a container (expr) and a global (name)"),
+    ],
+    ids=["not a table", "no such global", "both forms"],
+)
+def test_a_reset_that_cannot_be_planned_is_a_warning(project, reset, warning):
+    state = ProjectState(("devsimtoy",), [], [reset])
     state.plan()
-    assert state.warnings == ["reset devsimtoy.core: Kernel: a type, not a dict, set or list"]
+    assert state.warnings == [warning]
 
 
 def test_this_interpreter_compares_by_pointer_bytes():

@@ -18,6 +18,7 @@ import sys
 import sysconfig
 import threading
 import types
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
@@ -43,19 +44,25 @@ class Constant:
 
 @dataclass(frozen=True)
 class Reset:
-    """A container the project fills as it runs whose content no decision reads back as state (a memo of
-    host-dependent answers, a warn-once table): every scenario starts with it as the parent had it, so that
-    filling it does not cost the next scenario of the host a fresh fork. `expr` finds it in `module`'s
-    namespace; `why` says why restoring it is the same as a fresh fork."""
+    """State the project fills as it runs whose content no decision reads back as state (a memo of
+    host-dependent answers, a warn-once table, a helper built on first use): every scenario starts with it as
+    the parent had it, so that filling it does not cost the next scenario of the host a fresh fork. `expr` finds
+    a container (a dict, an OrderedDict, a set or a list) in `module`'s namespace, put back to the parent's
+    content in place; `name` instead names a global of `module` put back to the parent's object (a singleton the
+    project binds lazily). `why` says why restoring it is the same as a fresh fork."""
 
     module: str
     expr: str
     why: str
+    name: str = ""
 
     @classmethod
     def from_table(cls, entry: dict[str, Any]) -> Reset:
-        """One `[[reset]]` table of a subject's constants.toml."""
-        return cls(module=str(entry["module"]), expr=str(entry["expr"]), why=str(entry["why"]))
+        """One `[[reset]]` table of a subject's constants.toml (`expr` or `name`)."""
+        return cls(
+            module=str(entry["module"]), expr=str(entry.get("expr", "")), why=str(entry["why"]),
+            name=str(entry.get("name", "")),
+        )
 
 
 class ProjectState:
@@ -68,6 +75,7 @@ class ProjectState:
         self.constants = list(constants)
         self.resets = list(resets)
         self._restores: list[tuple[Any, Any]] = []  # (container, the parent's content)
+        self._rebinds: list[tuple[dict[str, Any], str, Any]] = []  # (namespace, global, the parent's object)
         self.warnings: list[str] = []
         self._constant_plan: list[tuple[ModuleType, str, CodeType, list[ModuleType]]] = []
         self._caches: list[Any] = []
@@ -114,14 +122,24 @@ class ProjectState:
 
     def _plan_resets(self, by_name: dict[str, ModuleType]) -> None:
         self._restores = []
+        self._rebinds = []
         for reset in self.resets:
             home = by_name.get(reset.module)
-            where = f"reset {reset.module}: {reset.expr}"
+            where = f"reset {reset.module}: {reset.name or reset.expr}"
             if home is None:
                 self.warnings.append(f"{where}: {reset.module} is not imported")
                 continue
+            if bool(reset.name) == bool(reset.expr):
+                self.warnings.append(f"{where}: names neither or both of a container (expr) and a global (name)")
+                continue
+            if reset.name:
+                if reset.name not in vars(home):
+                    self.warnings.append(f"{where}: {reset.module} has no global {reset.name}")
+                    continue
+                self._rebinds.append((vars(home), reset.name, vars(home)[reset.name]))
+                continue
             container = eval(compile(reset.expr, f"<{where}>", "eval"), vars(home))
-            if type(container) not in (dict, set, list):
+            if type(container) not in (dict, OrderedDict, set, list):
                 self.warnings.append(f"{where}: a {type(container).__name__}, not a dict, set or list")
                 continue
             self._restores.append((container, type(container).copy(container)))
@@ -136,10 +154,13 @@ class ProjectState:
                 self._bound.append((vars(mod), name, new))
 
     def clear_caches(self) -> None:
-        """Child: the project's functools caches (host-dependent answers filled lazily), and each declared
-        `Reset` container back to the parent's content (the same objects, in place)."""
+        """Child: the project's functools caches (host-dependent answers filled lazily), each declared
+        `Reset` container back to the parent's content (the same objects, in place) and each declared global
+        back to the parent's object."""
         for cache in self._caches:
             cache.cache_clear()
+        for namespace, name, value in self._rebinds:
+            namespace[name] = value
         for container, content in self._restores:
             if type(container) is list:
                 container[:] = content
