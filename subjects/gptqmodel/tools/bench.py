@@ -56,21 +56,21 @@ steps = json.loads(steps)
 r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
-    subject.enter(Host.from_message(json.loads({json.dumps(json.dumps(R9700X2))})))
-    import gptqmodel.utils.importer as importer
-    result = {{"load_s": load_s}}
-    for label, step in steps.items():
-        msg = {{"type": "step", "scenario": "bench", "number": 1, **step}}
-        for mode in ("cold", "warm"):
-            times = []
-            for _ in range({n}):
-                if mode == "cold":
-                    importer.clear_validation_cache()
-                    for cache in subject._caches:
-                        cache.cache_clear()
-                t = time.perf_counter(); answer = subject.step(msg); times.append(time.perf_counter() - t)
-            result[label + " " + mode] = times
-    os.write(w, json.dumps(result).encode()); os._exit(0)
+    try:
+        subject.enter(Host.from_message(json.loads({json.dumps(json.dumps(R9700X2))})))
+        result = {{"load_s": load_s}}
+        for label, step in steps.items():
+            msg = {{"type": "step", "scenario": "bench", "number": 1, **step}}
+            for mode in ("cold", "warm"):
+                times = []
+                for _ in range({n}):
+                    if mode == "cold":
+                        subject.clear_caches()
+                    t = time.perf_counter(); answer = subject.step(msg); times.append(time.perf_counter() - t)
+                result[label + " " + mode] = times
+        os.write(w, json.dumps(result).encode())
+    finally:
+        os._exit(0)
 os.close(w)
 data = b""
 while chunk := os.read(r, 1 << 20):
@@ -83,6 +83,8 @@ out.write(data)
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=600, check=False)
     if proc.returncode:
         sys.exit(proc.stderr.decode()[-3000:])
+    if not proc.stdout:
+        sys.exit("the forked child answered nothing:\n" + proc.stderr.decode()[-3000:])
     result = json.loads(proc.stdout)
     print(f"Subject.load() (patch torch, import GPTQModel, kernel map): {result.pop('load_s'):.2f} s")
     for label, times in result.items():
