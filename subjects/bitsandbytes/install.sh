@@ -25,8 +25,8 @@ if [ "$have" != "$VERSION" ]; then
   "$PY" -m pip install --quiet "bitsandbytes==$VERSION" -c <(echo "torch==$torch") \
     || { echo "install.sh: installing bitsandbytes==$VERSION failed" >&2; exit 1; }
 fi
-if ! (cd / && "$PY" -c 'import devsim_subject_kit, jsonschema' 2>/dev/null); then
-  "$PY" -m pip install --quiet -e "$REPO/subjects/kit" -c <(echo "torch==$torch") \
+if ! (cd / && "$PY" -c 'import devsim_subject_kit, jsonschema, jsonschema_rs' 2>/dev/null); then
+  "$PY" -m pip install --quiet -e "$REPO/subjects/kit[fast]" -c <(echo "torch==$torch") \
     || { echo "install.sh: installing the subject kit (subjects/kit) failed" >&2; exit 1; }
 fi
 if ! (cd / && "$PY" -c 'import devsim_subject_bitsandbytes' 2>/dev/null); then

@@ -108,10 +108,10 @@ for spec in $OPTIONAL; do
 done
 rm -f "$constraints"
 
-# 4. devsim's Python subject kit (editable, with its one dependency, jsonschema; its pytest plugin registers
-#    through the pytest11 entry point), then the subject package itself (editable, no dependencies: above).
-if ! (cd / && "$PY" -c 'import devsim_subject_kit, jsonschema' 2>/dev/null); then
-  "$PY" -m pip install --quiet -e "$REPO/subjects/kit" -c <(echo "torch==$TORCH_VERSION") \
+# 4. devsim's Python subject kit (editable, with jsonschema and its `fast` extra, jsonschema-rs; its pytest
+#    plugin registers through the pytest11 entry point), then the subject package itself (editable, no dependencies: above).
+if ! (cd / && "$PY" -c 'import devsim_subject_kit, jsonschema, jsonschema_rs' 2>/dev/null); then
+  "$PY" -m pip install --quiet -e "$REPO/subjects/kit[fast]" -c <(echo "torch==$TORCH_VERSION") \
     || { echo "install.sh: installing the subject kit (subjects/kit) failed" >&2; exit 1; }
 fi
 if ! (cd / && "$PY" -c 'import devsim_subject_gptqmodel' 2>/dev/null); then

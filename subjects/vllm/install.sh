@@ -31,8 +31,8 @@ if [ "$have" != "$VERSION" ]; then
   "$PY" -m pip install --quiet "vllm==$VERSION" \
     || { echo "install.sh: installing vllm==$VERSION failed" >&2; exit 1; }
 fi
-if ! (cd / && "$PY" -c 'import devsim_subject_kit, jsonschema' 2>/dev/null); then
-  "$PY" -m pip install --quiet -e "$REPO/subjects/kit" \
+if ! (cd / && "$PY" -c 'import devsim_subject_kit, jsonschema, jsonschema_rs' 2>/dev/null); then
+  "$PY" -m pip install --quiet -e "$REPO/subjects/kit[fast]" \
     || { echo "install.sh: installing the subject kit (subjects/kit) failed" >&2; exit 1; }
 fi
 if ! (cd / && "$PY" -c 'import devsim_subject_vllm' 2>/dev/null); then

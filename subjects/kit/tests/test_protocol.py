@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from devsim_subject_kit import protocol
 from devsim_subject_kit.protocol import (
     ProtocolError,
     check_step,
@@ -25,24 +26,54 @@ def test_the_kits_schema_is_the_committed_one():
     )
 
 
-@pytest.mark.parametrize(
-    ("msg", "direction", "wanted"),
-    [
-        ({"type": "hello", "protocol": 2, "devsim": "0.2.0"}, "ToSubject", None),
-        ({"type": "hello", "protocol": -1, "devsim": "0.2.0"}, "ToSubject", "-1 is less than the minimum of 0"),
-        ({"type": "done", "scenario": "a"}, "FromSubject", None),
-        ({"type": "done"}, "FromSubject", "'scenario' is a required property"),
-        ({"type": "observed", "scenario": "a", "number": 1, "ok": True, "trace": [], "ran_on": "gpu"},
-         "FromSubject", "ran_on"),
-        ({"type": "shout"}, "FromSubject", "breaks the protocol"),
-    ],
-)
-def test_violations_name_the_field(msg, direction, wanted):
+MESSAGES = [
+    ({"type": "hello", "protocol": 2, "devsim": "0.2.0"}, "ToSubject", None),
+    ({"type": "hello", "protocol": -1, "devsim": "0.2.0"}, "ToSubject", "-1 is less than the minimum of 0"),
+    ({"type": "step", "scenario": "a", "number": 1, "action": "warmup", "kernel": "k",
+      "device": {"form": "string", "written": "cuda:1"}}, "ToSubject", None),
+    ({"type": "step", "scenario": "a", "number": 1, "action": "warmup", "kernel": "k",
+      "device": {"form": "string", "written": "cuda:1"}, "extra": 1}, "ToSubject", "'extra' was unexpected"),
+    ({"type": "done", "scenario": "a"}, "FromSubject", None),
+    ({"type": "done"}, "FromSubject", "'scenario' is a required property"),
+    ({"type": "observed", "scenario": "a", "number": 1, "ok": True, "ran_on": 1, "current_after": 0,
+      "trace": [{"event": "nvidia_capability", "device": 1, "detail": "get_device_properties().major"}]},
+     "FromSubject", None),
+    ({"type": "observed", "scenario": "a", "number": 1, "ok": True, "trace": [], "ran_on": "gpu"},
+     "FromSubject", "ran_on"),
+    ({"type": "observed", "scenario": "a", "number": 1, "ok": True, "trace": [{"device": 1}]},
+     "FromSubject", "'event' is a required property"),
+    ({"type": "shout"}, "FromSubject", "breaks the protocol"),
+    ("not an object", "FromSubject", "breaks the protocol"),
+]
+
+
+@pytest.fixture(params=["jsonschema-rs first", "jsonschema alone"])
+def validators(request, monkeypatch):
+    """Every check runs both ways: jsonschema-rs answering first (as installed by the `fast` extra), and
+    jsonschema alone (where that extra is absent)."""
+    if request.param == "jsonschema alone":
+        monkeypatch.setattr(protocol, "_compiled", lambda direction: None)
+    else:
+        pytest.importorskip("jsonschema_rs")
+    return request.param
+
+
+@pytest.mark.parametrize(("msg", "direction", "wanted"), MESSAGES)
+def test_violations_name_the_field(validators, msg, direction, wanted):
     problem = violation(msg, direction)
     if wanted is None:
         assert problem is None
     else:
         assert problem is not None and wanted in problem, problem
+
+
+@pytest.mark.parametrize(("msg", "direction", "wanted"), MESSAGES)
+def test_jsonschema_rs_accepts_exactly_what_jsonschema_accepts(msg, direction, wanted):
+    """A message jsonschema-rs accepts is never checked again, so it must refuse whatever the reference refuses."""
+    pytest.importorskip("jsonschema_rs")
+    compiled = protocol._compiled(direction)
+    assert compiled is not None and compiled(msg) is (wanted is None)
+    assert protocol._validator(direction).is_valid(msg) is (wanted is None)
 
 
 @pytest.mark.parametrize(
