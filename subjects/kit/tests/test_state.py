@@ -77,6 +77,7 @@ def test_an_untouched_project_is_unchanged_and_stays_so_across_reuses(project):
         pytest.param(lambda core, user: setattr(user, "IS_FAST", True), id="a constant rebound by the scenario"),
         pytest.param(lambda core, user: core.ONCE.add(1), id="a set member"),
         pytest.param(lambda core, user: user.registry.update(a=1.0), id="an equal, distinct item"),
+        pytest.param(lambda core, user: core.PLANS.update(k=1), id="a dict subclass's entry"),
     ],
 )
 @pytest.mark.parametrize("pointers", [True, False], ids=["by pointer bytes", "by is"])
@@ -87,6 +88,16 @@ def test_every_change_to_the_walked_state_is_seen(project, change, pointers, mon
     change(core, user)
     state.clear_caches()
     assert not state.unchanged()
+
+
+def test_an_environment_variable_set_or_removed_is_seen(project, monkeypatch):
+    monkeypatch.delenv("DEVSIM_TOY_VARIABLE", raising=False)
+    state = planned()
+    monkeypatch.setenv("DEVSIM_TOY_VARIABLE", "1")
+    assert not state.unchanged()
+    monkeypatch.delenv("DEVSIM_TOY_VARIABLE")
+    state.remember()
+    assert state.unchanged()
 
 
 def test_a_change_after_a_reuse_is_still_seen(project):

@@ -15,6 +15,8 @@ import importlib.util
 import os
 import re
 import sys
+import threading
+import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,6 +37,8 @@ from devsim_subject_kit.server import reuse_enabled
 
 DATA = Path(__file__).parent
 FAMILIES = ("cpu", "cuda", "rocm", "xpu", "mps")
+# how long a reused child waits for a shut-down device pool's threads to end before it is retired instead
+POOL_EXIT_S = 2.0
 
 # The trace events the subject records (the kit's simulated torch plus the hooks below).
 EVENTS = [
@@ -571,14 +575,25 @@ class Subject:
 
     def reusable(self) -> bool:
         """Child, after a scenario's `end`: whether the next scenario of the same host may run in this child.
-        Only when nothing the scenario did outlives it: no device pool (its worker threads pin devices), and,
-        once the caches `enter` clears are cleared, GPTQModel's state, the environment, the modules, the threads
-        and torch's switches are what they were when the scenario began (ProjectState.unchanged)."""
-        if self.pool is not None:
-            return False
+        Only when nothing the scenario did outlives it: the device pool a lock step built is shut down and its
+        threads (workers that pinned their devices, the janitor) have ended, and, once the caches `enter` clears
+        are cleared, GPTQModel's state, the environment, the modules, the threads and torch's switches are what
+        they were when the scenario began (ProjectState.unchanged)."""
         with self.recorder.quiet():
+            if self.pool is not None:
+                self._end_pool()
             self.clear_caches()
         return self.state.unchanged()
+
+    def _end_pool(self) -> None:
+        """Shut the scenario's device pool down (GPTQModel's own `shutdown`) and wait, at most POOL_EXIT_S in all,
+        for the other threads to end. One still running leaves the thread count changed: the child is retired."""
+        pool, self.pool = self.pool, None
+        pool.shutdown(wait=False)
+        deadline = time.monotonic() + POOL_EXIT_S
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     def clear_caches(self) -> None:
         """Host-dependent caches GPTQModel fills lazily (functools caches, the validation cache)."""

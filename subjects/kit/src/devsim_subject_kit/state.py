@@ -79,9 +79,11 @@ class ProjectState:
         self.warnings: list[str] = []
         self._constant_plan: list[tuple[ModuleType, str, CodeType, list[ModuleType]]] = []
         self._caches: list[Any] = []
-        self._dicts: list[dict[Any, Any]] = []
-        self._lists: list[list[Any]] = []
-        self._sets: list[set[Any]] = []
+        # the walked containers: (exact builtins, subclasses) of each kind, and all of them in that order
+        self._dicts: tuple[list[dict[Any, Any]], list[dict[Any, Any]]] = ([], [])
+        self._lists: tuple[list[list[Any]], list[list[Any]]] = ([], [])
+        self._sets: tuple[list[set[Any]], list[set[Any]]] = ([], [])
+        self._containers: list[Any] = []
         self._holders: list[tuple[dict[str, Any], frozenset[str]]] = []  # namespaces constants are bound in
         self._bound: list[tuple[dict[str, Any], str, Any]] = []  # what reset_constants bound, where
         self._snapshot: tuple[Any, ...] = ()
@@ -200,13 +202,17 @@ class ProjectState:
         """Every snapshotted container's size, the keys of its dicts, and everything the containers hold, each in
         one flat list. The held objects come from one `gc.get_referents` call (the containers' own C traversal:
         every dict value and non-string key, list item and set member, in order, and no subclass code run); the
-        dicts' string keys, which that traversal skips, from the base `dict.keys`. A few C-level passes, however
-        many containers there are; the sizes keep an entry that moved from one container to the next from
-        looking unchanged."""
-        dicts, lists, sets = self._dicts, self._lists, self._sets
-        sizes = [*map(dict.__len__, dicts), *map(list.__len__, lists), *map(set.__len__, sets)]
-        keys = list(chain.from_iterable(map(dict.keys, dicts)))
-        return sizes, keys, gc.get_referents(*dicts, *lists, *sets)
+        dicts' string keys, which that traversal skips, from iterating them. A few C-level passes, however many
+        containers there are; the sizes keep an entry that moved from one container to the next from looking
+        unchanged. Exact builtins are measured and iterated with `len` and `iter`; a subclass through the base
+        type's methods, so that none of its own code runs."""
+        (dicts, subdicts), (lists, sublists), (sets, subsets) = self._dicts, self._lists, self._sets
+        sizes = [
+            *map(len, dicts), *map(dict.__len__, subdicts), *map(len, lists), *map(list.__len__, sublists),
+            *map(len, sets), *map(set.__len__, subsets),
+        ]
+        keys = list(chain(chain.from_iterable(dicts), chain.from_iterable(map(dict.keys, subdicts))))
+        return sizes, keys, gc.get_referents(*self._containers)
 
     def _holder_contents(self) -> list[tuple[list[Any], list[Any], list[int]]]:
         """Each namespace a constant is bound in: its keys, its values, and the positions of the constants (a
@@ -269,9 +275,22 @@ class ProjectState:
         self._holders = [(d, frozenset(bound[id(d)])) for d in dicts.values() if id(d) in bound]
         # a class namespace (a mappingproxy) is read through the dict it wraps, its only referent
         plain = [d if isinstance(d, dict) else gc.get_referents(d)[0] for d in dicts.values()]
-        self._dicts = [d for d in plain if isinstance(d, dict) and id(d) not in bound]
-        self._lists = [q for q in seqs.values() if isinstance(q, list)]
-        self._sets = [q for q in seqs.values() if not isinstance(q, list)]
+        self._dicts = _by_exact_type([d for d in plain if isinstance(d, dict) and id(d) not in bound], dict)
+        self._lists = _by_exact_type([q for q in seqs.values() if isinstance(q, list)], list)
+        self._sets = _by_exact_type([q for q in seqs.values() if not isinstance(q, list)], set)
+        self._containers = [*chain(*self._dicts), *chain(*self._lists), *chain(*self._sets)]
+
+
+def _environment() -> dict[Any, Any]:
+    """A copy of the process environment as `os.environ` holds it: its encoded mapping where it keeps one (a C-level
+    copy; decoding each variable costs more than the rest of the reuse check's process state), else decoded."""
+    data = getattr(os.environ, "_data", None)
+    return dict(data) if isinstance(data, dict) else dict(os.environ)
+
+
+def _by_exact_type(containers: list[Any], base: type) -> tuple[list[Any], list[Any]]:
+    """`containers` split into those of exactly type `base` and its subclasses, each in their order."""
+    return [c for c in containers if type(c) is base], [c for c in containers if type(c) is not base]
 
 
 def process_state() -> tuple[Any, ...]:
@@ -279,7 +298,7 @@ def process_state() -> tuple[Any, ...]:
     import torch
 
     return (
-        dict(os.environ),
+        _environment(),
         frozenset(sys.modules),
         threading.active_count(),
         (torch.get_default_dtype(), torch.get_num_threads(), torch.is_grad_enabled(),
