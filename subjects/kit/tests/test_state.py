@@ -81,9 +81,12 @@ def test_an_untouched_project_is_unchanged_and_stays_so_across_reuses(project):
     ],
 )
 @pytest.mark.parametrize("pointers", [True, False], ids=["by pointer bytes", "by is"])
-def test_every_change_to_the_walked_state_is_seen(project, change, pointers, monkeypatch):
+@pytest.mark.parametrize("tags", [True, False], ids=["dicts by version tag", "dicts by contents"])
+def test_every_change_to_the_walked_state_is_seen(project, change, pointers, tags, monkeypatch):
     core, user = project
     monkeypatch.setattr(state_module, "_LIST_LAYOUT", pointers)
+    if not tags:
+        monkeypatch.setattr(state_module.DictVersions, "of", classmethod(lambda cls, dicts: None))
     state = planned()
     change(core, user)
     state.clear_caches()
@@ -165,6 +168,26 @@ def test_a_reset_that_cannot_be_planned_is_a_warning(project, reset, warning):
     state = ProjectState(("devsimtoy",), [], [reset])
     state.plan()
     assert state.warnings == [warning]
+
+
+def test_a_change_put_back_is_no_change_and_a_later_one_is_still_seen(project):
+    """A dict whose version tag moved but whose keys and values are the ones it had (a table a scenario filled and
+    `clear_caches` emptied) is unchanged; the tags read then stand for it, so a change after that is seen."""
+    _, user = project
+    state = planned()
+    user.other["k"] = object()
+    user.other.clear()
+    assert state.unchanged()
+    state.reset_constants()
+    state.remember()
+    user.other["k"] = 1
+    state.clear_caches()
+    assert not state.unchanged()
+
+
+def test_this_interpreter_reads_dict_version_tags():
+    """The dicts' fast path is the one the tests above run by default (a CPython 3.11 to 3.13 dict layout)."""
+    assert state_module.DictVersions.of([{}]) is not None
 
 
 def test_this_interpreter_compares_by_pointer_bytes():

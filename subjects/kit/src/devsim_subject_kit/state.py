@@ -25,6 +25,8 @@ from itertools import chain
 from types import CodeType, ModuleType
 from typing import Any
 
+from .dictversions import DictVersions
+
 _MISSING = object()
 
 
@@ -83,7 +85,11 @@ class ProjectState:
         self._dicts: tuple[list[dict[Any, Any]], list[dict[Any, Any]]] = ([], [])
         self._lists: tuple[list[list[Any]], list[list[Any]]] = ([], [])
         self._sets: tuple[list[set[Any]], list[set[Any]]] = ([], [])
-        self._containers: list[Any] = []
+        self._containers: list[Any] = []  # those `_contents` lists (the dicts only where their tags are unread)
+        self._all_dicts: list[dict[Any, Any]] = []
+        self._versions: DictVersions | None = None  # the walked dicts' version tags, where they can be read
+        self._tags: Any = None  # the tags the dicts' remembered contents go with
+        self._dict_contents: list[tuple[list[Any], list[Any]]] = []  # each dict's keys and values at `remember`
         self._holders: list[tuple[dict[str, Any], frozenset[str]]] = []  # namespaces constants are bound in
         self._bound: list[tuple[dict[str, Any], str, Any]] = []  # what reset_constants bound, where
         self._snapshot: tuple[Any, ...] = ()
@@ -179,6 +185,7 @@ class ProjectState:
         if self._snapshot and self._verified:
             return
         self._snapshot = (self._contents(), self._holder_contents(), *process_state())
+        self._remember_dicts()
 
     def unchanged(self) -> bool:
         """Whether every snapshotted namespace, container, environment variable, module, thread count and torch
@@ -193,6 +200,7 @@ class ProjectState:
             sizes == now_sizes
             and same_objects(keys, now_keys)
             and same_objects(values, now_values)
+            and self._dicts_unchanged()
             and self._holders_unchanged(before[1])
             and all(dict.get(namespace, name, _MISSING) is value for namespace, name, value in self._bound)
         )
@@ -200,19 +208,43 @@ class ProjectState:
 
     def _contents(self) -> tuple[list[int], list[Any], list[Any]]:
         """Every snapshotted container's size, the keys of its dicts, and everything the containers hold, each in
-        one flat list. The held objects come from one `gc.get_referents` call (the containers' own C traversal:
-        every dict value and non-string key, list item and set member, in order, and no subclass code run); the
-        dicts' string keys, which that traversal skips, from iterating them. A few C-level passes, however many
-        containers there are; the sizes keep an entry that moved from one container to the next from looking
-        unchanged. Exact builtins are measured and iterated with `len` and `iter`; a subclass through the base
-        type's methods, so that none of its own code runs."""
+        one flat list; where the dicts' version tags can be read (`DictVersions`), the dicts are left out here
+        (`_dicts_unchanged` checks them). The held objects come from one `gc.get_referents` call (the containers'
+        own C traversal: every dict value and non-string key, list item and set member, in order, and no subclass
+        code run); the dicts' string keys, which that traversal skips, from iterating them. A few C-level passes,
+        however many containers there are; the sizes keep an entry that moved from one container to the next from
+        looking unchanged. Exact builtins are measured and iterated with `len` and `iter`; a subclass through the
+        base type's methods, so that none of its own code runs."""
         (dicts, subdicts), (lists, sublists), (sets, subsets) = self._dicts, self._lists, self._sets
+        if self._versions is not None:
+            dicts, subdicts = [], []
         sizes = [
             *map(len, dicts), *map(dict.__len__, subdicts), *map(len, lists), *map(list.__len__, sublists),
             *map(len, sets), *map(set.__len__, subsets),
         ]
         keys = list(chain(chain.from_iterable(dicts), chain.from_iterable(map(dict.keys, subdicts))))
         return sizes, keys, gc.get_referents(*self._containers)
+
+    def _remember_dicts(self) -> None:
+        """Where the version tags can be read: each dict's tag, keys and values as the scenario found them."""
+        if self._versions is not None:
+            self._tags = self._versions.read()
+            self._dict_contents = [(list(dict.keys(d)), list(dict.values(d))) for d in self._all_dicts]
+
+    def _dicts_unchanged(self) -> bool:
+        """Whether every dict holds what it held at `remember`. A dict whose tag is the same has not changed; one
+        whose tag moved (a change, or a change put back, as `clear_caches` does) is compared key by key and value
+        by value, by identity. The tags read now stand for the verified contents afterwards."""
+        if self._versions is None:
+            return True  # compared in _contents
+        now = self._versions.read()
+        for i in self._versions.changed(self._tags, now):
+            keys, values = self._dict_contents[i]
+            d = self._all_dicts[i]
+            if not (same_objects(keys, list(dict.keys(d))) and same_objects(values, list(dict.values(d)))):
+                return False
+        self._tags = now
+        return True
 
     def _holder_contents(self) -> list[tuple[list[Any], list[Any], list[int]]]:
         """Each namespace a constant is bound in: its keys, its values, and the positions of the constants (a
@@ -278,7 +310,10 @@ class ProjectState:
         self._dicts = _by_exact_type([d for d in plain if isinstance(d, dict) and id(d) not in bound], dict)
         self._lists = _by_exact_type([q for q in seqs.values() if isinstance(q, list)], list)
         self._sets = _by_exact_type([q for q in seqs.values() if not isinstance(q, list)], set)
-        self._containers = [*chain(*self._dicts), *chain(*self._lists), *chain(*self._sets)]
+        self._all_dicts = [*chain(*self._dicts)]
+        self._versions = DictVersions.of(self._all_dicts)
+        compared = [] if self._versions is not None else self._all_dicts
+        self._containers = [*compared, *chain(*self._lists), *chain(*self._sets)]
 
 
 def _environment() -> dict[Any, Any]:
