@@ -115,39 +115,30 @@ def test_a_change_after_a_reuse_is_still_seen(project):
     assert not state.unchanged()
 
 
-def test_declared_tables_are_restored_to_the_parents_content(project):
+def test_declared_tables_and_globals_are_restored_to_the_parents(project):
+    """A memo, a warn-once table, an ordered plan memo (in the parent's order) and a global the project binds on
+    first use all start each scenario as the parent had them, and the restored state counts as unchanged."""
     core, _ = project
-    kept = object()
+    kept, first = object(), object()
     core.MEMO["parent"] = kept
+    core.PLANS["parent"] = first
     state = planned(
         (
             Reset(module="devsimtoy.core", expr="MEMO", why="a memo"),
             Reset(module="devsimtoy.core", expr="ONCE", why="a warn-once table"),
+            Reset(module="devsimtoy.core", expr="PLANS", why="a plan memo, in insertion order"),
+            Reset(module="devsimtoy.core", expr="", name="BRIDGE", why="a helper built on first use"),
         )
     )
     core.MEMO["scenario"] = object()
     core.MEMO.pop("parent")
     core.ONCE.add("printed")
-    state.clear_caches()
-    assert core.MEMO == {"parent": kept} and core.MEMO["parent"] is kept
-    assert core.ONCE == set()
-    assert state.unchanged()
-
-
-def test_an_ordered_memo_and_a_lazily_built_global_are_restored_too(project):
-    core, _ = project
-    first = object()
-    core.PLANS["parent"] = first
-    state = planned(
-        (
-            Reset(module="devsimtoy.core", expr="PLANS", why="a plan memo, in insertion order"),
-            Reset(module="devsimtoy.core", expr="", name="BRIDGE", why="a helper built on first use"),
-        )
-    )
     core.PLANS["scenario"] = object()
     core.PLANS.move_to_end("parent")
     core.BRIDGE = object()
     state.clear_caches()
+    assert core.MEMO == {"parent": kept} and core.MEMO["parent"] is kept
+    assert core.ONCE == set()
     assert list(core.PLANS.items()) == [("parent", first)] and core.BRIDGE is None
     assert state.unchanged()
 
