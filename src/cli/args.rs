@@ -27,6 +27,12 @@ pub(super) const COVERAGE_EXIT_CODES: &str = "Exit codes:
   1  some kernel falls short of the threshold (the gaps are listed)
   2  a file failed to load, or the command line or the threshold file was wrong";
 
+/// `devsim migrate`'s exit codes.
+pub(super) const MIGRATE_EXIT_CODES: &str = "Exit codes:
+  0  every file is current (or was rewritten to be)
+  1  with --check: some file has deprecated forms (each is listed)
+  2  a file or folder could not be read or written, or the command line was wrong";
+
 /// A test harness for cross-vendor GPU device dispatch.
 #[derive(Parser)]
 #[command(name = "devsim", version, about, after_help = EXIT_CODES)]
@@ -182,6 +188,17 @@ pub(super) enum Command {
         /// Reject every pending change: each pending copy is deleted.
         #[arg(long)]
         reject: bool,
+    },
+    /// Rewrite deprecated forms of scenario files into their current spelling with the same meaning,
+    /// keeping comments and layout (format 1: an `extension_load` trace rule without a level gets
+    /// `reference`, the level format 1 reads it as). Files that need nothing are left untouched.
+    #[command(after_help = MIGRATE_EXIT_CODES)]
+    Migrate {
+        /// Files or folders (default: scenarios/).
+        paths: Vec<PathBuf>,
+        /// Write nothing: list what would change and exit 1 if anything would (for CI).
+        #[arg(long)]
+        check: bool,
     },
     /// List the host profiles.
     Hosts {

@@ -70,6 +70,22 @@ pub enum CliError {
     /// `run --accept` could not write a pending copy, or `review` could not settle one.
     #[error(transparent)]
     Accept(#[from] crate::accept::AcceptError),
+    /// `migrate --check` found files with deprecated forms.
+    #[error(
+        "pass the migration check: {count} file(s) have deprecated forms; `devsim migrate` rewrites them"
+    )]
+    MigrationNeeded {
+        /// How many files.
+        count: usize,
+    },
+    /// `migrate` could not write a file.
+    #[error("write {}: {source}", crate::scenario::error::escape_controls(&path.display().to_string()))]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
     /// `review` left pending changes undecided.
     #[error(
         "settle {count} pending change(s): `devsim review --accept` or `--reject`, or review on a terminal"

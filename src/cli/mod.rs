@@ -34,6 +34,7 @@ mod error;
 pub(crate) mod filter;
 pub(crate) mod junit;
 pub(crate) mod masks;
+mod migrate;
 pub(crate) mod output;
 mod review;
 mod run;
@@ -102,6 +103,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
             format,
         } => coverage(&catalog, &paths, &threshold, &corpus, format),
         Command::Kernels { format } => kernels(&catalog, format),
+        Command::Migrate { paths, check } => migrate::migrate(&paths, check),
         Command::Hosts {
             root,
             hosts: folders,
@@ -159,6 +161,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
             | CliError::MasksDisagree { .. }
             | CliError::BaselineDiffers { .. }
             | CliError::PendingLeft { .. }
+            | CliError::MigrationNeeded { .. }
             | CliError::Errored { .. }
             | CliError::CoverageGaps { .. }),
         ) => {

@@ -45,6 +45,22 @@ pub(super) fn print_load_errors(errors: &[LoadError]) {
     }
 }
 
+/// Prints each distinct load warning of `scenarios` once (a matrix file's cases share theirs), to stderr.
+pub(super) fn print_load_warnings(scenarios: &[Scenario]) {
+    let mut seen = std::collections::HashSet::new();
+    for warning in scenarios.iter().flat_map(|s| &s.warnings) {
+        let error = &warning.0;
+        if seen.insert((
+            error.path.clone(),
+            error.line,
+            error.column,
+            error.message.clone(),
+        )) {
+            warn!("{}", render(warning).trim_end());
+        }
+    }
+}
+
 /// Loads the scenarios under `paths` that `selection` takes, with profiles from `corpus`; files that
 /// fail to load are kept when their name is selected (their tags cannot be read, so a tag selection keeps
 /// them too). Nothing to load is an error unless `--allow-empty`.
@@ -77,6 +93,7 @@ pub(super) fn load_selected(
         .into_iter()
         .filter(|s| filter.takes(&s.name, &s.tags))
         .collect();
+    print_load_warnings(&scenarios);
     let errors: Vec<LoadError> = errors
         .into_iter()
         .filter(|e| filter.takes_name(&scenario_name(&e.path)))

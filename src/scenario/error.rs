@@ -143,6 +143,30 @@ impl miette::Diagnostic for LoadError {
     }
 }
 
+/// Something a file should change that does not stop it loading: a deprecated form, with the migration in
+/// its help. Located like a [`LoadError`], rendered with miette's warning severity.
+#[derive(Debug, Clone, Error)]
+#[error(transparent)]
+pub struct LoadWarning(pub LoadError);
+
+impl miette::Diagnostic for LoadWarning {
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(miette::Severity::Warning)
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.0.help()
+    }
+
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.0.source_code()
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        self.0.labels()
+    }
+}
+
 /// A scenario path that cannot be listed, or a scenario run with nothing to run.
 #[derive(Debug, Error)]
 pub enum CorpusError {

@@ -5,10 +5,11 @@ pub(crate) mod error;
 pub(crate) mod format;
 pub(crate) mod load;
 pub(crate) mod matrix;
+pub mod migrate;
 pub(crate) mod model;
 pub(crate) mod schema;
 
-pub use error::{CorpusError, LoadError, ProfileError, Snippet, render};
+pub use error::{CorpusError, LoadError, LoadWarning, ProfileError, Snippet, render};
 pub use load::{
     HOSTS_DIR, ProfileSources, SHIPPED, decode, expand_scenarios, find_scenarios, load_all,
     load_all_with, load_profile, load_scenario, load_scenario_named, load_scenario_with,

@@ -29,6 +29,8 @@ pub struct Scenario {
     pub steps: Vec<Step>,
     /// A `[matrix]` case's parameters, sorted by name (empty for a plain file).
     pub params: Vec<(String, String)>,
+    /// What the file should change although it loads (deprecated forms), each with its migration.
+    pub warnings: Vec<crate::scenario::LoadWarning>,
 }
 
 /// One step.

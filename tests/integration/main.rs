@@ -10,6 +10,7 @@ mod containment;
 mod drivers;
 mod family_model;
 mod format_reference;
+mod formats;
 mod isolation;
 mod kernels;
 mod layering;

@@ -9,8 +9,35 @@ use toml::Spanned;
 use crate::conformance::{Conformance, DefaultLevel, Levels, StepContext, default_for};
 use crate::dispatch::selector::Selector;
 use crate::scenario::error::LoadError;
+use crate::scenario::format::TraceRuleFields;
 use crate::scenario::load::source::{Source, did_you_mean, shown};
 use crate::scenario::model::Expectations;
+
+/// The level format 1 gives a key that has no default (`trace.*.extension_load`), with a deprecation
+/// warning. Files written before conformance levels existed said nothing of levels: an in-process catalog
+/// is judged at every level, so their meaning there is unchanged, and `reference` binds a subject only
+/// where it claims that level, so no correct subject is failed by a rule its author never leveled.
+fn legacy_level() -> Conformance {
+    Conformance::reference()
+}
+
+/// Where a trace key is written among `fields`: the event's name in `never`/`once`, the `count` table.
+pub(crate) fn trace_key_span(fields: Option<&TraceRuleFields>, key: &str) -> Option<Range<usize>> {
+    let fields = fields?;
+    let (rule, event) = key.strip_prefix("trace.")?.split_once('.')?;
+    let named = |names: &[Spanned<String>]| {
+        names
+            .iter()
+            .find(|name| name.get_ref() == event)
+            .map(Spanned::span)
+    };
+    match rule {
+        "never" => named(&fields.never),
+        "once" => named(&fields.once),
+        "count" => fields.count.as_ref().map(Spanned::span),
+        _ => None,
+    }
+}
 
 /// A written `levels` table.
 pub(crate) type Written = Spanned<BTreeMap<String, Spanned<String>>>;
@@ -29,13 +56,14 @@ pub(crate) fn explicit_ordinal(selector: &Selector) -> bool {
     }
 }
 
-/// The levels of `keys` (the expectations of one table, named `table` in errors, at `at`).
+/// The levels of `keys` (the expectations of one table, named `table` in messages, whose trace rules are
+/// `trace`; `at` locates what has no place of its own).
 pub(crate) fn resolve(
     source: &Source,
     written: Option<&Written>,
     keys: &[String],
     context: &StepContext,
-    table: &str,
+    (table, trace): (&str, Option<&TraceRuleFields>),
     at: Range<usize>,
 ) -> Result<Levels, LoadError> {
     let mut levels = Levels::default();
@@ -72,27 +100,32 @@ pub(crate) fn resolve(
         match default_for(key, context) {
             DefaultLevel::Level(conformance) => levels.insert(key.clone(), conformance),
             DefaultLevel::Ambiguous(why) => {
-                return Err(source.error(
-                    at,
+                source.warn(
+                    trace_key_span(trace, key).unwrap_or_else(|| at.clone()),
                     format!(
-                        "give `{key}` a level in [{table}.levels]: it has no default, because {why}"
+                        "read `{key}` without a level: format 1 reads it as `reference`, but it has no default, because {why}"
                     ),
-                ));
+                    format!(
+                        "write its level in [{table}.levels] (`\"{key}\" = \"policy:extensions-after-gates\"` or `\"reference\"`), or run `devsim migrate` on the file to write `reference`"
+                    ),
+                );
+                levels.insert(key.clone(), legacy_level());
             }
         }
     }
     Ok(levels)
 }
 
-/// Resolves the levels of a step's expectations and of its conditional tables.
+/// Resolves the levels of a step's expectations and of its conditional tables (each table's written
+/// levels and trace rules, in the order main, `when_ok`, `when_refused`).
 pub(crate) fn resolve_step(
     source: &Source,
     expect: &mut Expectations,
-    written: [Option<&Written>; 3],
+    written: [(Option<&Written>, Option<&TraceRuleFields>); 3],
     context: StepContext,
     at: Range<usize>,
 ) -> Result<(), LoadError> {
-    let [main, ok, refused] = written;
+    let [(main, main_trace), (ok, ok_trace), (refused, refused_trace)] = written;
     expect.levels = resolve(
         source,
         main,
@@ -101,15 +134,15 @@ pub(crate) fn resolve_step(
             expects_ok: expect.ok,
             ..context
         },
-        "step.expect",
+        ("step.expect", main_trace),
         at.clone(),
     )?;
     for (branch, written, table, outcome) in [
-        (&mut expect.when_ok, ok, "step.when_ok", true),
+        (&mut expect.when_ok, ok, ("step.when_ok", ok_trace), true),
         (
             &mut expect.when_refused,
             refused,
-            "step.when_refused",
+            ("step.when_refused", refused_trace),
             false,
         ),
     ] {

@@ -219,7 +219,7 @@ pub fn parse_scenario(
             expects_ok: None,
             policy_spelling: true,
         },
-        "expect",
+        ("expect", expect.trace.as_ref()),
         // Point at the rules themselves: their first name, else the levels table.
         expect
             .trace
@@ -269,6 +269,7 @@ pub fn parse_scenario(
         trace_levels,
         steps,
         params: Vec::new(),
+        warnings: source.take_warnings(),
     })
 }
 

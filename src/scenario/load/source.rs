@@ -1,11 +1,12 @@
 //! One file's text and where it lives: byte offsets become `line:column` through a line-start table built
 //! once per file (a binary search per lookup), and errors carry a small, escaped excerpt for rendering.
 
+use std::cell::RefCell;
 use std::ops::Range;
 use std::path::Path;
 
 use crate::kernel::catalog::closest;
-use crate::scenario::error::{LoadError, Snippet, escape_controls};
+use crate::scenario::error::{LoadError, LoadWarning, Snippet, escape_controls};
 
 /// Lines of context above and below the offending line in an excerpt.
 const CONTEXT_LINES: usize = 1;
@@ -20,6 +21,8 @@ pub(crate) struct Source<'a> {
     pub text: &'a str,
     /// The byte offset where each line starts; the first is 0.
     line_starts: Vec<usize>,
+    /// What loading found to warn about, in the order found.
+    warnings: RefCell<Vec<LoadWarning>>,
 }
 
 impl<'a> Source<'a> {
@@ -32,7 +35,19 @@ impl<'a> Source<'a> {
             path,
             text,
             line_starts,
+            warnings: RefCell::default(),
         }
+    }
+
+    /// Records a warning at `span`: the file loads, but should change as `help` says.
+    pub fn warn(&self, span: Range<usize>, message: impl Into<String>, help: String) {
+        let warning = LoadWarning(self.error_with_help(span, message, Some(help)));
+        self.warnings.borrow_mut().push(warning);
+    }
+
+    /// The warnings recorded so far, emptied.
+    pub fn take_warnings(&self) -> Vec<LoadWarning> {
+        self.warnings.take()
     }
 
     /// A byte offset clamped into the text and moved back onto a character boundary.

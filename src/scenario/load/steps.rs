@@ -414,9 +414,15 @@ pub(crate) fn load_step(
         source,
         &mut expect,
         [
-            fields.expect.levels.as_ref(),
-            fields.when_ok.as_ref().and_then(|t| t.levels.as_ref()),
-            fields.when_refused.as_ref().and_then(|t| t.levels.as_ref()),
+            (fields.expect.levels.as_ref(), fields.expect.trace.as_ref()),
+            (
+                fields.when_ok.as_ref().and_then(|t| t.levels.as_ref()),
+                fields.when_ok.as_ref().and_then(|t| t.trace.as_ref()),
+            ),
+            (
+                fields.when_refused.as_ref().and_then(|t| t.levels.as_ref()),
+                fields.when_refused.as_ref().and_then(|t| t.trace.as_ref()),
+            ),
         ],
         context,
         step.span(),
