@@ -32,8 +32,8 @@ use crate::kernel::Catalog;
 use crate::replay::LiveContext;
 use crate::report;
 use crate::runner::{ScenarioReport, Status};
-use crate::scenario::load::{ProfileSources, load_scenario_named, load_scenarios_with};
-use crate::scenario::{CorpusError, ProfileError, Scenario, find_scenarios};
+use crate::scenario::load::{Found, ProfileSources, load_found};
+use crate::scenario::{CorpusError, ProfileError, Scenario, find_named};
 use crate::subject::CatalogSubject;
 use crate::suite::run_suite;
 
@@ -115,14 +115,15 @@ impl Harness {
 
     /// One trial per scenario file under the folders, in path order.
     pub fn trials(&self) -> Result<Vec<Trial>, HarnessError> {
-        Ok(self.trials_of(find_scenarios(&self.roots)?, None)?.0)
+        Ok(self.trials_of(find_named(&self.roots)?, None)?.0)
     }
 
     /// The one file an exact test name names (`seed/x.toml`, `x.toml[kernel=…]`) under a root, when the run
     /// selects exactly one test by name (nextest runs each test so): loading it alone gives the same
     /// trials for that name as loading every file, at the cost of one file. None: list everything.
-    fn exact_file(&self, args: &Arguments) -> Option<(PathBuf, String)> {
-        if args.list || !args.exact || !args.skip.is_empty() {
+    fn exact_file(&self, args: &Arguments) -> Option<(Found, String)> {
+        // With several roots, names are below the folder they share, not below each root.
+        if args.list || !args.exact || !args.skip.is_empty() || self.roots.len() != 1 {
             return None;
         }
         let name = args.filter.as_deref()?;
@@ -140,7 +141,11 @@ impl Harness {
             let inside = candidate.starts_with(&root) && candidate.is_file();
             // A link that leaves the folder, or a name the walk would not give, is left to the full listing.
             let as_named = candidate == root.join(relative);
-            (inside && as_named).then(|| (root.join(relative), name.to_string()))
+            let found = Found {
+                path: root.join(relative),
+                name: file.to_string(),
+            };
+            (inside && as_named).then(|| (found, name.to_string()))
         })
     }
 
@@ -148,7 +153,7 @@ impl Harness {
     /// listed as ignored cannot run here.
     fn trials_of(
         &self,
-        files: Vec<PathBuf>,
+        files: Vec<Found>,
         only: Option<&str>,
     ) -> Result<(Vec<Trial>, Vec<String>), HarnessError> {
         let profiles = Arc::new(if self.hosts.is_empty() {
@@ -172,11 +177,8 @@ impl Harness {
         let mut runnable = 0;
         let mut trials = Vec::new();
         let mut cannot_run = Vec::new();
-        for path in files {
-            let loaded = match only {
-                Some(name) => load_scenario_named(&path, name, &self.catalog, &profiles),
-                None => load_scenarios_with(&path, &self.catalog, &profiles),
-            };
+        for file in files {
+            let loaded = load_found(&file, &self.catalog, &profiles, only);
             for (name, loaded) in loaded {
                 let trial = match (&live, loaded) {
                     (_, Err(error)) => Trial::test(name, move || Err(error.to_string().into())),
@@ -237,7 +239,7 @@ impl Harness {
         }
         let trials = match self.exact_file(&args) {
             Some((file, name)) => self.trials_of(vec![file], Some(&name)),
-            None => find_scenarios(&self.roots)
+            None => find_named(&self.roots)
                 .map_err(HarnessError::from)
                 .and_then(|files| self.trials_of(files, None)),
         };

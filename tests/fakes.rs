@@ -30,7 +30,7 @@ use devsim::kernel::Catalog;
 use devsim::replay::worker::WorkerPool;
 use devsim::runner::Status;
 use devsim::runtime::live::machine::{RealGpu, RealMachine};
-use devsim::scenario::{ProfileSources, find_scenarios, load_profile, load_scenarios_with};
+use devsim::scenario::{ProfileSources, find_named, load_found, load_profile};
 use devsim::visible::VISIBLE_DEVICE_VARIABLES;
 use serde_json::Value;
 
@@ -261,13 +261,13 @@ fn faked_machine(profile: &HostSpec, env: &BTreeMap<String, String>) -> RealMach
 /// Returns `(name, is a GPU scenario)`.
 fn expected_live(profile: &HostSpec) -> BTreeMap<String, bool> {
     let catalog = Catalog::reference();
-    let files = find_scenarios(&[repo().join("scenarios")]).expect("list scenarios");
+    let files = find_named(&[repo().join("scenarios")]).expect("list scenarios");
     let parent = faked_machine(profile, &BTreeMap::new());
     let mut expected = BTreeMap::new();
     let profiles = ProfileSources::for_paths(&[repo().join("scenarios")]);
     let scenarios = files
         .iter()
-        .flat_map(|file| load_scenarios_with(file, &catalog, &profiles))
+        .flat_map(|file| load_found(file, &catalog, &profiles, None))
         .map(|(name, loaded)| loaded.unwrap_or_else(|e| panic!("{name} loads: {e}")));
     for scenario in scenarios {
         let host = &scenario.host;
@@ -753,11 +753,10 @@ fn worker_script(dir: &Path, prelude: &str) -> PathBuf {
 fn worker_scenarios() -> Vec<devsim::scenario::Scenario> {
     let folder = repo().join("tests/fixtures/live-worker");
     let profiles = ProfileSources::for_paths(std::slice::from_ref(&folder));
-    let mut files = find_scenarios(&[folder]).expect("list the fixtures");
-    files.sort();
+    let files = find_named(&[folder]).expect("list the fixtures");
     files
         .iter()
-        .flat_map(|file| load_scenarios_with(file, &Catalog::reference(), &profiles))
+        .flat_map(|file| load_found(file, &Catalog::reference(), &profiles, None))
         .map(|(name, loaded)| loaded.unwrap_or_else(|e| panic!("{name} loads: {e}")))
         .collect()
 }

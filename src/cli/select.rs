@@ -8,9 +8,8 @@ use super::args::{CorpusArgs, Selection};
 use super::filter::Filter;
 use crate::kernel::Catalog;
 use crate::scenario::error::render;
-use crate::scenario::load::scenario_name;
-use crate::scenario::load_all_with;
 use crate::scenario::{CorpusError, LoadError, ProfileSources, Scenario};
+use crate::scenario::{find_named, load_found};
 
 /// The paths given, or `./scenarios` when none was; no such folder here is an error that says where devsim
 /// looked and what to pass instead.
@@ -77,7 +76,16 @@ pub(super) fn load_selected(
     } else {
         ProfileSources::folders(corpus.hosts.clone()).map_err(CorpusError::from)?
     };
-    let (scenarios, errors) = load_all_with(&paths, catalog, &profiles)?;
+    let mut scenarios = Vec::new();
+    let mut errors = Vec::new();
+    for file in find_named(&paths)? {
+        for (name, loaded) in load_found(&file, catalog, &profiles, None) {
+            match loaded {
+                Ok(scenario) => scenarios.push(scenario),
+                Err(error) => errors.push((name, error)),
+            }
+        }
+    }
     if scenarios.is_empty() && errors.is_empty() && !corpus.allow_empty {
         let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         return Err(CorpusError::Empty {
@@ -96,7 +104,8 @@ pub(super) fn load_selected(
     print_load_warnings(&scenarios);
     let errors: Vec<LoadError> = errors
         .into_iter()
-        .filter(|e| filter.takes_name(&scenario_name(&e.path)))
+        .filter(|(name, _)| filter.takes_name(name))
+        .map(|(_, error)| error)
         .collect();
     if selection.is_active()
         && total > 0

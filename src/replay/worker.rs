@@ -23,7 +23,7 @@ use crate::child::{Connection, Incoming, Silence};
 use crate::kernel::Catalog;
 use crate::replay::LiveContext;
 use crate::runner::{HarnessFault, ScenarioReport};
-use crate::scenario::load_all_with;
+use crate::scenario::{Found, load_found};
 use crate::scenario::{ProfileSources, Scenario};
 use crate::visible::VISIBLE_DEVICE_VARIABLES;
 
@@ -41,6 +41,9 @@ pub struct WorkRequest {
     pub path: PathBuf,
     /// The scenario's name (a matrix file holds several).
     pub name: String,
+    /// The file's name, as the parent found it ([`Scenario::file_name`]): the worker names the file's
+    /// scenarios from it, so names agree whatever folder the parent walked.
+    pub file: String,
 }
 
 /// A worker's answer to one [`WorkRequest`].
@@ -104,6 +107,7 @@ impl WorkerPool {
         let request = WorkRequest {
             path: scenario.path.clone(),
             name: scenario.name.clone(),
+            file: scenario.file_name().to_string(),
         };
         let line = match serde_json::to_string(&request) {
             Ok(line) => line,
@@ -249,7 +253,7 @@ pub fn serve(
             Ok(request) => {
                 let loaded = files
                     .entry(request.path.clone())
-                    .or_insert_with(|| load_file(&request.path, catalog));
+                    .or_insert_with(|| load_file(&request.path, &request.file, catalog));
                 let found = match loaded {
                     Ok(scenarios) => scenarios
                         .iter()
@@ -284,13 +288,20 @@ pub fn serve(
     Ok(())
 }
 
-/// Every scenario of one file, with profiles found as `devsim run FILE` finds them.
-fn load_file(path: &Path, catalog: &Catalog) -> Result<Vec<Scenario>, String> {
+/// Every scenario of one file, named from `file` (its name as the parent found it), with profiles found as
+/// `devsim run FILE` finds them.
+fn load_file(path: &Path, file: &str, catalog: &Catalog) -> Result<Vec<Scenario>, String> {
     let paths = [path.to_path_buf()];
-    let (scenarios, errors) = load_all_with(&paths, catalog, &ProfileSources::for_paths(&paths))
-        .map_err(|error| format!("load {}: {error}", path.display()))?;
-    match errors.first() {
-        Some(error) => Err(format!("load {}: {error}", path.display())),
-        None => Ok(scenarios),
+    let found = Found {
+        path: path.to_path_buf(),
+        name: file.to_string(),
+    };
+    let mut scenarios = Vec::new();
+    for (_, loaded) in load_found(&found, catalog, &ProfileSources::for_paths(&paths), None) {
+        match loaded {
+            Ok(scenario) => scenarios.push(scenario),
+            Err(error) => return Err(format!("load {}: {error}", path.display())),
+        }
     }
+    Ok(scenarios)
 }

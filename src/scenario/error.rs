@@ -198,6 +198,17 @@ pub enum CorpusError {
         /// What it is, in words.
         kind: &'static str,
     },
+    /// A folder lies deeper below its argument than discovery goes.
+    #[error(
+        "walk {}: it is more than {limit} folders below the folder given; scenario trees are at most {limit} deep",
+        escape_controls(&path.display().to_string())
+    )]
+    TooDeep {
+        /// The first folder too deep.
+        path: PathBuf,
+        /// The limit, [`crate::scenario::load::corpus::MAX_DEPTH`].
+        limit: usize,
+    },
     /// The paths hold no scenario file.
     #[error(
         "find scenarios: no scenario file (*.toml) under {paths}; pass --allow-empty to accept that"

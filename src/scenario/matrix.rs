@@ -59,13 +59,14 @@ pub struct Case {
 impl Case {
     /// The case's name: `file.toml[host=h200x2,kernel=gptq_torch]`.
     pub fn name(&self, base: &str) -> String {
-        let params: Vec<String> = self
-            .params
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        format!("{base}[{}]", params.join(","))
+        format!("{base}{}", case_suffix(&self.params))
     }
+}
+
+/// What a case's parameters add to its file's name: `[k=v,…]`.
+pub(crate) fn case_suffix(params: &[(String, String)]) -> String {
+    let params: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("[{}]", params.join(","))
 }
 
 /// Why a matrix cannot be expanded, located at a byte offset of the file.

@@ -10,10 +10,12 @@ pub(crate) mod model;
 pub(crate) mod schema;
 
 pub use error::{CorpusError, LoadError, LoadWarning, ProfileError, Snippet, render};
+#[allow(deprecated)]
+pub use load::root_of;
 pub use load::{
-    HOSTS_DIR, ProfileSources, SHIPPED, decode, expand_scenarios, find_scenarios, load_all,
-    load_all_with, load_profile, load_scenario, load_scenario_named, load_scenario_with,
-    load_scenarios_with, profile_names, root_of,
+    Found, HOSTS_DIR, MAX_DEPTH, ProfileSources, SHIPPED, decode, expand_scenarios, find_named,
+    find_scenarios, load_all, load_all_with, load_found, load_profile, load_scenario,
+    load_scenario_named, load_scenario_with, load_scenarios_with, profile_names,
 };
 pub use model::{Action, Expectations, ExpectedOrdinal, Scenario, Step, TraceRules};
 pub use schema::SchemaKind;

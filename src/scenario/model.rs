@@ -33,6 +33,17 @@ pub struct Scenario {
     pub warnings: Vec<crate::scenario::LoadWarning>,
 }
 
+impl Scenario {
+    /// The name of the file it came from: its name without a matrix case's parameters.
+    pub fn file_name(&self) -> &str {
+        if self.params.is_empty() {
+            return &self.name;
+        }
+        let suffix = crate::scenario::matrix::case_suffix(&self.params);
+        self.name.strip_suffix(&suffix).unwrap_or(&self.name)
+    }
+}
+
 /// One step.
 #[derive(Debug, Clone)]
 pub struct Step {

@@ -7,6 +7,7 @@ mod ci_config;
 mod cli;
 mod common;
 mod containment;
+mod discovery;
 mod drivers;
 mod family_model;
 mod format_reference;

@@ -3,12 +3,13 @@
 //! Discovery takes regular `*.toml` files only. A symbolic link is followed only when it resolves inside
 //! the folder being walked (the scenario root); one that leaves it is an error and is never opened. FIFOs,
 //! sockets and devices are refused from their metadata, without opening them. Every folder is walked once
-//! (by its resolved path), so link loops terminate and no file is listed twice. `hosts/` folders hold
+//! (by its resolved path), so link loops terminate and no file is listed twice; a folder more than
+//! [`MAX_DEPTH`] below its argument is an error naming it. `hosts/` folders hold
 //! profiles, not scenarios, and are skipped. A file is read through a bounded reader: more than
 //! [`MAX_FILE_BYTES`] is an error naming the file and the limit.
 
 use std::collections::HashSet;
-use std::fs::Metadata;
+use std::fs::FileType;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -19,8 +20,35 @@ use crate::scenario::load::source::Source;
 /// The largest scenario or profile file devsim reads: 4 MiB.
 pub const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
+/// How many folders deep below a folder argument discovery goes; a deeper folder is an error naming it.
+pub const MAX_DEPTH: usize = 64;
+
+/// A scenario file found under the path arguments, with its name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The file, as reached from its argument (readable from the current folder).
+    pub path: PathBuf,
+    /// Its name in reports, baselines, filters and test lists: the path below the folder argument, `/`-separated
+    /// (with several arguments, below the folder they share).
+    pub name: String,
+}
+
+impl Found {
+    /// A file loaded on its own: named by the path below its own folder (its file name).
+    pub fn alone(path: &Path) -> Self {
+        Self {
+            path: path.to_path_buf(),
+            name: scenario_name(path),
+        }
+    }
+}
+
 /// The scenario root for naming a file: the nearest ancestor folder holding `hosts/`, else the file's
-/// folder. Used for names only; profiles come from [`super::ProfileSources`].
+/// folder.
+#[deprecated(
+    since = "0.2.0",
+    note = "names no longer depend on an ancestor: a scenario is named by its path below the folder argument (`find_named`)"
+)]
 pub fn root_of(path: &Path) -> PathBuf {
     let parent = path.parent().unwrap_or(Path::new("."));
     parent
@@ -30,48 +58,95 @@ pub fn root_of(path: &Path) -> PathBuf {
         .to_path_buf()
 }
 
-/// A scenario's name in reports and test lists: its path relative to its scenario root, `/`-separated.
+/// The name of a scenario file loaded on its own: the path below its own folder, i.e. its file name.
+/// Files found under folder arguments are named by [`find_named`].
 pub fn scenario_name(path: &Path) -> String {
-    path.strip_prefix(root_of(path))
-        .unwrap_or(path)
-        .to_string_lossy()
-        .replace('\\', "/")
+    path.file_name()
+        .map_or_else(|| path.to_string_lossy(), |name| name.to_string_lossy())
+        .into_owned()
 }
 
 /// Every scenario file under `paths`, sorted, host profiles excluded. A file argument is taken as given
 /// (it must be a regular file); a folder is walked under the containment rules of this module.
 pub fn find_scenarios(paths: &[PathBuf]) -> Result<Vec<PathBuf>, CorpusError> {
+    Ok(find_named(paths)?
+        .into_iter()
+        .map(|found| found.path)
+        .collect())
+}
+
+/// [`find_scenarios`] with each file's name: its path below its folder argument, or with several arguments
+/// below the folder they all lie in (a file argument counts by its folder), so two files never share a
+/// name and no folder above the arguments changes one.
+pub fn find_named(paths: &[PathBuf]) -> Result<Vec<Found>, CorpusError> {
     let mut walk = Walk::default();
+    let mut bases = Vec::new();
     for path in paths {
         let metadata = std::fs::metadata(path).map_err(|source| CorpusError::Io {
             path: path.clone(),
             source,
         })?;
         if metadata.is_dir() {
+            bases.push(lexical(path));
             let root = canonical(path)?;
             walk.root = root.clone();
-            walk.dir(path, &root)?;
+            walk.dir(path, &root, 0)?;
         } else {
-            regular(path, &metadata)?;
+            regular(path, metadata.file_type())?;
             // A file argument is given under its own folder: a link that leaves it is not followed.
             let folder = match path.parent() {
                 Some(parent) if !parent.as_os_str().is_empty() => parent,
                 _ => Path::new("."),
             };
+            bases.push(lexical(folder));
             let folder = canonical(folder)?;
-            if !canonical(path)?.starts_with(&folder) {
+            let resolved = canonical(path)?;
+            if !resolved.starts_with(&folder) {
                 return Err(CorpusError::Escapes {
                     path: path.clone(),
                     root: folder,
                 });
             }
-            if walk.files.insert(canonical(path)?) {
+            if walk.files.insert(resolved) {
                 walk.found.push(path.clone());
             }
         }
     }
-    walk.found.sort();
-    Ok(walk.found)
+    let base = shared_prefix(&bases);
+    let mut found: Vec<Found> = walk
+        .found
+        .into_iter()
+        .map(|path| {
+            let name = lexical(&path)[base..]
+                .iter()
+                .map(|part| part.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            Found { path, name }
+        })
+        .collect();
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(found)
+}
+
+/// A path's parts, with `.` dropped (`./a/./b` is `a/b`); `..` is kept, so distinct paths stay distinct.
+fn lexical(path: &Path) -> Vec<std::ffi::OsString> {
+    path.components()
+        .filter(|part| !matches!(part, std::path::Component::CurDir))
+        .map(|part| part.as_os_str().to_os_string())
+        .collect()
+}
+
+/// How many leading parts every one of `paths` shares.
+fn shared_prefix(paths: &[Vec<std::ffi::OsString>]) -> usize {
+    let Some((first, rest)) = paths.split_first() else {
+        return 0;
+    };
+    let mut shared = first.len();
+    for path in rest {
+        shared = shared.min(first.iter().zip(path).take_while(|(a, b)| a == b).count());
+    }
+    shared
 }
 
 /// The state of one discovery: what was found, and what was already seen (by resolved path).
@@ -84,7 +159,16 @@ struct Walk {
 }
 
 impl Walk {
-    fn dir(&mut self, dir: &Path, resolved: &Path) -> Result<(), CorpusError> {
+    /// Walks `dir` (resolved: `resolved`, `depth` folders below its argument). Only links are resolved by
+    /// the file system; any other entry's resolved path is its folder's plus its name, so each entry costs
+    /// the same at any depth.
+    fn dir(&mut self, dir: &Path, resolved: &Path, depth: usize) -> Result<(), CorpusError> {
+        if depth > MAX_DEPTH {
+            return Err(CorpusError::TooDeep {
+                path: dir.to_path_buf(),
+                limit: MAX_DEPTH,
+            });
+        }
         if !self.dirs.insert(resolved.to_path_buf()) {
             return Ok(());
         }
@@ -94,45 +178,48 @@ impl Walk {
         };
         let mut entries = std::fs::read_dir(dir)
             .map_err(io)?
-            .map(|entry| entry.map(|e| e.path()))
+            .map(|entry| entry.and_then(|e| Ok((e.file_name(), e.file_type()?))))
             .collect::<Result<Vec<_>, _>>()
             .map_err(io)?;
-        entries.sort();
-        for path in entries {
-            let toml = path.extension().is_some_and(|ext| ext == "toml");
-            let link = std::fs::symlink_metadata(&path)
-                .map_err(|source| CorpusError::Io {
-                    path: path.clone(),
-                    source,
-                })?
-                .file_type()
-                .is_symlink();
-            let resolved = match canonical(&path) {
-                Ok(resolved) => resolved,
-                // A dangling link that is not a scenario is none of our business.
-                Err(_) if link && !toml => continue,
-                Err(error) => return Err(error),
-            };
-            if link && !resolved.starts_with(&self.root) {
-                if toml || resolved.is_dir() {
-                    return Err(CorpusError::Escapes {
-                        path,
-                        root: self.root.clone(),
-                    });
-                }
-                continue;
-            }
-            let metadata = std::fs::metadata(&resolved).map_err(|source| CorpusError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            if metadata.is_dir() {
-                if path.file_name().is_some_and(|name| name == HOSTS_DIR) {
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, kind) in entries {
+            let path = dir.join(&name);
+            let toml = Path::new(&name)
+                .extension()
+                .is_some_and(|ext| ext == "toml");
+            let (resolved, kind) = if kind.is_symlink() {
+                let target = match canonical(&path) {
+                    Ok(target) => target,
+                    // A dangling link that is not a scenario is none of our business.
+                    Err(_) if !toml => continue,
+                    Err(error) => return Err(error),
+                };
+                if !target.starts_with(&self.root) {
+                    if toml || target.is_dir() {
+                        return Err(CorpusError::Escapes {
+                            path,
+                            root: self.root.clone(),
+                        });
+                    }
                     continue;
                 }
-                self.dir(&path, &resolved)?;
+                let kind = std::fs::metadata(&target)
+                    .map_err(|source| CorpusError::Io {
+                        path: path.clone(),
+                        source,
+                    })?
+                    .file_type();
+                (target, kind)
+            } else {
+                (resolved.join(&name), kind)
+            };
+            if kind.is_dir() {
+                if name == HOSTS_DIR {
+                    continue;
+                }
+                self.dir(&path, &resolved, depth + 1)?;
             } else if toml {
-                regular(&path, &metadata)?;
+                regular(&path, kind)?;
                 if self.files.insert(resolved) {
                     self.found.push(path);
                 }
@@ -149,9 +236,9 @@ fn canonical(path: &Path) -> Result<PathBuf, CorpusError> {
     })
 }
 
-/// Refuses anything but a regular file, from its metadata alone.
-fn regular(path: &Path, metadata: &Metadata) -> Result<(), CorpusError> {
-    match kind_of(metadata) {
+/// Refuses anything but a regular file, from its type alone.
+fn regular(path: &Path, kind: FileType) -> Result<(), CorpusError> {
+    match kind_of(kind) {
         None => Ok(()),
         Some(kind) => Err(CorpusError::NotRegular {
             path: path.to_path_buf(),
@@ -161,17 +248,16 @@ fn regular(path: &Path, metadata: &Metadata) -> Result<(), CorpusError> {
 }
 
 /// What a non-regular file is, in words; `None` for a regular file.
-fn kind_of(metadata: &Metadata) -> Option<&'static str> {
-    if metadata.is_file() {
+fn kind_of(kind: FileType) -> Option<&'static str> {
+    if kind.is_file() {
         return None;
     }
-    if metadata.is_dir() {
+    if kind.is_dir() {
         return Some("a folder");
     }
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
-        let kind = metadata.file_type();
         if kind.is_fifo() {
             return Some("a fifo");
         }
@@ -218,7 +304,7 @@ pub fn read_in_folder(path: &Path) -> Result<String, LoadError> {
 pub fn read_bounded(path: &Path) -> Result<String, LoadError> {
     let refuse = |message: String| LoadError::new(path, 1, 1, message);
     let metadata = std::fs::metadata(path).map_err(|e| refuse(format!("read the file: {e}")))?;
-    if let Some(kind) = kind_of(&metadata) {
+    if let Some(kind) = kind_of(metadata.file_type()) {
         return Err(refuse(format!(
             "read the file: it is {kind}, expected a regular file"
         )));
@@ -237,7 +323,7 @@ pub fn read_bounded(path: &Path) -> Result<String, LoadError> {
     let opened = file
         .metadata()
         .map_err(|e| refuse(format!("read the file: {e}")))?;
-    if let Some(kind) = kind_of(&opened) {
+    if let Some(kind) = kind_of(opened.file_type()) {
         return Err(refuse(format!(
             "read the file: it is {kind}, expected a regular file"
         )));

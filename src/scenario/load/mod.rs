@@ -28,7 +28,11 @@ use crate::scenario::format::{FORMAT_VERSION, ScenarioFile};
 use crate::scenario::matrix::{self, MatrixContext};
 use crate::scenario::model::{Scenario, Step, TraceRules};
 
-pub use corpus::{decode, find_scenarios, read_bounded, root_of, scenario_name};
+#[allow(deprecated)]
+pub use corpus::root_of;
+pub use corpus::{
+    Found, MAX_DEPTH, decode, find_named, find_scenarios, read_bounded, scenario_name,
+};
 pub use hosts::{HOSTS_DIR, ProfileSources, SHIPPED, load_profile, profile_names};
 
 use expectations::trace_rules;
@@ -62,7 +66,21 @@ pub fn load_scenarios_with(
     catalog: &Catalog,
     profiles: &ProfileSources,
 ) -> Vec<Loaded> {
-    read_and_expand(path, catalog, profiles, None)
+    load_found(&Found::alone(path), catalog, profiles, None)
+}
+
+/// Loads a file [`find_named`] found as every scenario it holds, named from its name; with `only`, just the
+/// scenario of that name (and any error of the file as a whole).
+pub fn load_found(
+    found: &Found,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+    only: Option<&str>,
+) -> Vec<Loaded> {
+    match read_bounded(&found.path) {
+        Ok(text) => expand_only(&found.path, &found.name, &text, catalog, profiles, only),
+        Err(error) => vec![(found.name.clone(), Err(error))],
+    }
 }
 
 /// The one scenario of `path` named `name` (a matrix case `x.toml[k=v]`, or the file's own name): only that
@@ -74,20 +92,7 @@ pub fn load_scenario_named(
     catalog: &Catalog,
     profiles: &ProfileSources,
 ) -> Vec<Loaded> {
-    read_and_expand(path, catalog, profiles, Some(name))
-}
-
-/// Reads `path` (bounded) and expands it, keeping only the case named `only` when one is given.
-fn read_and_expand(
-    path: &Path,
-    catalog: &Catalog,
-    profiles: &ProfileSources,
-    only: Option<&str>,
-) -> Vec<Loaded> {
-    match read_bounded(path) {
-        Ok(text) => expand_only(path, &text, catalog, profiles, only),
-        Err(error) => vec![(scenario_name(path), Err(error))],
-    }
+    load_found(&Found::alone(path), catalog, profiles, Some(name))
 }
 
 /// [`load_scenarios_with`] over text the caller already holds.
@@ -97,21 +102,27 @@ pub fn expand_scenarios(
     catalog: &Catalog,
     profiles: &ProfileSources,
 ) -> Vec<Loaded> {
-    expand_only(path, text, catalog, profiles, None)
+    expand_only(path, &scenario_name(path), text, catalog, profiles, None)
 }
 
-/// The scenarios of `text`; with `only`, just the case of that name (and any error of the file as a whole).
+/// The scenarios of `text` (its file named `base`); with `only`, just the case of that name (and any error
+/// of the file as a whole).
 fn expand_only(
     path: &Path,
+    base: &str,
     text: &str,
     catalog: &Catalog,
     profiles: &ProfileSources,
     only: Option<&str>,
 ) -> Vec<Loaded> {
+    let named = |scenario: Scenario| Scenario {
+        name: base.to_string(),
+        ..scenario
+    };
     if !matrix::has_matrix(text) {
         return vec![(
-            scenario_name(path),
-            parse_scenario(path, text, catalog, profiles),
+            base.to_string(),
+            parse_scenario(path, text, catalog, profiles).map(named),
         )];
     }
     let source = Source::new(path, text);
@@ -135,23 +146,22 @@ fn expand_only(
     let cases = match matrix::expand(text, &context) {
         Ok(None) => {
             return vec![(
-                scenario_name(path),
-                parse_scenario(path, text, catalog, profiles),
+                base.to_string(),
+                parse_scenario(path, text, catalog, profiles).map(named),
             )];
         }
         Ok(Some(cases)) => cases,
         Err(error) => {
             let at = error.offset..error.offset;
             let error = source.error_with_help(at, error.message, error.help);
-            return vec![(scenario_name(path), Err(error))];
+            return vec![(base.to_string(), Err(error))];
         }
     };
-    let base = scenario_name(path);
     cases
         .into_iter()
-        .filter(|case| only.is_none_or(|wanted| case.name(&base) == wanted))
+        .filter(|case| only.is_none_or(|wanted| case.name(base) == wanted))
         .map(|case| {
-            let name = case.name(&base);
+            let name = case.name(base);
             let scenario = match &case.text {
                 Ok(text) => parse_scenario(path, text, catalog, profiles),
                 Err(reason) => Err(LoadError::new(path, 1, 1, reason.clone())),
@@ -288,11 +298,11 @@ pub fn load_all_with(
     catalog: &Catalog,
     profiles: &ProfileSources,
 ) -> Result<(Vec<Scenario>, Vec<LoadError>), CorpusError> {
-    let files = find_scenarios(paths)?;
+    let files = find_named(paths)?;
     let mut scenarios = Vec::new();
     let mut errors = Vec::new();
     for file in files {
-        for (_, loaded) in load_scenarios_with(&file, catalog, profiles) {
+        for (_, loaded) in load_found(&file, catalog, profiles, None) {
             match loaded {
                 Ok(scenario) => scenarios.push(scenario),
                 Err(error) => errors.push(error),
