@@ -7,6 +7,7 @@
 
 mod commands;
 mod markdown;
+mod selfcheck;
 mod toml_blocks;
 
 /// CI's steps, from the one definition `.ci/run` and the workflows use.
@@ -19,6 +20,9 @@ use std::path::{Path, PathBuf};
 use libtest_mimic::{Arguments, Trial};
 
 use markdown::Block;
+
+/// A check of the checks (tests/docs/selfcheck.rs).
+type SelfCheck = fn() -> Result<(), String>;
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -79,6 +83,43 @@ fn trials(root: &Path) -> Result<Vec<Trial>, String> {
             move || commands::stale_entries(&readme_commands).map_err(Into::into),
         )
         .with_kind("sh"),
+    );
+    let checks: [(&str, SelfCheck); 7] = [
+        (
+            "an unmarked partial block fails",
+            selfcheck::an_unmarked_partial_block_fails,
+        ),
+        ("markers are checked", selfcheck::markers_are_checked),
+        (
+            "a scenario that does not load names the markdown line",
+            selfcheck::a_scenario_that_does_not_load_names_the_markdown_line,
+        ),
+        (
+            "a scenario that fails when run fails",
+            selfcheck::a_scenario_that_fails_when_run_fails,
+        ),
+        (
+            "a profile that does not load names the markdown line",
+            selfcheck::a_profile_that_does_not_load_names_the_markdown_line,
+        ),
+        (
+            "an unclosed fence is an error",
+            selfcheck::an_unclosed_fence_is_an_error,
+        ),
+        (
+            "commands are extracted as the shell reads them",
+            selfcheck::commands_are_extracted_as_the_shell_reads_them,
+        ),
+    ];
+    for (name, check) in checks {
+        trials.push(Trial::test(name, move || check().map_err(Into::into)).with_kind("self"));
+    }
+    let root = root.to_path_buf();
+    trials.push(
+        Trial::test("uncovered and stale commands fail", move || {
+            selfcheck::uncovered_and_stale_commands_fail(&root).map_err(Into::into)
+        })
+        .with_kind("self"),
     );
     Ok(trials)
 }
