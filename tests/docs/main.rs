@@ -84,7 +84,7 @@ fn trials(root: &Path) -> Result<Vec<Trial>, String> {
         )
         .with_kind("sh"),
     );
-    let checks: [(&str, SelfCheck); 7] = [
+    let checks: [(&str, SelfCheck); 8] = [
         (
             "an unmarked partial block fails",
             selfcheck::an_unmarked_partial_block_fails,
@@ -97,6 +97,10 @@ fn trials(root: &Path) -> Result<Vec<Trial>, String> {
         (
             "a scenario that fails when run fails",
             selfcheck::a_scenario_that_fails_when_run_fails,
+        ),
+        (
+            "a scenario in a deprecated form fails",
+            selfcheck::a_scenario_in_a_deprecated_form_fails,
         ),
         (
             "a profile that does not load names the markdown line",

@@ -97,6 +97,21 @@ pub fn a_scenario_that_fails_when_run_fails() -> Result<(), String> {
     )
 }
 
+/// A scenario that loads only through a deprecated form (an `extension_load` rule with no level) fails:
+/// the docs teach the current form.
+pub fn a_scenario_in_a_deprecated_form_fails() -> Result<(), String> {
+    let body = "format = 1\ndescription = \"d\"\n[host]\nprofile = \"mi300x\"\n[[step]]\naction = \"validate\"\n\
+                kernel = \"gptq_marlin\"\ndevice = \"cuda\"\n[step.expect]\nerror = \"unsupported-family\"\n\
+                [step.expect.trace]\nnever = [\"extension_load\"]\n";
+    fails_with(
+        toml_blocks::check(&toml_block("toml", body)?),
+        &["deprecation warning", "devsim migrate"],
+    )?;
+    let leveled =
+        format!("{body}[step.expect.levels]\n\"trace.never.extension_load\" = \"reference\"\n");
+    toml_blocks::check(&toml_block("toml", &leveled)?)
+}
+
 /// A host profile the loader refuses fails at the markdown's line, without the scratch folder's path.
 pub fn a_profile_that_does_not_load_names_the_markdown_line() -> Result<(), String> {
     let block = toml_block("toml", "torch = \"hip\"\ngpus = [\"gfx9999\"]\n")?;

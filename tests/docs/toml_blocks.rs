@@ -126,6 +126,16 @@ fn scenario(block: &Block) -> Result<(), String> {
             )),
         }
     }
+    // The docs teach the current form: an example that loads only through a deprecated form fails.
+    for scenario in &scenarios {
+        for warning in &scenario.warnings {
+            problems.push(format!(
+                "{at}: the scenario{} loads with a deprecation warning; write it in the current form:\n{}",
+                case(&scenario.name),
+                render(warning)
+            ));
+        }
+    }
     if !problems.is_empty() {
         return Err(problems.join("\n"));
     }

@@ -37,7 +37,10 @@ fn names_are_the_path_below_the_folder_argument_whatever_lies_above() {
     // `hosts/` above the folder given used to name files from there.
     let scratch = tree(&["corpus/a/x.toml", "corpus/b/x.toml"], &["hosts"]);
     let corpus = scratch.path().join("corpus");
-    assert_eq!(names(std::slice::from_ref(&corpus)), ["a/x.toml", "b/x.toml"]);
+    assert_eq!(
+        names(std::slice::from_ref(&corpus)),
+        ["a/x.toml", "b/x.toml"]
+    );
     assert_eq!(names(&[corpus.join("a")]), ["x.toml"]);
     // Without any hosts/ the same.
     let bare = tree(&["a/x.toml", "b/x.toml"], &[]);
