@@ -142,6 +142,13 @@ pub struct TraceRuleFields {
     pub order: Vec<Spanned<String>>,
 }
 
+impl StepExpectFields {
+    /// The `ok` written, if any.
+    pub fn ok(&self) -> Option<bool> {
+        self.ok.as_ref().map(|ok| *ok.get_ref())
+    }
+}
+
 /// A selector as written: a string or an integer.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(untagged)]
@@ -211,7 +218,8 @@ pub struct StepFields {
 #[serde(deny_unknown_fields)]
 pub struct StepExpectFields {
     /// Success or failure (default: success unless `error` is given).
-    pub ok: Option<bool>,
+    #[schemars(with = "Option<bool>")]
+    pub ok: Option<Spanned<bool>>,
     /// The error kind.
     #[schemars(with = "Option<String>")]
     pub error: Option<Spanned<String>>,

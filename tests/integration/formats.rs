@@ -1,8 +1,8 @@
 //! Format compatibility: a file that loaded under `format = N` loads under every later release with the same
 //! meaning. `tests/formats/format-N/` is the corpus as it stood when format N was last extended (format 1:
 //! the scenarios of 2026-12-01, before conformance levels); it must load and pass against the reference
-//! catalog. Deprecated forms load with a located warning naming the migration
-//! (`tests/fixtures/deprecated/`, the rendered warnings pinned by insta snapshots).
+//! catalog. Deprecated forms load with a located warning naming the migration, as does every file under
+//! `tests/fixtures/warned/` (its first line says why; the rendered warnings are pinned by insta snapshots).
 
 use std::path::Path;
 
@@ -43,19 +43,19 @@ fn the_format_1_corpus_of_2026_12_01_loads_and_passes() {
 }
 
 #[test]
-fn deprecated_forms_load_with_a_located_warning() {
+fn files_that_warn_load_with_a_located_warning_and_its_remedy() {
     let catalog = Catalog::reference();
-    insta::glob!("../", "fixtures/deprecated/*.toml", |path| {
+    insta::glob!("../", "fixtures/warned/*.toml", |path| {
         let relative = path
             .strip_prefix(env!("CARGO_MANIFEST_DIR"))
             .unwrap_or(path);
         let bytes = std::fs::read(path).expect("fixture");
         assert!(
-            bytes.starts_with(b"# deprecated: "),
-            "{}: the first line says what is deprecated",
+            bytes.starts_with(b"# warns: "),
+            "{}: the first line says why it warns",
             relative.display()
         );
-        let scenario = load_scenario(relative, &catalog).expect("a deprecated form still loads");
+        let scenario = load_scenario(relative, &catalog).expect("a file that warns still loads");
         assert!(!scenario.warnings.is_empty(), "and says so");
         let rendered: Vec<String> = scenario.warnings.iter().map(|w| render(w)).collect();
         insta::assert_snapshot!(rendered.join("\n"));

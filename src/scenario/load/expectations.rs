@@ -93,7 +93,7 @@ pub(crate) fn unproducible(
 
 /// `message` given on a step that must succeed: its span.
 fn message_on_success(fields: &StepExpectFields) -> Option<Range<usize>> {
-    let succeeds = fields.error.is_none() && fields.ok != Some(false);
+    let succeeds = fields.error.is_none() && fields.ok() != Some(false);
     fields
         .message
         .as_ref()
@@ -165,6 +165,20 @@ fn place_word(source: &Source, value: &Spanned<IntOrWord>, key: &str) -> Result<
 }
 
 /// Checks a step's expectations.
+/// Warns of a step's `[step.expect]` that says `ok = false` and nothing of which refusal: any passes.
+pub(crate) fn warn_lone_refusal(source: &Source, fields: &StepExpectFields, refused: bool) {
+    let Some(ok) = fields.ok.as_ref().filter(|ok| !*ok.get_ref()) else {
+        return;
+    };
+    if fields.error.is_none() && fields.message.is_none() && !refused {
+        source.warn(
+            ok.span(),
+            "expect `ok = false` alone: any refusal passes, whatever its kind or cause",
+            "say which refusal with `error = \"<kind>\"` (and a `message` fragment), or check what a refusal must show in [step.when_refused]".to_string(),
+        );
+    }
+}
+
 pub(crate) fn expectations(
     source: &Source,
     catalog: &Catalog,
@@ -188,7 +202,7 @@ pub(crate) fn expectations(
                 did_you_mean(error.get_ref(), DispatchError::KINDS),
             ));
         }
-        if fields.ok == Some(true) {
+        if fields.ok() == Some(true) {
             return Err(source.error(
                 error.span(),
                 "expect an error with `ok = true`: set `ok = false` or drop `error`",
@@ -268,7 +282,7 @@ pub(crate) fn expectations(
         }
     }
     Ok(Expectations {
-        ok: Some(fields.ok.unwrap_or(fields.error.is_none())),
+        ok: Some(fields.ok().unwrap_or(fields.error.is_none())),
         error: fields.error.as_ref().map(|e| e.get_ref().clone()),
         message: fields.message.as_ref().map(|m| m.get_ref().clone()),
         family: fields.family.as_ref().map(|f| f.get_ref().clone()),
@@ -348,7 +362,7 @@ pub(crate) fn branch_expectations(
         Branch::Ok => expectations(source, catalog, fields)?,
         Branch::Refused => {
             let as_failure = StepExpectFields {
-                ok: Some(false),
+                ok: Some(Spanned::new(0..0, false)),
                 ..fields.clone()
             };
             expectations(source, catalog, &as_failure)?

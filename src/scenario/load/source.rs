@@ -169,7 +169,7 @@ impl<'a> Source<'a> {
     /// Parses TOML into `T`, turning syntax and unknown-key errors into located diagnostics.
     pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, LoadError> {
         toml::from_str(self.text).map_err(|error| {
-            let message = error.message().trim().to_string();
+            let message = list_matrix(error.message().trim());
             let span = match error.span() {
                 Some(span) => span,
                 None => self.unspanned(&message),
@@ -247,6 +247,19 @@ fn push_escaped(out: &mut String, c: char) {
 /// Control characters and the bidirectional overrides.
 pub(crate) fn is_unsafe(c: char) -> bool {
     c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// serde's list of a scenario's top-level keys lacks `matrix`, which is read before the file is parsed: a
+/// message listing them gets it added.
+fn list_matrix(message: &str) -> String {
+    let top_level = message.starts_with("unknown field `")
+        && message.contains("`format`")
+        && message.contains("`step`")
+        && !message.contains("`matrix`");
+    match top_level {
+        true => format!("{message}, `matrix`"),
+        false => message.to_string(),
+    }
 }
 
 /// "did you mean …?" for serde's `unknown field `x`, expected one of `a`, `b`` messages.

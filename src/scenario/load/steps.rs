@@ -11,7 +11,7 @@ use crate::pool::LockMode;
 use crate::scenario::error::LoadError;
 use crate::scenario::format::{SelectorValue, StepFields};
 use crate::scenario::load::expectations::{
-    Branch, branch_expectations, expectations, unproducible,
+    Branch, branch_expectations, expectations, unproducible, warn_lone_refusal,
 };
 use crate::scenario::load::source::{Source, did_you_mean, shown};
 use crate::scenario::load::{hints, levels};
@@ -368,6 +368,7 @@ pub(crate) fn load_step(
         ));
     }
     let mut expect = expectations(source, catalog, &fields.expect)?;
+    warn_lone_refusal(source, &fields.expect, fields.when_refused.is_some());
     for (table, branch) in [
         (&fields.when_ok, Branch::Ok),
         (&fields.when_refused, Branch::Refused),
