@@ -1,13 +1,13 @@
 //! `devsim bench`: decisions per second over the kernel matrix, the median cost of one validate,
 //! scenarios per second over the corpus, and load times at scale (a generated scenario of 1,000,000 steps,
-//! a visible-device mask of 200,000 entries).
+//! a visible-device mask of 200,000 entries, discovery of a tree 2,000 folders deep).
 
 use std::path::Path;
 use std::time::Instant;
 
 use crate::cli::CliError;
 use crate::kernel::Catalog;
-use crate::scenario::load::{ProfileSources, parse_scenario};
+use crate::scenario::load::{MAX_DEPTH, ProfileSources, find_named, parse_scenario};
 use crate::sweep::{median, run_matrix, shipped_hosts};
 use crate::visible::torch::{TorchList, parse_list};
 use {crate::runner::run_simulated, crate::scenario::load_all};
@@ -63,6 +63,34 @@ pub fn run_load_scale(catalog: &Catalog) -> Result<(), CliError> {
     say!(
         "mask: {MASK_ENTRIES} entries ({entries} kept) parsed in {:.2} ms",
         mask_time.as_secs_f64() * 1e3
+    );
+    run_depth()
+}
+
+/// Folders in the deep tree whose refusal `bench` times.
+pub const DEEP_FOLDERS: usize = 2_000;
+
+/// Discovery over depth: a tree [`MAX_DEPTH`] folders deep (listed) and one [`DEEP_FOLDERS`] deep (refused
+/// at the limit), each with one scenario at the bottom, in a scratch folder removed afterwards.
+pub fn run_depth() -> Result<(), CliError> {
+    let scratch = std::env::temp_dir().join(format!("devsim-bench-depth-{}", std::process::id()));
+    let timed = |depth: usize| -> Result<(f64, bool), CliError> {
+        let root = scratch.join(depth.to_string());
+        let bottom = (0..depth).fold(root.clone(), |path, _| path.join("d"));
+        std::fs::create_dir_all(&bottom).map_err(CliError::Io)?;
+        std::fs::write(bottom.join("x.toml"), "").map_err(CliError::Io)?;
+        let started = Instant::now();
+        let listed = find_named(&[root]).is_ok();
+        Ok((started.elapsed().as_secs_f64() * 1e3, listed))
+    };
+    let measured = timed(MAX_DEPTH).and_then(|limit| Ok((limit, timed(DEEP_FOLDERS)?)));
+    let removed = std::fs::remove_dir_all(&scratch);
+    let ((limit_ms, limit_listed), (deep_ms, deep_listed)) = measured?;
+    removed.map_err(CliError::Io)?;
+    say!(
+        "depth: {MAX_DEPTH} folders {} in {limit_ms:.2} ms, {DEEP_FOLDERS} folders {} in {deep_ms:.2} ms",
+        if limit_listed { "listed" } else { "REFUSED" },
+        if deep_listed { "LISTED" } else { "refused at the limit" },
     );
     Ok(())
 }
