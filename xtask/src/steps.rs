@@ -113,6 +113,22 @@ fi
         r#"RUSTDOCFLAGS="-D warnings" cargo doc --locked --no-deps --workspace"#,
     ),
     step(
+        "semver",
+        "cargo semver-checks: the library crates' public API against release 0.1.0 (tag v0.1.0); a breaking change needs the next minor version and a CHANGELOG.md entry",
+        r#"
+# ci.yml installs the prebuilt binary; building it here takes 5-30 minutes.
+if [ "$(cargo semver-checks --version 2>/dev/null)" != "cargo-semver-checks 0.51.0" ]; then
+  cargo install --locked cargo-semver-checks@0.51.0
+fi
+# 0.1.0, the first release: tag v0.1.0. By its SHA, so a clone without tags checks against it too; a shallow
+# clone (actions/checkout's default) fetches that one commit.
+baseline=81af567ed99a217d12abb9495948600f362c3e65
+git cat-file -e "$baseline^{commit}" 2>/dev/null || git fetch --quiet --no-tags --depth=1 origin "$baseline"
+cargo semver-checks check-release --baseline-rev "$baseline" --default-features \
+  -p devsim -p devsim-metadata -p devsim-sys
+"#,
+    ),
+    step(
         "deny",
         "cargo deny: licenses, bans, sources (advisories need GitHub, unreachable here)",
         r#"
