@@ -8,6 +8,7 @@ mod cli;
 mod common;
 mod containment;
 mod drivers;
+mod escaping;
 mod family_model;
 mod format_reference;
 mod isolation;

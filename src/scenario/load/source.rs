@@ -229,10 +229,7 @@ fn push_escaped(out: &mut String, c: char) {
     }
 }
 
-/// Control characters and the bidirectional overrides.
-pub(crate) fn is_unsafe(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
+pub(crate) use crate::shown::is_unsafe;
 
 /// "did you mean …?" for serde's `unknown field `x`, expected one of `a`, `b`` messages.
 fn unknown_field_hint(message: &str) -> Option<String> {
