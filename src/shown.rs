@@ -80,7 +80,7 @@ mod tests {
             "a\\nok x.toml\\r\\u{1b}[2J\\u{7}\\u{0}\\u{7f}\\u{9b}\\u{202e}\\t"
         );
         assert!(is_printable(&shown) && !shown.contains('\n'));
-        assert_eq!(format!("[{:<6}]", field("a\u{7}")), "[a\\u{7} ]");
+        assert_eq!(format!("[{:<8}]", field("a\u{7}")), "[a\\u{7}  ]");
     }
 
     #[test]
