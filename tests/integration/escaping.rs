@@ -50,6 +50,9 @@ device = "cuda:0"
 family = "cuda"
 "#;
 
+/// The file that fails to load: an OSC title sequence, and U+FFFE, which XML 1.0 forbids.
+const LOAD_ERROR_FILE: &str = "load\u{1b}]0;title\u{7}\u{fffe}.toml";
+
 /// A scenario that fails to load: the value names a profile that does not exist.
 const LOAD_ERROR: &str = r#"format = 1
 description = "x"
@@ -69,7 +72,7 @@ fn tree() -> tempfile::TempDir {
     for (name, text) in [
         ("forge.toml", PASSES),
         (EVIL_FILE, FAILS),
-        ("load\u{1b}]0;title\u{7}.toml", LOAD_ERROR),
+        (LOAD_ERROR_FILE, LOAD_ERROR),
     ] {
         std::fs::write(tree.path().join(name), text).expect("scenario");
     }
@@ -162,7 +165,7 @@ fn human_output_of_every_command_escapes_what_the_tree_holds() {
         }
         nothing_forged(&what, &stderr);
         assert!(
-            stderr.contains("load\\u{1b}]0;title\\u{7}.toml"),
+            stderr.contains("load\\u{1b}]0;title\\u{7}\u{fffe}.toml"),
             "{what}: the load error names the file, escaped:\n{stderr}"
         );
     }
@@ -201,11 +204,7 @@ fn json_keeps_every_value_exactly() {
         "{stdout}"
     );
     assert_eq!(run.load_errors.len(), 1, "{stdout}");
-    assert!(
-        run.load_errors[0]
-            .path
-            .contains("load\u{1b}]0;title\u{7}.toml")
-    );
+    assert!(run.load_errors[0].path.contains(LOAD_ERROR_FILE));
     let back = serde_json::to_string_pretty(&run).expect("serializes");
     assert_eq!(
         serde_json::from_str::<RunOutput>(&back).expect("parses"),
@@ -247,4 +246,8 @@ fn junit_shows_every_control_escaped_and_stays_well_formed_xml() {
         "the case keeps its whole name, escaped:\n{stdout}"
     );
     assert!(stdout.contains("e\\u{1b}[31mvil\\u{7}.toml"), "{stdout}");
+    assert!(
+        stdout.contains("/load\\u{1b}]0;title\\u{7}\\u{fffe}.toml\" classname=\"load\""),
+        "the load error's case, U+FFFE escaped:\n{stdout}"
+    );
 }
