@@ -211,6 +211,47 @@ pub fn findings<'a>(
     out
 }
 
+/// What the findings of a run's failures are, for a terminal: a heading, then each distinct finding with
+/// the first scenarios that show it; nothing when no scenario failed. User text goes through
+/// [`crate::shown::field`].
+pub fn human(failed: usize, findings: &[Finding]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    if failed == 0 {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "{failed} failed scenario(s) hold {} distinct finding(s):",
+        findings.len()
+    );
+    for (n, finding) in findings.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "  finding {}: {}\n    shown by {} scenario(s): {}",
+            n + 1,
+            crate::shown::field(&finding.signature),
+            finding.scenarios.len(),
+            first_names(&finding.scenarios, 5)
+        );
+    }
+    crate::shown::lines(&out).into_owned()
+}
+
+/// The first `n` names, then how many more: `a, b, c and 4 more`; each name through
+/// [`crate::shown::field`].
+fn first_names(names: &[String], n: usize) -> String {
+    let shown: Vec<String> = names
+        .iter()
+        .take(n)
+        .map(|name| crate::shown::field(name).to_string())
+        .collect();
+    match names.len().saturating_sub(n) {
+        0 => shown.join(", "),
+        more => format!("{} and {more} more", shown.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

@@ -77,6 +77,7 @@ pub(crate) mod child;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod conformance;
+pub mod contain;
 pub mod discover;
 pub mod dispatch;
 pub mod findings;
@@ -90,6 +91,7 @@ pub mod report;
 pub mod runner;
 pub mod runtime;
 pub mod scenario;
+pub mod shown;
 pub mod subject;
 pub mod suite;
 #[cfg(feature = "cli")]

@@ -2,47 +2,50 @@
 
 use std::fmt::Write;
 
+use crate::shown::field;
+
 use crate::runner::{ScenarioReport, Status};
 
 /// One scenario's result for a terminal: a status line, and for failures every difference with the
-/// failing step's trace. Control characters from user text (names, descriptions, messages) are escaped.
+/// failing step's trace. Every piece of user text (the name with its matrix values, the path, the
+/// description, reasons, messages, trace entries) is placed through [`field`], so none can start a line of
+/// its own or reach the terminal raw ([`crate::shown`]).
 pub fn human(report: &ScenarioReport) -> String {
-    human_raw(report)
-        .lines()
-        .map(|line| crate::scenario::error::escape_controls(line).into_owned() + "\n")
-        .collect()
+    crate::shown::lines(&placed(report)).into_owned()
 }
 
-fn human_raw(report: &ScenarioReport) -> String {
+fn placed(report: &ScenarioReport) -> String {
+    let name = field(&report.name);
     let mut out = String::new();
     match &report.status {
         Status::Passed => {
-            let _ = writeln!(out, "ok      {}", report.name);
+            let _ = writeln!(out, "ok      {name}");
         }
         Status::Skipped(reason) => {
-            let _ = writeln!(out, "skipped {} ({reason})", report.name);
+            let _ = writeln!(out, "skipped {name} ({})", field(reason));
         }
         Status::NotApplicable(reason) => {
-            let _ = writeln!(out, "n/a     {} ({reason})", report.name);
+            let _ = writeln!(out, "n/a     {name} ({})", field(reason));
         }
         Status::SetAside(reason) => {
-            let _ = writeln!(out, "partial {} ({reason})", report.name);
+            let _ = writeln!(out, "partial {name} ({})", field(reason));
         }
         Status::Errored(error) => {
-            let _ = writeln!(out, "ERROR   {}", report.name);
-            let _ = writeln!(out, "  scenario: {}", report.path);
+            let _ = writeln!(out, "ERROR   {name}");
+            let _ = writeln!(out, "  scenario: {}", field(&report.path));
             let _ = writeln!(
                 out,
-                "  {error} (a failure of devsim, not a finding about the code under test)"
+                "  {} (a failure of devsim, not a finding about the code under test)",
+                field(error)
             );
         }
         Status::Failed => {
-            let _ = writeln!(out, "FAILED  {}", report.name);
-            let _ = writeln!(out, "  scenario: {}", report.path);
+            let _ = writeln!(out, "FAILED  {name}");
+            let _ = writeln!(out, "  scenario: {}", field(&report.path));
             if !report.subject.is_empty() {
-                let _ = writeln!(out, "  subject: {}", report.subject);
+                let _ = writeln!(out, "  subject: {}", field(&report.subject));
             }
-            let _ = writeln!(out, "  what it pins: {}", report.description);
+            let _ = writeln!(out, "  what it pins: {}", field(&report.description));
             for step in report.steps.iter().filter(|s| !s.mismatches.is_empty()) {
                 let _ = writeln!(
                     out,
@@ -53,10 +56,10 @@ fn human_raw(report: &ScenarioReport) -> String {
                     let _ = writeln!(
                         out,
                         "    {}{}: expected {}, got {}",
-                        m.key,
+                        field(&m.key),
                         level_tag(m),
-                        m.expected,
-                        m.actual
+                        field(&m.expected),
+                        field(&m.actual)
                     );
                 }
                 let _ = writeln!(out, "    trace of the step:");
@@ -64,7 +67,7 @@ fn human_raw(report: &ScenarioReport) -> String {
                     let _ = writeln!(out, "      (empty)");
                 }
                 for entry in &step.trace {
-                    let _ = writeln!(out, "      {entry}");
+                    let _ = writeln!(out, "      {}", field(entry));
                 }
                 if !step.elided.is_empty() {
                     let _ = writeln!(
@@ -80,10 +83,10 @@ fn human_raw(report: &ScenarioReport) -> String {
                 let _ = writeln!(
                     out,
                     "  {}{}: expected {}, got {}",
-                    m.key,
+                    field(&m.key),
                     level_tag(m),
-                    m.expected,
-                    m.actual
+                    field(&m.expected),
+                    field(&m.actual)
                 );
             }
         }
@@ -91,20 +94,11 @@ fn human_raw(report: &ScenarioReport) -> String {
     out
 }
 
-/// The first `n` names, then how many more: `a, b, c and 4 more`.
-pub fn first_names(names: &[String], n: usize) -> String {
-    let shown: Vec<&str> = names.iter().take(n).map(String::as_str).collect();
-    match names.len().saturating_sub(n) {
-        0 => shown.join(", "),
-        more => format!("{} and {more} more", shown.join(", ")),
-    }
-}
-
 /// ` [policy:rule]` after a mismatch's key, or nothing for a breakdown.
 fn level_tag(m: &crate::runner::Mismatch) -> String {
     m.conformance
         .as_ref()
-        .map(|c| format!(" [{c}]"))
+        .map(|c| format!(" [{}]", field(c)))
         .unwrap_or_default()
 }
 

@@ -1,7 +1,10 @@
 //! `fuzz-loader`: feeds mutated scenario files to devsim's loader, its diagnostic renderer and, for files
-//! that load, the simulated runner. Needs no nightly toolchain: a seeded mutator (byte edits, token
-//! insertions, line-level splices across corpus files, plain random bytes), `catch_unwind` around every
-//! input and a watchdog thread that fails the run when one input takes longer than the limit.
+//! that load, the simulated runner and the human reporter. Needs no nightly toolchain: a seeded mutator
+//! (byte edits, token insertions, line-level splices across corpus files, `[matrix]` values and file names
+//! full of control characters, plain random bytes), `catch_unwind` around every input and a watchdog thread
+//! that fails the run when one input takes longer than the limit. Every rendered text (a load error, a
+//! scenario's report, the findings summary) must hold no raw control character but its own newlines, and
+//! no line of its own that a value started: a panic, like any other.
 //!
 //! Exit status: 0 when every input finished without a panic or a hang; 1 otherwise, with each offending
 //! input written under `--out`.
@@ -20,6 +23,7 @@ use devsim::kernel::Catalog;
 use devsim::runner::run_simulated;
 use devsim::scenario::render;
 use devsim::scenario::{ProfileSources, decode, expand_scenarios, find_scenarios};
+use devsim::shown::is_printable;
 
 /// What the inputs are fed to.
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -150,12 +154,101 @@ const TOKENS: &[&str] = &[
     "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
 ];
 
+/// Pieces of the text that matrix values and file names are made of: every kind of control character, bidi
+/// overrides, and lines that read like devsim's own.
+const HOSTILE: &[&str] = &[
+    "\n",
+    "\r",
+    "\r\n",
+    "\t",
+    "\u{1b}[2J",
+    "\u{1b}[31m",
+    "\u{1b}]0;title\u{7}",
+    "\u{7}",
+    "\u{0}",
+    "\u{8}",
+    "\u{b}",
+    "\u{c}",
+    "\u{7f}",
+    "\u{85}",
+    "\u{9b}",
+    "\u{202e}",
+    "\u{2066}",
+    "\u{fffe}",
+    "ok      placement/x.toml",
+    "FAILED  seed/x.toml",
+    "5 passed, 0 failed",
+    "subject reference: 9 passed, 0 failed, 0 skipped",
+    "x",
+    "é",
+    "[",
+    "]",
+    "=",
+    ",",
+    " ",
+];
+
+/// A short string of [`HOSTILE`] pieces.
+fn hostile(rng: &mut Rng) -> String {
+    (0..1 + rng.below(6))
+        .map(|_| HOSTILE[rng.below(HOSTILE.len())])
+        .collect()
+}
+
+/// `text` as a TOML basic string: quotes, backslashes and every control character escaped.
+fn toml_string(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' | '\\' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Gives a seed a `[matrix]` parameter of hostile values and places it in the description (and, at times,
+/// in a step's kernel or the host's profile), so that it reaches case names, reports and load errors.
+fn with_hostile_matrix(rng: &mut Rng, data: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(data);
+    let values: Vec<String> = (0..1 + rng.below(3))
+        .map(|_| toml_string(&hostile(rng)))
+        .collect();
+    let matrix = format!("[matrix]\nnote = [{}]\n\n", values.join(", "));
+    // Before the first table header: the keys above it stay top-level.
+    let at = text
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .find(|&i| text[i..].starts_with('['))
+        .unwrap_or(text.len());
+    let mut out = format!("{}{matrix}{}", &text[..at], &text[at..]);
+    out = out.replacen("description = \"", "description = \"{note} ", 1);
+    match rng.below(4) {
+        0 => out = out.replacen("kernel = \"", "kernel = \"{note}", 1),
+        1 => out = out.replacen("profile = \"", "profile = \"{note}", 1),
+        _ => {}
+    }
+    out.into_bytes()
+}
+
 fn mutate(rng: &mut Rng, seeds: &[Vec<u8>], tokens: &[&str]) -> Vec<u8> {
     if rng.below(50) == 0 {
         let len = rng.below(512);
         return (0..len).map(|_| rng.next() as u8).collect();
     }
     let mut data = seeds[rng.below(seeds.len())].clone();
+    if tokens.len() == TOKENS.len() && rng.below(4) == 0 {
+        // The loader's inputs: a quarter carry hostile matrix values, with or without further edits.
+        data = with_hostile_matrix(rng, &data);
+        if rng.below(2) == 0 {
+            return data;
+        }
+    }
     for _ in 0..1 + rng.below(6) {
         let at = rng.below(data.len() + 1);
         match rng.below(9) {
@@ -213,27 +306,60 @@ fn mutate(rng: &mut Rng, seeds: &[Vec<u8>], tokens: &[&str]) -> Vec<u8> {
 }
 
 /// One input through the loader (matrix expansion included), the renderer and, for each case that loads,
-/// the runner. Cases are capped so that one input stays bounded.
-fn exercise(bytes: Vec<u8>, catalog: &Catalog, profiles: &ProfileSources) -> bool {
-    let path = Path::new("fuzz/input.toml");
-    let loaded = match decode(path, bytes) {
-        Ok(text) => expand_scenarios(path, &text, catalog, profiles),
+/// the runner and the human reporter, under the file name `name`. Cases are capped so that one input stays
+/// bounded. Every rendered text must be safe to print ([`safe`]).
+fn exercise(bytes: Vec<u8>, name: &str, catalog: &Catalog, profiles: &ProfileSources) -> bool {
+    let path = PathBuf::from(format!("fuzz/{name}"));
+    let loaded = match decode(&path, bytes) {
+        Ok(text) => expand_scenarios(&path, &text, catalog, profiles),
         Err(error) => vec![(String::new(), Err(error))],
     };
-    let mut ran = false;
+    let mut ran = Vec::new();
     for (_, case) in loaded.into_iter().take(64) {
         match case {
             Ok(scenario) => {
-                run_simulated(&scenario, catalog);
-                ran = true;
+                let report = run_simulated(&scenario, catalog);
+                safe("a report", &devsim::report::human(&report));
+                ran.push((scenario, report));
             }
             Err(error) => {
                 let shown = render(&error);
                 assert!(!shown.is_empty());
+                safe("a load error", &shown);
             }
         }
     }
-    ran
+    let found = devsim::findings::findings(ran.iter().map(|(s, r)| (s, r)));
+    let failed = ran.iter().filter(|(_, r)| r.status.fails_run()).count();
+    let summary = devsim::findings::human(failed, &found);
+    safe("the findings summary", &summary);
+    if failed > 0 {
+        assert!(summary.starts_with(&format!("{failed} failed scenario(s)")));
+    }
+    !ran.is_empty()
+}
+
+/// Rendered human text: no raw control character but newlines, and no line a value started (each line after
+/// the first is indented, or a diagnostic's own frame).
+fn safe(what: &str, text: &str) {
+    assert!(is_printable(text), "{what} holds a raw control character");
+    for line in text.lines().skip(1) {
+        assert!(
+            !line.starts_with("ok ")
+                && !line.starts_with("FAILED ")
+                && !line.starts_with("5 passed"),
+            "{what} has a forged line: {line:?}"
+        );
+    }
+}
+
+/// A file name for one input: mostly plain, at times full of control characters.
+fn file_name(rng: &mut Rng) -> String {
+    if rng.below(4) == 0 {
+        format!("in{}put.toml", hostile(rng))
+    } else {
+        "input.toml".to_string()
+    }
 }
 
 fn main() -> std::process::ExitCode {
@@ -340,6 +466,7 @@ fn main() -> std::process::ExitCode {
             break;
         }
         let input = mutate(&mut rng, &seeds, tokens);
+        let name = file_name(&mut rng);
         let pick = rng.below(1 << 20);
         if let Ok(mut slot) = current.lock() {
             slot.clone_from(&input);
@@ -347,7 +474,7 @@ fn main() -> std::process::ExitCode {
         stamp.store(epoch.elapsed().as_millis() as u64, Ordering::Relaxed);
         let outcome = catch_unwind(AssertUnwindSafe(|| match &answers {
             Some(answers) => answers.exercise(&input, pick),
-            None => exercise(input, &catalog, &profiles),
+            None => exercise(input, &name, &catalog, &profiles),
         }));
         match outcome {
             Ok(true) => loaded += 1,
@@ -357,6 +484,7 @@ fn main() -> std::process::ExitCode {
                 let bytes = current.lock().map(|c| c.clone()).unwrap_or_default();
                 let path = args.out.join(format!("panic-{done}.toml"));
                 let _ = std::fs::write(&path, bytes);
+                let _ = std::fs::write(args.out.join(format!("panic-{done}.name")), &name);
                 eprintln!("PANIC on input {done}; written to {}", path.display());
             }
         }

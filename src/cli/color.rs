@@ -36,7 +36,8 @@ pub fn report(text: &str) -> String {
     format!("{style}{word}{style:#} {rest}")
 }
 
-/// Prints `text` and a newline to stdout through anstream; a closed pipe is not an error.
+/// Prints `text` and a newline to stdout through anstream; a closed pipe is not an error. The text is
+/// already escaped ([`crate::report::human`]): the only control sequences left are the styling's own.
 pub fn print(text: &str) {
     use std::io::Write as _;
     let _ = writeln!(anstream::stdout().lock(), "{text}");

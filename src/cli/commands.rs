@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::args::{CorpusArgs, Format, SchemaName, Selection};
-use super::select::{load_selected, print_load_errors, verdict};
+use super::select::{contained, contained_subject, load_selected, print_load_errors, verdict};
 use super::{CliError, output};
 use crate::kernel::Catalog;
 use crate::output::{CheckOutput, HostsOutput, KernelsOutput};
@@ -13,13 +13,14 @@ use crate::runner::ScenarioReport;
 use crate::runner::coverage::{Coverage, Threshold};
 use crate::scenario::schema::SchemaKind;
 use crate::scenario::{CorpusError, ProfileSources};
+use crate::shown::field;
 use crate::subject::{ProcessSubject, Subject, SubjectSpec};
 
 pub(super) fn schema(which: SchemaName) -> Result<(), CliError> {
     match which {
-        SchemaName::Scenario => say!("{}", SchemaKind::Scenario.render().trim_end()),
-        SchemaName::Host => say!("{}", SchemaKind::Host.render().trim_end()),
-        SchemaName::SubjectProtocol => say!(
+        SchemaName::Scenario => document!("{}", SchemaKind::Scenario.render().trim_end()),
+        SchemaName::Host => document!("{}", SchemaKind::Host.render().trim_end()),
+        SchemaName::SubjectProtocol => document!(
             "{}",
             serde_json::to_string_pretty(&crate::subject::protocol::schema())?
         ),
@@ -28,18 +29,19 @@ pub(super) fn schema(which: SchemaName) -> Result<(), CliError> {
 }
 
 pub(super) fn check_subject(subject: &str) -> Result<(), CliError> {
+    contained_subject(subject)?;
     let subject = ProcessSubject::start(SubjectSpec::parse(subject)?)?;
     let capabilities = subject.capabilities();
     say!(
         "subject: {} (handshake in {:.1} ms)",
-        subject.describe(),
+        field(subject.describe()),
         subject.start_time().as_secs_f64() * 1e3
     );
-    say!("  actions: {}", capabilities.actions.join(", "));
-    say!("  kernels: {}", capabilities.kernels.join(", "));
-    say!("  events: {}", capabilities.events.join(", "));
+    say!("  actions: {}", field(capabilities.actions.join(", ")));
+    say!("  kernels: {}", field(capabilities.kernels.join(", ")));
+    say!("  events: {}", field(capabilities.events.join(", ")));
     if let Some(warning) = capabilities.deprecation() {
-        warn!("{warning}");
+        warn!("{}", field(warning));
     }
     if !capabilities.declared.is_empty() {
         // Information, never failures: a project's declarations are its own decision. devsim judges each
@@ -59,7 +61,12 @@ pub(super) fn check_subject(subject: &str) -> Result<(), CliError> {
                     d.families.join(", ")
                 };
                 let differs = if own == devsim { "" } else { "differs" };
-                [d.name.clone(), own, devsim, differs.to_string()]
+                [
+                    field(&d.name).to_string(),
+                    field(own).to_string(),
+                    devsim,
+                    differs.to_string(),
+                ]
             })
             .collect();
         let width = |i: usize| rows.iter().map(|r| r[i].len()).max().unwrap_or(0).max(6);
@@ -85,7 +92,7 @@ pub(super) fn probe(
     }
     let text = super::probe::profile_text(&live.machine, SystemTime::now());
     match write {
-        None => say!("{}", text.trim_end()),
+        None => document!("{}", text.trim_end()),
         Some(name) => {
             let path = super::probe::write_profile(&root, &name, &text, force)?;
             say!("wrote {}", path.display());
@@ -133,7 +140,7 @@ pub(super) fn check(
                 scenarios: scenarios.iter().map(output::checked).collect(),
                 load_errors: errors.iter().map(output::load_error).collect(),
             };
-            say!("{}", serde_json::to_string_pretty(&document)?);
+            document!("{}", serde_json::to_string_pretty(&document)?);
         }
     }
     verdict(errors.len(), 0)
@@ -173,7 +180,7 @@ pub(super) fn coverage(
                 say!("  not exercised: {gap}");
             }
         }
-        Format::Json => say!(
+        Format::Json => document!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "version": crate::output::VERSION,
@@ -197,7 +204,7 @@ pub(super) fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError>
                 version: crate::output::VERSION,
                 kernels: catalog.iter().map(|k| output::kernel(k.spec())).collect(),
             };
-            say!("{}", serde_json::to_string_pretty(&document)?);
+            document!("{}", serde_json::to_string_pretty(&document)?);
         }
         Format::Human => {
             say!(
@@ -236,6 +243,9 @@ pub(super) fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError>
 }
 
 pub(super) fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Result<(), CliError> {
+    for folder in &folders {
+        contained("--hosts", folder)?;
+    }
     let sources = if folders.is_empty() {
         ProfileSources::for_paths(&[root])
     } else {
@@ -249,7 +259,7 @@ pub(super) fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Res
                 hosts: profiles.iter().map(output::host).collect(),
                 load_errors: errors.iter().map(output::load_error).collect(),
             };
-            say!("{}", serde_json::to_string_pretty(&document)?);
+            document!("{}", serde_json::to_string_pretty(&document)?);
         }
         Format::Human => {
             print_load_errors(&errors);
@@ -262,7 +272,7 @@ pub(super) fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Res
                     .collect();
                 say!(
                     "{:<14} torch={:<5} gpus=[{}]{}",
-                    host.name,
+                    field(&host.name),
                     host.torch,
                     gpus.join(", "),
                     if foreign.is_empty() {
@@ -275,7 +285,7 @@ pub(super) fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Res
             let mut searched: Vec<String> = sources
                 .configured()
                 .iter()
-                .map(|f| f.display().to_string())
+                .map(|f| field(f.display()).to_string())
                 .collect();
             searched.push("the built-in profiles".into());
             say!(

@@ -7,12 +7,28 @@ use crate::cli::filter::PatternError;
 use crate::cli::probe::ProbeError;
 use crate::dispatch::DispatchError;
 use crate::host::HostError;
+use crate::scenario::error::escape_controls;
 use crate::scenario::{CorpusError, LoadError};
 use crate::subject::SubjectError;
 
 /// Why `devsim` as a whole could not do what it was asked.
 #[derive(Debug, Error)]
 pub enum CliError {
+    /// A path argument (`--hosts`, `--baseline`, `--subject`) is a link that resolves outside the folder it
+    /// was given under; it is refused before anything it names is read.
+    #[error(
+        "use {flag} {}: it is a link that resolves outside {}; links are followed only inside the folder they were given under",
+        escape_controls(&path.display().to_string()),
+        escape_controls(&folder.display().to_string())
+    )]
+    Escapes {
+        /// The argument, as `--hosts`.
+        flag: &'static str,
+        /// The path as given.
+        path: std::path::PathBuf,
+        /// The folder it was given under, resolved.
+        folder: std::path::PathBuf,
+    },
     /// A file or folder could not be listed.
     #[error(transparent)]
     Corpus(#[from] CorpusError),

@@ -37,10 +37,10 @@ pub fn render(
     } else {
         "devsim scenarios"
     });
-    suite.add_property(("subject", run.subject.as_str()));
+    suite.add_property(("subject", xml(&run.subject).as_str()));
     suite.add_property(("mode", run.mode));
     if let Some(machine) = run.machine {
-        suite.add_property(("machine", machine));
+        suite.add_property(("machine", xml(machine).as_str()));
     }
     let driver = match (run.mode, run.fake_driver) {
         (_, true) => "fake",
@@ -56,29 +56,29 @@ pub fn render(
             Status::Skipped(_) | Status::NotApplicable(_) | Status::SetAside(_) => {
                 let mut status = TestCaseStatus::skipped();
                 let reason = scenario.status.reason().unwrap_or_default();
-                status.set_message(format!("{}: {reason}", scenario.status.word()));
+                status.set_message(xml(&format!("{}: {reason}", scenario.status.word())));
                 status
             }
             Status::Failed => {
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 // The message is what failed, with its level; the description and the full diff follow.
                 let outcome = crate::baseline::outcome(scenario);
-                status.set_message(outcome.strip_prefix("failed: ").unwrap_or(&outcome));
+                status.set_message(xml(outcome.strip_prefix("failed: ").unwrap_or(&outcome)));
                 status.set_type("scenario-failure");
-                status.set_description(report::human(scenario));
+                status.set_description(xml_text(&report::human(scenario)));
                 status
             }
             Status::Errored(error) => {
                 // JUnit's <error>: the harness, not the code under test, failed.
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-                status.set_message(error.to_string());
+                status.set_message(xml(&error.to_string()));
                 status.set_type("harness-error");
-                status.set_description(report::human(scenario));
+                status.set_description(xml_text(&report::human(scenario)));
                 status
             }
         };
-        let mut case = TestCase::new(scenario.name.as_str(), status);
-        case.set_classname(topic(&scenario.name));
+        let mut case = TestCase::new(xml(&scenario.name), status);
+        case.set_classname(xml(&topic(&scenario.name)));
         case.set_time(*took);
         if run.fake_driver {
             case.set_system_out(FAKE);
@@ -87,9 +87,9 @@ pub fn render(
     }
     for error in load_errors {
         let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
-        status.set_message(error.to_string());
+        status.set_message(xml(&error.to_string()));
         status.set_type("load-error");
-        let mut case = TestCase::new(error.path.display().to_string(), status);
+        let mut case = TestCase::new(xml(&error.path.display().to_string()), status);
         case.set_classname("load");
         suite.add_test_case(case);
     }
@@ -98,6 +98,24 @@ pub fn render(
     junit.set_time(total);
     junit.add_test_suite(suite);
     junit.to_string()
+}
+
+/// One line of user text for an attribute or a name: control characters escaped visibly as in human output
+/// ([`crate::shown::escape_controls`]), where quick-junit alone would drop them (ESC sequences, the C0
+/// controls XML 1.0 forbids) and keep U+FFFE and U+FFFF, which XML 1.0 forbids too; so two names that
+/// differ only there stay apart, and the document stays well-formed.
+fn xml(text: &str) -> String {
+    noncharacters(&crate::shown::escape_controls(text))
+}
+
+/// [`xml`] for a multi-line text (a description): its lines kept, everything else escaped.
+fn xml_text(text: &str) -> String {
+    noncharacters(&crate::shown::lines(text))
+}
+
+fn noncharacters(text: &str) -> String {
+    text.replace('\u{FFFE}', "\\u{fffe}")
+        .replace('\u{FFFF}', "\\u{ffff}")
 }
 
 /// `placement/x.toml` → `placement`; a scenario at the root → `scenarios`.

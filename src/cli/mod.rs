@@ -10,19 +10,32 @@
 //! Live replay re-runs scenarios in child processes of the *running* binary, so a downstream binary's
 //! children judge the downstream catalog.
 
-/// Prints a line to stdout, ignoring a closed pipe (`devsim kernels | head` must not panic).
+/// Prints human output and a newline to stdout, ignoring a closed pipe (`devsim kernels | head` must not
+/// panic). The printing end of human output's rule ([`crate::shown`]): every control character but the
+/// newlines between lines is escaped, so nothing placed in the text reaches the terminal raw.
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stdout().lock(), "{}", crate::shown::lines(&text));
     }};
 }
 
-/// Prints a line to stderr, ignoring a closed stream (`devsim check 2>&- ` must not panic).
+/// [`say!`] to stderr, ignoring a closed stream (`devsim check 2>&- ` must not panic).
 macro_rules! warn {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stderr().lock(), "{}", crate::shown::lines(&text));
+    }};
+}
+
+/// Prints a machine-readable document (JSON, JUnit XML, a schema, a TOML profile) and a newline to stdout
+/// as it is, ignoring a closed pipe: its format escapes what it must, and human escapes would corrupt it.
+macro_rules! document {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
     }};
 }
 

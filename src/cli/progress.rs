@@ -37,10 +37,10 @@ impl Progress {
         Self { bar }
     }
 
-    /// Shows the scenario that starts now.
+    /// Shows the scenario that starts now (its name escaped, [`crate::shown`]).
     pub fn start(&self, name: &str) {
         if let Some(bar) = &self.bar {
-            bar.set_message(name.to_string());
+            bar.set_message(crate::shown::field(name).to_string());
         }
     }
 

@@ -1,6 +1,7 @@
 //! `devsim run --accept` and `devsim review`: observed values into pending scenario copies, then a review of
 //! each (the library side is [`crate::accept`]).
 
+use crate::shown::field;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
@@ -28,16 +29,16 @@ pub fn accept_failures(
             written += 1;
             say!(
                 "pending: {} ({} change(s))",
-                pending.display(),
+                field(pending.display()),
                 plan.changes.len()
             );
             for change in &plan.changes {
                 say!(
                     "  step {} {}: {} -> {}",
                     change.step,
-                    change.key,
-                    change.expected,
-                    change.observed
+                    field(&change.key),
+                    field(&change.expected),
+                    field(&change.observed)
                 );
             }
         }
@@ -49,9 +50,9 @@ pub fn accept_failures(
             };
             say!(
                 "not accepted: {} {at} {}: {}",
-                scenario.name,
-                kept.key,
-                kept.why
+                field(&scenario.name),
+                field(&kept.key),
+                field(&kept.why)
             );
         }
     }
@@ -64,7 +65,7 @@ pub fn accept_failures(
 pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<(), CliError> {
     let pending = accept::pending_under(root);
     if pending.is_empty() {
-        say!("review: nothing pending under {}", root.display());
+        say!("review: nothing pending under {}", field(root.display()));
         return Ok(());
     }
     let interactive = !accept_all && !reject_all && std::io::stdin().is_terminal();
@@ -79,7 +80,7 @@ pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<(), Cli
         if !std::fs::symlink_metadata(&original).is_ok_and(|m| m.file_type().is_file()) {
             say!(
                 "review: skipped {}: not a regular scenario file",
-                copy.display()
+                field(copy.display())
             );
             left += 1;
             continue;
@@ -94,7 +95,7 @@ pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<(), Cli
         } else if interactive {
             print!(
                 "accept (a), reject (r) or skip (s) {}? ",
-                original.display()
+                field(original.display())
             );
             let _ = std::io::stdout().flush();
             answers
@@ -112,7 +113,7 @@ pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<(), Cli
                     path: copy.display().to_string(),
                     source,
                 })?;
-                say!("accepted: {}", original.display());
+                say!("accepted: {}", field(original.display()));
             }
             'r' | 'R' => {
                 std::fs::remove_file(copy).map_err(|source| AcceptError::Io {
@@ -120,7 +121,7 @@ pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<(), Cli
                     path: copy.display().to_string(),
                     source,
                 })?;
-                say!("rejected: {}", original.display());
+                say!("rejected: {}", field(original.display()));
             }
             _ => left += 1,
         }

@@ -3,7 +3,7 @@
 
 use super::args::{RunArgs, RunFormat, default_jobs};
 use super::progress::{self, Progress};
-use super::select::{load_selected, print_load_errors};
+use super::select::{contained, contained_subject, load_selected, print_load_errors};
 use super::{CliError, color, junit, output, review};
 use crate::baseline::Baseline;
 use crate::kernel::Catalog;
@@ -12,6 +12,7 @@ use crate::replay::LiveContext;
 use crate::report;
 use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;
+use crate::shown::field;
 use crate::subject::{CatalogSubject, Lanes, ProcessSubject, Subject, SubjectSpec, useful_lanes};
 use crate::suite::{Expectations, SuiteObserver, Verdict, run_suite};
 
@@ -37,7 +38,7 @@ pub(super) fn subject_for(
             let jobs = useful_lanes(scenarios, args.jobs.unwrap_or_else(default_jobs));
             let lanes = Lanes::start(&spec, jobs)?;
             if let Some(warning) = lanes.first().capabilities().deprecation() {
-                warn!("{warning}");
+                warn!("{}", field(warning));
             }
             return Ok(Judged {
                 subject: Box::new(lanes),
@@ -59,7 +60,7 @@ pub(super) fn subject_for(
             subject.capabilities().name
         ));
         if let Some(warning) = subject.capabilities().deprecation() {
-            warn!("{warning}");
+            warn!("{}", field(warning));
         }
         return Ok(Judged {
             subject: Box::new(subject),
@@ -99,6 +100,17 @@ pub(super) fn catalog_subject(catalog: Catalog) -> CatalogSubject {
 }
 
 pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
+    // Path arguments first: a link out of its folder is refused before anything is loaded or run.
+    if let Some(subject) = &args.subject {
+        contained_subject(subject)?;
+    }
+    if let Some(path) = &args.baseline {
+        contained("--baseline", path)?;
+    }
+    if let Some(path) = &args.write_baseline {
+        contained("--write-baseline", path)?;
+    }
+    let baseline = args.baseline.as_deref().map(Baseline::read).transpose()?;
     // A process subject's kernels are named by devsim's reference catalog.
     let (scenarios, errors) = if args.subject.is_some() {
         load_selected(
@@ -121,9 +133,9 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         fake_driver,
     } = subject_for(catalog, &args, &scenarios)?;
     if human {
-        say!("subject: {}", subject.describe());
+        say!("subject: {}", field(subject.describe()));
         if let Some(line) = &live_description {
-            say!("{line}");
+            say!("{}", field(line));
         }
     }
     let mut shown = Shown {
@@ -136,17 +148,17 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     let plain = suite.plain_reports();
     let failed = suite.failed();
     let (summary, findings, reports) = (&suite.summary, &suite.findings, &suite.reports);
-    let differences = match &args.baseline {
-        Some(path) => Some(
+    let differences = match (&args.baseline, &baseline) {
+        (Some(path), Some(baseline)) => Some(
             suite
-                .compare(&Baseline::read(path)?, args.selection.is_active())
+                .compare(baseline, args.selection.is_active())
                 .map_err(|other| CliError::BaselineSubject {
                     path: path.display().to_string(),
                     recorded: other.recorded,
                     judged: other.judged,
                 })?,
         ),
-        None => None,
+        _ => None,
     };
     if let Some(path) = &args.write_baseline {
         suite.outcomes.write(path)?;
@@ -162,27 +174,16 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     match args.format {
         RunFormat::Human => {
             for difference in differences.iter().flatten() {
-                say!("baseline changed: {difference}");
+                say!("baseline changed: {}", field(difference));
             }
             if let Some(path) = &args.write_baseline {
-                say!("baseline written to {}", path.display());
+                say!("baseline written to {}", field(path.display()));
             }
-            if failed > 0 {
-                say!(
-                    "{failed} failed scenario(s) hold {} distinct finding(s):",
-                    findings.len()
-                );
-                for (n, finding) in findings.iter().enumerate() {
-                    say!(
-                        "  finding {}: {}\n    shown by {} scenario(s): {}",
-                        n + 1,
-                        finding.signature,
-                        finding.scenarios.len(),
-                        crate::report::first_names(&finding.scenarios, 5)
-                    );
-                }
+            let findings = crate::findings::human(failed, findings);
+            if !findings.is_empty() {
+                say!("{}", findings.trim_end());
             }
-            say!("subject {}: {summary}", subject.name());
+            say!("subject {}: {summary}", field(subject.name()));
         }
         RunFormat::Json => {
             let document = RunOutput {
@@ -210,7 +211,7 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
                 summary: output::summary(summary, errors.len()),
                 findings: findings.iter().map(output::finding).collect(),
             };
-            say!("{}", serde_json::to_string_pretty(&document)?);
+            document!("{}", serde_json::to_string_pretty(&document)?);
         }
         RunFormat::Junit => {
             let run = junit::RunInfo {
@@ -219,7 +220,7 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
                 machine: live_description.as_deref(),
                 fake_driver,
             };
-            say!("{}", junit::render(reports, &errors, &run)?.trim_end());
+            document!("{}", junit::render(reports, &errors, &run)?.trim_end());
         }
     }
     let asked = Expectations {

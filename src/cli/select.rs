@@ -1,7 +1,7 @@
 //! Which scenarios a command takes: the paths (default `./scenarios`), the tag and name selection, and the
 //! verdict of a finished run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::CliError;
 use super::args::{CorpusArgs, Selection};
@@ -38,6 +38,29 @@ pub(super) fn write_stdout(bytes: &[u8]) -> Result<(), CliError> {
     }
 }
 
+/// Refuses a path argument (`flag`) that is a link resolving outside the folder it was given under, before
+/// anything it names is listed or read. A path that does not resolve is left to the command to report.
+pub(super) fn contained(flag: &'static str, path: &Path) -> Result<(), CliError> {
+    match crate::contain::escapes_its_folder(path) {
+        Ok(Some(folder)) => Err(CliError::Escapes {
+            flag,
+            path: path.to_path_buf(),
+            folder,
+        }),
+        Ok(None) | Err(_) => Ok(()),
+    }
+}
+
+/// [`contained`] for `--subject`, when it names a subject file (an existing `*.toml`, as
+/// [`crate::subject::SubjectSpec::parse`] reads it); a command line is run as given.
+pub(super) fn contained_subject(argument: &str) -> Result<(), CliError> {
+    let path = Path::new(argument);
+    if path.extension().is_some_and(|e| e == "toml") && path.exists() {
+        contained("--subject", path)?;
+    }
+    Ok(())
+}
+
 pub(super) fn print_load_errors(errors: &[LoadError]) {
     for error in errors {
         warn!("{}", render(error).trim_end());
@@ -71,6 +94,9 @@ pub(super) fn load_selected(
 ) -> Result<(Vec<Scenario>, Vec<LoadError>), CliError> {
     let filter = Filter::new(selection.tags.clone(), &selection.filters)?;
     let paths = default_paths(paths)?;
+    for folder in &corpus.hosts {
+        contained("--hosts", folder)?;
+    }
     let profiles = if corpus.hosts.is_empty() {
         ProfileSources::for_paths(&paths)
     } else {

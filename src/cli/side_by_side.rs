@@ -3,6 +3,7 @@
 //! alone, and each against the reference). The second is a conformance table: each subject's outcomes and its
 //! distinct findings, with the findings counted by the rule or level they break.
 
+use crate::shown::field;
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::Path;
@@ -91,6 +92,9 @@ pub fn run_subjects(
     rounds: u32,
     jobs: NonZeroUsize,
 ) -> Result<(), CliError> {
+    for subject in subjects {
+        super::select::contained_subject(subject)?;
+    }
     let specs = subjects
         .iter()
         .map(|s| SubjectSpec::parse(s))
@@ -111,7 +115,10 @@ pub fn run_subjects(
         errors.len(),
         rounds.max(1)
     );
-    say!("{}", row("", all.iter().map(|f| f.name.clone())));
+    say!(
+        "{}",
+        row("", all.iter().map(|f| field(&f.name).to_string()))
+    );
     let base = &all[0];
     let step = |f: &Figures| f.step_median.as_secs_f64();
     let with_start = |f: &Figures| f.start + f.best_corpus;
@@ -160,7 +167,7 @@ pub fn run_subjects(
         "{}",
         row(
             "conformance (scenarios)",
-            all.iter().map(|f| f.name.clone())
+            all.iter().map(|f| field(&f.name).to_string())
         )
     );
     type Count = fn(&Summary) -> usize;
@@ -190,14 +197,14 @@ pub fn run_subjects(
         say!(
             "{}",
             row(
-                &format!("  {check}"),
+                &format!("  {}", field(check)),
                 all.iter()
                     .map(|f| f.findings.get(check).copied().unwrap_or(0).to_string())
             )
         );
     }
     for figures in &all {
-        say!("{}: {}", figures.name, figures.describe);
+        say!("{}: {}", field(&figures.name), field(&figures.describe));
     }
     Ok(())
 }

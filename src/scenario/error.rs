@@ -5,9 +5,15 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-/// A scenario or host-profile file that cannot be loaded, located at `path:line:column`.
+/// A scenario or host-profile file that cannot be loaded, located at `path:line:column`. Shown (its
+/// `Display`, its help, [`render`]) with control characters in the path, message and help escaped; the
+/// fields keep the text as it was.
 #[derive(Debug, Clone, Error)]
-#[error("{}:{line}:{column}: {message}", escape_controls(&path.display().to_string()))]
+#[error(
+    "{}:{line}:{column}: {}",
+    escape_controls(&path.display().to_string()),
+    escape_controls(message)
+)]
 pub struct LoadError {
     /// The file.
     pub path: PathBuf,
@@ -69,24 +75,9 @@ impl miette::SourceCode for Snippet {
     }
 }
 
-/// Text with control characters (and bidirectional overrides) escaped, so user text cannot move the
-/// cursor or restyle a terminal; newlines and tabs are escaped too.
-pub fn escape_controls(text: &str) -> std::borrow::Cow<'_, str> {
-    let unsafe_char =
-        |c: char| c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
-    if !text.chars().any(unsafe_char) {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if unsafe_char(c) {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
+/// Text with control characters (and bidirectional overrides) escaped: human output's one rule, in
+/// [`crate::shown`].
+pub use crate::shown::escape_controls;
 
 /// Renders a diagnostic with miette's graphical handler, without colour or line wrapping: what the CLI
 /// prints and what the snapshot tests pin.
@@ -126,7 +117,7 @@ impl miette::Diagnostic for LoadError {
     fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
         self.help
             .as_ref()
-            .map(|help| Box::new(help) as Box<dyn std::fmt::Display>)
+            .map(|help| Box::new(crate::shown::field(help)) as Box<dyn std::fmt::Display>)
     }
 
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
@@ -230,6 +221,18 @@ pub enum ProfileError {
     MissingFolder {
         /// The folder.
         path: PathBuf,
+    },
+    /// A profile folder is a link that resolves outside the folder it was given under; it is not followed.
+    #[error(
+        "use profile folder {}: it is a link that resolves outside {}; links are followed only inside the folder they were given under",
+        escape_controls(&path.display().to_string()),
+        escape_controls(&folder.display().to_string())
+    )]
+    Escapes {
+        /// The folder as given.
+        path: PathBuf,
+        /// The folder it was given under, resolved.
+        folder: PathBuf,
     },
     /// A configured profile folder cannot be listed.
     #[error("list profile folder {}: {source}", escape_controls(&path.display().to_string()))]

@@ -91,25 +91,107 @@ fn a_scenario_file_argument_linking_out_of_its_folder_is_never_read() {
     refused_without_a_byte("run FILE", devsim(&["run", at.to_str().expect("utf-8")]));
 }
 
+/// Runs devsim and returns its exit code and everything it printed.
+fn devsim_code(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_devsim"))
+        .args(args)
+        .output()
+        .expect("devsim runs");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code(), printed)
+}
+
+/// A path argument that is a link out of its folder: exit 2, an error naming the argument, and not one
+/// byte of what it names printed.
+fn argument_refused(flag: &str, args: &[&str]) {
+    let (code, printed) = devsim_code(args);
+    assert_eq!(code, Some(2), "{args:?}: expected exit 2:\n{printed}");
+    assert!(
+        printed.contains(&format!("error: failed to use {flag} ")),
+        "{args:?}: the error must name {flag}:\n{printed}"
+    );
+    assert!(
+        printed.contains("resolves outside"),
+        "{args:?}: the error must say why:\n{printed}"
+    );
+    assert!(
+        !printed.contains(MARKER),
+        "{args:?}: something the link names was printed:\n{printed}"
+    );
+}
+
+/// A folder outside the tree holding a valid host profile whose name, description and text carry the
+/// marker: followed, `hosts` would list it.
+fn outside_profiles(t: &Trees) -> PathBuf {
+    let folder = t.secret.with_file_name("profiles");
+    std::fs::create_dir_all(&folder).expect("folder");
+    std::fs::write(
+        folder.join(format!("{MARKER}.toml")),
+        format!("description = \"{MARKER}\"\ntorch = \"cuda\"\ngpus = [\"sm_90\"]\n"),
+    )
+    .expect("profile");
+    folder
+}
+
+fn utf8(path: &Path) -> &str {
+    path.to_str().expect("utf-8")
+}
+
 #[test]
-fn a_baseline_or_subject_file_linking_out_of_its_folder_is_never_read() {
+fn a_hosts_folder_that_is_a_link_out_of_its_folder_is_refused() {
     let t = trees();
-    let baseline = t.tree.path().join("baseline.toml");
-    link(&t.secret, &baseline);
-    let (ok, printed) = devsim(&[
-        "run",
-        "--filter",
-        "seed/",
-        "--baseline",
-        baseline.to_str().expect("utf-8"),
-    ]);
-    refused_without_a_byte("--baseline", (ok, printed));
+    let outside = outside_profiles(&t);
+    let linked = t.tree.path().join("L");
+    link(&outside, &linked);
+    std::fs::write(t.tree.path().join("s.toml"), SCENARIO).expect("scenario");
+    let (tree, linked) = (utf8(t.tree.path()), utf8(&linked));
+    argument_refused("--hosts", &["hosts", "--hosts", linked]);
+    argument_refused("--hosts", &["run", "--hosts", linked, tree]);
+    argument_refused("--hosts", &["check", "--hosts", linked, tree]);
+}
+
+#[test]
+fn a_hosts_folder_found_under_a_root_that_links_out_is_refused_by_hosts_too() {
+    let t = trees();
+    let outside = outside_profiles(&t);
+    link(&outside, &t.tree.path().join("hosts"));
+    let (code, printed) = devsim_code(&["hosts", utf8(t.tree.path())]);
+    assert_eq!(code, Some(2), "{printed}");
+    assert!(printed.contains("resolves outside"), "{printed}");
+    assert!(!printed.contains(MARKER), "{printed}");
+}
+
+#[test]
+fn a_baseline_that_is_a_link_out_of_its_folder_is_refused_before_the_run() {
+    let t = trees();
+    let to_file = t.tree.path().join("baseline.toml");
+    link(&t.secret, &to_file);
+    let to_folder = t.tree.path().join("baselines");
+    link(t.secret.parent().expect("a folder"), &to_folder);
+    for baseline in [&to_file, &to_folder] {
+        let args = ["run", "--filter", "seed/", "--baseline", utf8(baseline)];
+        argument_refused("--baseline", &args);
+        let (_, printed) = devsim_code(&args);
+        assert!(
+            !printed.contains("ok      seed/"),
+            "refused before any scenario runs:\n{printed}"
+        );
+    }
+}
+
+#[test]
+fn a_subject_file_that_is_a_link_out_of_its_folder_is_refused() {
+    let t = trees();
     let subject = t.tree.path().join("subject.toml");
     link(&t.secret, &subject);
-    refused_without_a_byte(
-        "--subject FILE",
-        devsim(&["run", "--subject", subject.to_str().expect("utf-8")]),
-    );
+    let subject = utf8(&subject);
+    argument_refused("--subject", &["run", "--subject", subject]);
+    argument_refused("--subject", &["check", "--subject", subject]);
+    argument_refused("--subject", &["bench", "--subject", subject]);
 }
 
 #[test]

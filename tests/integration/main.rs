@@ -9,6 +9,7 @@ mod common;
 mod containment;
 mod discovery;
 mod drivers;
+mod escaping;
 mod family_model;
 mod format_reference;
 mod formats;

@@ -59,7 +59,8 @@ impl ProfileSources {
         Self::default()
     }
 
-    /// These folders, in order, then the built-in profiles; every folder must exist.
+    /// These folders, in order, then the built-in profiles; every folder must exist, and a folder that is
+    /// a link must resolve inside the folder it was given under.
     pub fn folders(folders: Vec<PathBuf>) -> Result<Self, ProfileError> {
         for folder in &folders {
             if !folder.is_dir() {
@@ -67,12 +68,14 @@ impl ProfileSources {
                     path: folder.clone(),
                 });
             }
+            contained(folder)?;
         }
         Ok(Self { folders })
     }
 
     /// The default for scenario folders: `<folder>/hosts` for each folder argument that has one, then the
-    /// built-in profiles. File arguments add no folder.
+    /// built-in profiles. File arguments add no folder. A `hosts` link out of its folder is kept here and
+    /// refused when it is consulted ([`Self::names`], [`Self::load`]), never read.
     pub fn for_paths(paths: &[PathBuf]) -> Self {
         let mut folders: Vec<PathBuf> = Vec::new();
         for path in paths.iter().filter(|p| p.is_dir()) {
@@ -95,6 +98,7 @@ impl ProfileSources {
             path: folder.to_path_buf(),
             source,
         };
+        contained(folder)?;
         let mut files = Vec::new();
         for entry in std::fs::read_dir(folder).map_err(io)? {
             let path = entry.map_err(io)?.path();
@@ -123,6 +127,7 @@ impl ProfileSources {
     fn locate(&self, name: &str) -> Result<ProfileText, ProfileError> {
         let mut found: Option<PathBuf> = None;
         for folder in &self.folders {
+            contained(folder)?;
             let path = folder.join(format!("{name}.toml"));
             if !valid_name(name) || !path.exists() {
                 continue;
@@ -178,6 +183,22 @@ impl ProfileSources {
             }
         }
         Ok((hosts, errors))
+    }
+}
+
+/// Refuses a profile folder that is a link resolving outside the folder it was given under (`--hosts L`,
+/// `<root>/hosts`), before anything in it is listed or read.
+fn contained(folder: &Path) -> Result<(), ProfileError> {
+    match crate::contain::escapes_its_folder(folder) {
+        Ok(None) => Ok(()),
+        Ok(Some(outside)) => Err(ProfileError::Escapes {
+            path: folder.to_path_buf(),
+            folder: outside,
+        }),
+        Err(source) => Err(ProfileError::Io {
+            path: folder.to_path_buf(),
+            source,
+        }),
     }
 }
 

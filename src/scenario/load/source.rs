@@ -244,10 +244,7 @@ fn push_escaped(out: &mut String, c: char) {
     }
 }
 
-/// Control characters and the bidirectional overrides.
-pub(crate) fn is_unsafe(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
+pub(crate) use crate::shown::is_unsafe;
 
 /// serde's list of a scenario's top-level keys lacks `matrix`, which is read before the file is parsed: a
 /// message listing them gets it added.
