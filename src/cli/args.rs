@@ -10,10 +10,11 @@ use super::color;
 /// Exit codes, for `--help` and the README.
 pub(super) const EXIT_CODES: &str = "Exit codes:
   0  every selected scenario passed (skips, set-asides and not-applicables allowed), or matched its baseline
-  1  at least one scenario failed, errored (devsim could not run or judge it), changed from its
-     baseline, or too few ran live (--require-live)
+  1  at least one scenario failed, changed from its baseline, or too few ran live (--require-live)
   2  a file failed to load, a selection matched nothing, or the command line or another input was wrong
-  3  a GPU driver is present but failing (run --live)";
+  3  a GPU driver is present but failing (run --live)
+  4  devsim could not run or judge a scenario (errored: a harness or protocol fault, no verdict on the
+     code under test); it wins over 1";
 
 /// `devsim check`'s exit codes.
 pub(super) const CHECK_EXIT_CODES: &str = "Exit codes:

@@ -190,3 +190,74 @@ pub enum CliError {
     #[error(transparent)]
     Threshold(#[from] crate::runner::coverage::ThresholdError),
 }
+
+impl CliError {
+    /// The exit code of a command that ends with this: every variant named, so a new one must choose.
+    pub fn exit_code(&self) -> u8 {
+        use devsim_metadata::exit;
+        match self {
+            // Verdicts on the code under test, or on the machine a live run needs.
+            Self::Failed { .. }
+            | Self::TooFewLive { .. }
+            | Self::FakeDriver { .. }
+            | Self::TooFewGpus { .. }
+            | Self::MasksDisagree { .. }
+            | Self::BaselineDiffers { .. }
+            | Self::PendingLeft { .. }
+            | Self::MigrationNeeded { .. }
+            | Self::CoverageGaps { .. } => exit::FAILED,
+            // devsim's own failure to run or judge: no verdict.
+            Self::Errored { .. } => exit::ERRORED,
+            Self::DriverFailing(_) => exit::DRIVER_FAILING,
+            // What devsim was given could not be used.
+            Self::Escapes { .. }
+            | Self::Corpus(_)
+            | Self::Load { .. }
+            | Self::Host(_)
+            | Self::Profile(_)
+            | Self::Dispatch(_)
+            | Self::NoDefaultScenarios { .. }
+            | Self::Accept(_)
+            | Self::Write { .. }
+            | Self::Io(_)
+            | Self::Subject(_)
+            | Self::Baseline(_)
+            | Self::EmptySelection { .. }
+            | Self::BaselineSubject { .. }
+            | Self::Json(_)
+            | Self::Pattern(_)
+            | Self::Probe(_)
+            | Self::Junit(_)
+            | Self::Threshold(_) => exit::BAD_INPUT,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use devsim_metadata::exit;
+
+    #[test]
+    fn an_errored_run_has_its_own_exit_code_apart_from_failures_and_bad_input() {
+        let errored = CliError::Errored { count: 1 }.exit_code();
+        assert_eq!(errored, exit::ERRORED);
+        assert_ne!(errored, CliError::Failed { failed: 1 }.exit_code());
+        assert_ne!(errored, CliError::Load { count: 1 }.exit_code());
+        assert_eq!(
+            CliError::DriverFailing("x".into()).exit_code(),
+            exit::DRIVER_FAILING
+        );
+        let codes = [
+            exit::PASSED,
+            exit::FAILED,
+            exit::BAD_INPUT,
+            exit::DRIVER_FAILING,
+            errored,
+        ];
+        let mut distinct = codes.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), codes.len(), "every outcome is told apart");
+    }
+}

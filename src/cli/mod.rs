@@ -167,27 +167,9 @@ pub fn main(catalog: Catalog) -> ExitCode {
             warn!("error: failed to pass {failed} scenario(s)");
             ExitCode::from(exit::FAILED)
         }
-        Err(
-            error @ (CliError::TooFewLive { .. }
-            | CliError::FakeDriver { .. }
-            | CliError::TooFewGpus { .. }
-            | CliError::MasksDisagree { .. }
-            | CliError::BaselineDiffers { .. }
-            | CliError::PendingLeft { .. }
-            | CliError::MigrationNeeded { .. }
-            | CliError::Errored { .. }
-            | CliError::CoverageGaps { .. }),
-        ) => {
-            warn!("error: failed to {error}");
-            ExitCode::from(exit::FAILED)
-        }
-        Err(error @ CliError::DriverFailing(_)) => {
-            warn!("error: failed to {error}");
-            ExitCode::from(EXIT_DRIVER_FAILING)
-        }
         Err(error) => {
             warn!("error: failed to {error}");
-            ExitCode::from(exit::BAD_INPUT)
+            ExitCode::from(error.exit_code())
         }
     }
 }
