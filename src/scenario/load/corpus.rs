@@ -94,20 +94,18 @@ pub fn find_named(paths: &[PathBuf]) -> Result<Vec<Found>, CorpusError> {
         } else {
             regular(path, metadata.file_type())?;
             // A file argument is given under its own folder: a link that leaves it is not followed.
-            let folder = match path.parent() {
-                Some(parent) if !parent.as_os_str().is_empty() => parent,
-                _ => Path::new("."),
+            bases.push(lexical(crate::contain::folder_of(path)));
+            let io = |source| CorpusError::Io {
+                path: path.clone(),
+                source,
             };
-            bases.push(lexical(folder));
-            let folder = canonical(folder)?;
-            let resolved = canonical(path)?;
-            if !resolved.starts_with(&folder) {
+            if let Some(root) = crate::contain::escapes_its_folder(path).map_err(io)? {
                 return Err(CorpusError::Escapes {
                     path: path.clone(),
-                    root: folder,
+                    root,
                 });
             }
-            if walk.files.insert(resolved) {
+            if walk.files.insert(canonical(path)?) {
                 walk.found.push(path.clone());
             }
         }
@@ -275,28 +273,21 @@ fn kind_of(kind: FileType) -> Option<&'static str> {
 /// refused before it is opened.
 pub fn read_contained(path: &Path, root: &Path) -> Result<String, LoadError> {
     let refuse = |message: String| LoadError::new(path, 1, 1, message);
-    let root = if root.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        root
-    };
-    let resolved =
-        std::fs::canonicalize(path).map_err(|e| refuse(format!("read the file: {e}")))?;
-    let inside = std::fs::canonicalize(root).map_err(|e| refuse(format!("read the file: {e}")))?;
-    if !resolved.starts_with(&inside) {
+    match crate::contain::escapes(path, root) {
+        Err(e) => Err(refuse(format!("read the file: {e}"))),
         // Refused before a byte is read, so nothing of the file can reach any output.
-        return Err(refuse(format!(
+        Ok(Some(_)) => Err(refuse(format!(
             "read the file: it resolves outside {}; links are followed only inside the folder they were given under",
             crate::scenario::error::escape_controls(&root.display().to_string())
-        )));
+        ))),
+        Ok(None) => read_bounded(path),
     }
-    read_bounded(path)
 }
 
 /// [`read_contained`] within the file's own folder: for files named one by one (a profile, a baseline, a
 /// subject file, a scenario given as a file argument).
 pub fn read_in_folder(path: &Path) -> Result<String, LoadError> {
-    read_contained(path, path.parent().unwrap_or(Path::new(".")))
+    read_contained(path, crate::contain::folder_of(path))
 }
 
 /// Reads a scenario or profile file: regular files only (checked before opening, and again on the opened
