@@ -104,8 +104,11 @@ fi
     ),
     step(
         "test",
-        "cargo test (README's test command: devsim, devsim-sys, the downstream example crate, tools)",
-        "cargo test --locked",
+        "cargo test (README's test command: devsim, devsim-sys, the downstream example crate, tools), its scratch folders below a folder holding hosts/, which must change no scenario name",
+        r#"
+mkdir -p target/tmp-under-hosts/hosts target/tmp-under-hosts/tmp
+TMPDIR="$PWD/target/tmp-under-hosts/tmp" cargo test --locked
+"#,
     ),
     step(
         "doc",
