@@ -90,7 +90,11 @@ pub fn run_depth() -> Result<(), CliError> {
     say!(
         "depth: {MAX_DEPTH} folders {} in {limit_ms:.2} ms, {DEEP_FOLDERS} folders {} in {deep_ms:.2} ms",
         if limit_listed { "listed" } else { "REFUSED" },
-        if deep_listed { "LISTED" } else { "refused at the limit" },
+        if deep_listed {
+            "LISTED"
+        } else {
+            "refused at the limit"
+        },
     );
     Ok(())
 }
