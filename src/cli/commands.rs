@@ -27,8 +27,8 @@ pub(super) fn schema(which: SchemaName) -> Result<(), CliError> {
     Ok(())
 }
 
-pub(super) fn check_subject(subject: &str) -> Result<(), CliError> {
-    let subject = ProcessSubject::start(SubjectSpec::parse(subject)?)?;
+pub(super) fn check_subject(subject: &str, source: Option<&Path>) -> Result<(), CliError> {
+    let subject = ProcessSubject::start(SubjectSpec::parse_with_source(subject, source)?)?;
     let capabilities = subject.capabilities();
     say!(
         "subject: {} (handshake in {:.1} ms)",
