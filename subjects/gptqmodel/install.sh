@@ -56,6 +56,14 @@ fi
 "$PY" -m compileall -q -j 0 "$SRC/gptqmodel" >/dev/null \
   || echo "install.sh: warning: could not compile GPTQModel's bytecode in $SRC; each subject start compiles it" >&2
 if [ "${GPTQMODEL_SRC_ONLY:-0}" = 1 ]; then
+  # A release that imports torchvision at import (7.3.4 does, 7.7.0 does not) gets the torchvision of the venv's
+  # torch (2.11 -> 0.26; TORCHVISION_VERSION overrides) inside SRC, first on the subject's path: never in the venv,
+  # where it would change what the first release imports.
+  if grep -rqsE --include='*.py' '^(import|from) torchvision' "$SRC/gptqmodel" \
+    && ! "$PY" -c 'import torchvision' 2>/dev/null && [ ! -d "$SRC/torchvision" ]; then
+    minor=${TORCH_VERSION#*.}; minor=${minor%%.*}
+    "$PY" -m pip install --quiet --no-deps --target "$SRC" "torchvision==${TORCHVISION_VERSION:-0.$((minor + 15)).0}"
+  fi
   echo "install.sh: GPTQModel $VERSION unpacked in $SRC (source only; judge it with --subject-src $SRC)"
   exit 0
 fi
