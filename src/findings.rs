@@ -152,6 +152,24 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
         .iter()
         .find_map(|prefix| mismatch.key.strip_prefix(prefix))
         .unwrap_or(&mismatch.key);
+    if mismatch.conformance.is_none() {
+        // A breakdown of the subject's process is the same breakdown on every host and in every scenario:
+        // what was expected and what happened, the scenario's own name taken out.
+        let anonymous = |text: &str| match scenario.name.as_str() {
+            "" => text.to_string(),
+            name => text.replace(name, "<scenario>"),
+        };
+        return Signature {
+            check,
+            action: action_name.to_string(),
+            form: form.to_string(),
+            build: "-".into(),
+            kernel: None,
+            key: key.to_string(),
+            expected: anonymous(&mismatch.expected),
+            actual: anonymous(&without_wording(&mismatch.actual)),
+        };
+    }
     Signature {
         check,
         action: action_name.to_string(),
@@ -320,6 +338,29 @@ mod tests {
         );
         assert_eq!(plain, when_ok);
         assert_eq!(when_ok.key, "lands_on");
+    }
+
+    #[test]
+    fn one_breakdown_in_many_scenarios_is_one_finding() {
+        let first = one_step("validate", "gptq_triton");
+        let mut second = first.clone();
+        second.name = "other.toml".into();
+        second.host.torch = crate::vocab::TorchBuild::Cuda;
+        let broke = |scenario: &Scenario| {
+            Mismatch::breakdown(
+                "subject x",
+                format!("`ready` or `unsupported` for scenario {}", scenario.name),
+                "no answer within 1.0 s\n  stderr: …",
+            )
+        };
+        let a = signature(&broke(&first), &first, None);
+        assert_eq!(a, signature(&broke(&second), &second, None));
+        assert_eq!(
+            a.expected,
+            "`ready` or `unsupported` for scenario <scenario>"
+        );
+        let other = Mismatch::breakdown("subject x", "`done`", "no answer within 1.0 s");
+        assert_ne!(a, signature(&other, &first, None));
     }
 
     #[test]

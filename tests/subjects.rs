@@ -370,6 +370,45 @@ fn cli_check_live_and_bench() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A subject that breaks down the same way in every scenario is stopped after three: one finding, the rest
+/// skipped naming the breakdown, and the run ends instead of waiting out every scenario.
+fn identical_breakdowns_stop_the_subject() -> Result<(), Failed> {
+    let dir = tempfile::tempdir().map_err(|e| Failed::from(e.to_string()))?;
+    let exe = std::env::current_exe().map_err(|e| Failed::from(e.to_string()))?;
+    let file = dir.path().join("hang.toml");
+    let text = format!(
+        "name = \"fixture\"\ncommand = [{exe:?}]\nstep_timeout_s = 1\nstart_timeout_s = 5\n\
+         env = {{ {} = \"hang\" }}\n",
+        subject_fixture::MODE,
+    );
+    std::fs::write(&file, text).map_err(|e| Failed::from(e.to_string()))?;
+    let scenarios = fixtures().join("scenarios").display().to_string();
+    let file = file.display().to_string();
+    let began = std::time::Instant::now();
+    // Six of the scenarios reach the subject, each hanging for its 1 s step timeout unless the run stops.
+    let (code, out, err) = devsim_code(&["run", &scenarios, "--subject", &file, "-j", "1"])?;
+    let took = began.elapsed();
+    expect(
+        code == Some(1)
+            && out.contains("3 failed scenario(s) hold 1 distinct finding(s)")
+            && out.contains("[breakdown]")
+            && out.contains("0 passed, 3 failed, 4 skipped")
+            && out
+                .matches("(subject fixture stopped after 3 identical breakdowns: expected `observed` or `unsupported` for step 1, got no answer within 1.0 s)")
+                .count()
+                == 3,
+        "three identical breakdowns make one finding and skip the rest, naming the breakdown",
+        &out,
+        &err,
+    )?;
+    expect(
+        took < Duration::from_millis(5500),
+        &format!("the stopped run ends without waiting out the rest: it took {took:?}"),
+        &out,
+        &err,
+    )
+}
+
 fn main() {
     if let Ok(mode) = std::env::var(subject_fixture::MODE) {
         std::process::exit(subject_fixture::serve(&mode));
@@ -395,6 +434,10 @@ fn main() {
     trials.push(Trial::test(
         "devsim run --subject with a baseline",
         cli_run_and_baseline,
+    ));
+    trials.push(Trial::test(
+        "identical breakdowns stop the subject with one finding",
+        identical_breakdowns_stop_the_subject,
     ));
     trials.push(Trial::test(
         "devsim check, run --live and bench with --subject",

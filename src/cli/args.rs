@@ -153,6 +153,9 @@ pub(super) enum Command {
         /// Instead, start this subject and check its handshake only.
         #[arg(long, value_name = "CMD|FILE")]
         subject: Option<String>,
+        /// With --subject: judge the project's source tree in DIR instead of the subject file's `source`.
+        #[arg(long, value_name = "DIR", requires = "subject")]
+        subject_src: Option<PathBuf>,
     },
     /// Run the scenarios and count, per kernel, which of validate, warmup and move passing scenarios
     /// exercised on which build; fails (exit 1) under the threshold file.
@@ -235,6 +238,10 @@ pub(super) enum Command {
         /// timings, then each subject's outcomes and distinct findings by rule.
         #[arg(long, value_name = "CMD|FILE", conflicts_with = "live")]
         subject: Vec<String>,
+        /// With --subject: judge the project's source tree in DIR (every subject given) instead of each subject
+        /// file's `source`.
+        #[arg(long, value_name = "DIR", requires = "subject")]
+        subject_src: Option<PathBuf>,
         /// With --subject: start each subject this many times and run the corpus across them (default: one
         /// per CPU core, at most 8).
         #[arg(long, short, value_name = "N")]
@@ -309,6 +316,10 @@ pub(super) struct RunArgs {
     /// subject file (x.toml) speaking the subject protocol (docs/subject-protocol.md).
     #[arg(long, value_name = "CMD|FILE")]
     pub(super) subject: Option<String>,
+    /// With --subject: judge the project's source tree in DIR instead of the subject file's `source`
+    /// (DEVSIM_SUBJECT_SRC, first on PYTHONPATH; docs/subject-protocol.md).
+    #[arg(long, value_name = "DIR", requires = "subject")]
+    pub(super) subject_src: Option<PathBuf>,
     /// Simulated runs of a subject process: start it this many times and deal the scenarios out among
     /// them, by host (default: one per CPU core, at most 8; never more than the subject file's `max_jobs` or
     /// than there are hosts to deal out). Live runs use one.

@@ -28,9 +28,9 @@ pub(super) fn schema(which: SchemaName) -> Result<(), CliError> {
     Ok(())
 }
 
-pub(super) fn check_subject(subject: &str) -> Result<(), CliError> {
+pub(super) fn check_subject(subject: &str, source: Option<&Path>) -> Result<(), CliError> {
     contained_subject(subject)?;
-    let subject = ProcessSubject::start(SubjectSpec::parse(subject)?)?;
+    let subject = ProcessSubject::start(SubjectSpec::parse_with_source(subject, source)?)?;
     let capabilities = subject.capabilities();
     say!(
         "subject: {} (handshake in {:.1} ms)",

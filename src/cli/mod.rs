@@ -100,14 +100,16 @@ pub fn main(catalog: Catalog) -> ExitCode {
         } => probe(write, force, root, require_gpu),
         Command::Check {
             subject: Some(subject),
+            subject_src,
             ..
-        } => check_subject(&subject),
+        } => check_subject(&subject, subject_src.as_deref()),
         Command::Check {
             paths,
             selection,
             corpus,
             format,
             subject: None,
+            subject_src: _,
         } => check(&catalog, &paths, &selection, &corpus, format),
         Command::Coverage {
             paths,
@@ -128,11 +130,12 @@ pub fn main(catalog: Catalog) -> ExitCode {
             rounds,
             live,
             subject,
+            subject_src,
             jobs,
         } => {
             if !subject.is_empty() {
                 let jobs = jobs.unwrap_or_else(args::default_jobs);
-                side_by_side::run_subjects(&root, &subject, rounds, jobs)
+                side_by_side::run_subjects(&root, &subject, subject_src.as_deref(), rounds, jobs)
             } else if live {
                 bench::run_live(rounds).and_then(|()| bench::corpus_live(&root, &catalog, rounds))
             } else {

@@ -33,7 +33,7 @@ pub(super) fn subject_for(
     scenarios: &[Scenario],
 ) -> Result<Judged, CliError> {
     if let Some(subject) = &args.subject {
-        let spec = SubjectSpec::parse(subject)?;
+        let spec = SubjectSpec::parse_with_source(subject, args.subject_src.as_deref())?;
         if !args.live {
             let jobs = useful_lanes(scenarios, args.jobs.unwrap_or_else(default_jobs));
             let lanes = Lanes::start(&spec, jobs)?;

@@ -89,6 +89,7 @@ fn ratio(reference: f64, subject: f64) -> String {
 pub fn run_subjects(
     root: &Path,
     subjects: &[String],
+    source: Option<&Path>,
     rounds: u32,
     jobs: NonZeroUsize,
 ) -> Result<(), CliError> {
@@ -97,7 +98,7 @@ pub fn run_subjects(
     }
     let specs = subjects
         .iter()
-        .map(|s| SubjectSpec::parse(s))
+        .map(|s| SubjectSpec::parse_with_source(s, source))
         .collect::<Result<Vec<_>, _>>()?;
     let (scenarios, errors) = load_all(&[root.to_path_buf()], &Catalog::reference())?;
     let started = Instant::now();

@@ -80,6 +80,9 @@ pub enum Skip {
     Protocol(String),
     /// The subject answered a step `unsupported`: its reason.
     Subject(String),
+    /// The subject broke down the same way too many times, so the run sent it no more scenarios: which
+    /// breakdown. Never a pass, never a new finding (the breakdowns themselves are one).
+    SubjectStopped(String),
 }
 
 impl fmt::Display for Skip {
@@ -91,7 +94,8 @@ impl fmt::Display for Skip {
             | Skip::ViewsDiffer(why)
             | Skip::LiveSubject(why)
             | Skip::Protocol(why)
-            | Skip::Subject(why) => f.write_str(why),
+            | Skip::Subject(why)
+            | Skip::SubjectStopped(why) => f.write_str(why),
         }
     }
 }

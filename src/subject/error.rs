@@ -27,6 +27,14 @@ pub enum SubjectError {
         /// What was expected.
         message: String,
     },
+    /// A subject's source tree (`source`, `--subject-src`) cannot be used.
+    #[error("use subject source tree {path}: {message}")]
+    Source {
+        /// The folder as given.
+        path: PathBuf,
+        /// Why not.
+        message: String,
+    },
     /// A command line could not be split into words.
     #[error("split subject command `{command}`: {message}")]
     CommandLine {

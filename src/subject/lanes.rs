@@ -46,7 +46,13 @@ impl Lanes {
                 })
                 .collect()
         });
-        let lanes = started.into_iter().collect::<Result<Vec<_>, _>>()?;
+        let mut lanes = started.into_iter().collect::<Result<Vec<_>, _>>()?;
+        // One subject, one tally: a breakdown every lane meets stops them all after the same count.
+        if let Some((first, rest)) = lanes.split_first_mut() {
+            for lane in rest {
+                lane.share_breakdowns(first);
+            }
+        }
         Ok(Self {
             lanes,
             start_time: began.elapsed(),

@@ -26,7 +26,7 @@ pub use error::SubjectError;
 pub use handshake::{Capabilities, handshake};
 pub use lanes::{Lanes, useful_lanes};
 pub use process::ProcessSubject;
-pub use spec::SubjectSpec;
+pub use spec::{SOURCE_VARIABLE, SubjectSpec};
 
 use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;

@@ -4,6 +4,8 @@
 //! with the offending line and the tail of its stderr; it is killed and a fresh process starts for the
 //! next scenario. A scenario that needs what the subject cannot do or record is skipped, never passed.
 
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::child::Connection;
@@ -28,6 +30,42 @@ pub struct ProcessSubject {
     start_time: Duration,
     /// The real machine, in a live run.
     live: Option<LiveContext>,
+    /// Breakdowns seen so far, shared by every process of the subject ([`super::Lanes`]).
+    breakdowns: Arc<Mutex<Breakdowns>>,
+}
+
+/// After this many breakdowns with one signature (the same error at the same point of the exchange), a run
+/// sends the subject no more scenarios: the rest are skipped naming the breakdown, and the findings hold one.
+pub const STOP_AFTER_IDENTICAL_BREAKDOWNS: usize = 3;
+
+/// How often each breakdown happened, and the one that stopped the subject, if any.
+#[derive(Debug, Default)]
+pub struct Breakdowns {
+    seen: BTreeMap<String, usize>,
+    stopped: Option<String>,
+}
+
+impl Breakdowns {
+    /// Counts one breakdown; the first to happen [`STOP_AFTER_IDENTICAL_BREAKDOWNS`] times stops the subject.
+    fn count(&mut self, signature: String) {
+        let times = self.seen.entry(signature.clone()).or_default();
+        *times += 1;
+        if *times >= STOP_AFTER_IDENTICAL_BREAKDOWNS && self.stopped.is_none() {
+            self.stopped = Some(signature);
+        }
+    }
+}
+
+/// A breakdown as the same for every scenario it happens in: what was expected and the first line of what
+/// happened, the scenario's name taken out (an answer out of order quotes it).
+pub(crate) fn breakdown_signature(scenario: &str, expected: &str, actual: &str) -> String {
+    let first = actual.lines().next().unwrap_or_default();
+    let text = format!("expected {expected}, got {first}");
+    if scenario.is_empty() {
+        text
+    } else {
+        text.replace(scenario, "<scenario>")
+    }
 }
 
 impl ProcessSubject {
@@ -41,6 +79,7 @@ impl ProcessSubject {
             connection: Some(connection),
             start_time: started.elapsed(),
             live: None,
+            breakdowns: Arc::default(),
         })
     }
 
@@ -62,6 +101,7 @@ impl ProcessSubject {
             connection: Some(connection),
             start_time: started.elapsed(),
             live: Some(live),
+            breakdowns: Arc::default(),
         })
     }
 
@@ -102,6 +142,35 @@ impl ProcessSubject {
             )));
         }
         live.runnable_here(scenario).err()
+    }
+
+    /// Makes this process count its breakdowns with `other`'s, so that processes of one subject stop together.
+    pub fn share_breakdowns(&mut self, other: &ProcessSubject) {
+        self.breakdowns = Arc::clone(&other.breakdowns);
+    }
+
+    /// The breakdown that stopped the subject, if one happened [`STOP_AFTER_IDENTICAL_BREAKDOWNS`] times.
+    pub fn stopped(&self) -> Option<String> {
+        self.breakdowns.lock().map_or_else(
+            |poisoned| poisoned.into_inner().stopped.clone(),
+            |b| b.stopped.clone(),
+        )
+    }
+
+    /// A breakdown of the subject's process: the scenario fails, and the breakdown is counted.
+    fn broke_down(
+        &self,
+        scenario: &Scenario,
+        steps: Vec<StepReport>,
+        expected: String,
+        actual: String,
+    ) -> ScenarioReport {
+        let signature = breakdown_signature(&scenario.name, &expected, &actual);
+        match self.breakdowns.lock() {
+            Ok(mut breakdowns) => breakdowns.count(signature),
+            Err(poisoned) => poisoned.into_inner().count(signature),
+        }
+        self.failed(scenario, steps, expected, actual)
     }
 
     /// What the subject said it can do.
@@ -335,11 +404,22 @@ impl ProcessSubject {
                 ),
             );
         }
+        if let Some(breakdown) = self.stopped() {
+            // The same breakdown again and again says nothing new about the code: one finding, not one per
+            // scenario, and no process restarted for each.
+            return ScenarioReport::skipped(
+                scenario,
+                Skip::SubjectStopped(format!(
+                    "subject {} stopped after {STOP_AFTER_IDENTICAL_BREAKDOWNS} identical breakdowns: {breakdown}",
+                    self.capabilities.name
+                )),
+            );
+        }
         if self.connection.is_none() {
             match connect(&self.spec, self.live.is_some()) {
                 Ok((connection, _)) => self.connection = Some(connection),
                 Err(error) => {
-                    return self.failed(
+                    return self.broke_down(
                         scenario,
                         Vec::new(),
                         "a fresh subject process".into(),
@@ -357,7 +437,7 @@ impl ProcessSubject {
                     .take()
                     .map(|mut connection| connection.kill())
                     .unwrap_or_default();
-                self.failed(
+                self.broke_down(
                     scenario,
                     steps,
                     fault.expected,

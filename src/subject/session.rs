@@ -118,8 +118,16 @@ pub(super) fn connect(
             subject: spec.name.clone(),
         });
     };
+    if let Some(source) = &spec.source {
+        if !source.is_dir() {
+            return Err(SubjectError::Source {
+                path: source.clone(),
+                message: "expected a folder, found none (the subject file's `source`)".into(),
+            });
+        }
+    }
     let mut command = Command::new(program);
-    command.args(args).envs(&spec.env);
+    command.args(args).envs(spec.environment());
     if let Some(cwd) = &spec.cwd {
         command.current_dir(cwd);
     }

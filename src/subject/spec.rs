@@ -32,7 +32,13 @@ pub struct SubjectSpec {
     pub start_timeout: Duration,
     /// At most this many processes of the subject at once (`max_jobs`; none: as many as `--jobs`).
     pub max_jobs: Option<NonZeroUsize>,
+    /// The project's source tree to judge (`source`, or `--subject-src`), absolute: the subject gets it as
+    /// `DEVSIM_SUBJECT_SRC`, first on its `PYTHONPATH`.
+    pub source: Option<PathBuf>,
 }
+
+/// The variable that tells a subject which source tree of its project to judge.
+pub const SOURCE_VARIABLE: &str = "DEVSIM_SUBJECT_SRC";
 
 /// A subject file as written.
 #[derive(Debug, Deserialize)]
@@ -46,6 +52,16 @@ struct SubjectFile {
     step_timeout_s: Option<u64>,
     start_timeout_s: Option<u64>,
     max_jobs: Option<NonZeroUsize>,
+    #[serde(default)]
+    source: Option<PathBuf>,
+}
+
+/// `path` made absolute against devsim's working folder, without resolving links.
+fn absolute(path: &Path) -> Result<PathBuf, SubjectError> {
+    std::path::absolute(path).map_err(|error| SubjectError::Source {
+        path: path.to_path_buf(),
+        message: error.to_string(),
+    })
 }
 
 impl SubjectSpec {
@@ -69,6 +85,7 @@ impl SubjectSpec {
             step_timeout: DEFAULT_STEP_TIMEOUT,
             start_timeout: DEFAULT_START_TIMEOUT,
             max_jobs: None,
+            source: None,
         })
     }
 
@@ -86,7 +103,43 @@ impl SubjectSpec {
         Self::from_command(words)
     }
 
-    /// Loads a subject file; `cwd` is relative to the file's folder, which is also the default.
+    /// Judges the project's source tree at `folder` instead of the subject file's `source` (`--subject-src`):
+    /// it must be a folder; relative to devsim's working folder.
+    pub fn with_source(mut self, folder: &Path) -> Result<Self, SubjectError> {
+        if !folder.is_dir() {
+            return Err(SubjectError::Source {
+                path: folder.to_path_buf(),
+                message: "expected a folder".into(),
+            });
+        }
+        self.source = Some(absolute(folder)?);
+        Ok(self)
+    }
+
+    /// The variables the subject process gets on top of devsim's own environment: the file's `env`, and
+    /// with a source tree `DEVSIM_SUBJECT_SRC` and that tree first on `PYTHONPATH` (before the file's
+    /// `PYTHONPATH`, or else devsim's own).
+    pub fn environment(&self) -> BTreeMap<String, String> {
+        let mut env = self.env.clone();
+        if let Some(source) = &self.source {
+            let source = source.display().to_string();
+            let rest = env
+                .get("PYTHONPATH")
+                .cloned()
+                .or_else(|| std::env::var("PYTHONPATH").ok())
+                .filter(|rest| !rest.is_empty());
+            let path = match rest {
+                Some(rest) => format!("{source}:{rest}"),
+                None => source.clone(),
+            };
+            env.insert("PYTHONPATH".into(), path);
+            env.insert(SOURCE_VARIABLE.into(), source);
+        }
+        env
+    }
+
+    /// Loads a subject file; `cwd` and `source` are relative to the file's folder, which is also the
+    /// default `cwd`.
     pub fn load(path: &Path) -> Result<Self, SubjectError> {
         let text = crate::scenario::load::corpus::read_in_folder(path).map_err(|error| {
             SubjectError::RefusedFile {
@@ -129,7 +182,20 @@ impl SubjectSpec {
                 .start_timeout_s
                 .map_or(DEFAULT_START_TIMEOUT, Duration::from_secs),
             max_jobs: file.max_jobs,
+            source: file
+                .source
+                .map(|source| absolute(&folder.join(source)))
+                .transpose()?,
         })
+    }
+
+    /// Reads `--subject` as [`SubjectSpec::parse`] does, then `--subject-src` if given.
+    pub fn parse_with_source(argument: &str, source: Option<&Path>) -> Result<Self, SubjectError> {
+        let spec = Self::parse(argument)?;
+        match source {
+            Some(folder) => spec.with_source(folder),
+            None => Ok(spec),
+        }
     }
 
     /// The command line, for messages.
@@ -180,5 +246,49 @@ mod tests {
         let text = error.to_string();
         assert!(text.contains("bad.toml:3:"), "{text}");
         assert!(text.contains("timeout"), "{text}");
+    }
+
+    #[test]
+    fn a_source_tree_is_absolute_first_on_pythonpath_and_overridden_by_the_flag() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let own = dir.path().join("own");
+        std::fs::create_dir(&own).expect("mkdir");
+        let file = dir.path().join("s.toml");
+        std::fs::write(
+            &file,
+            "name = \"x\"\ncommand = [\"python3\"]\nsource = \"../src\"\nenv = { PYTHONPATH = \"a:b\" }\n",
+        )
+        .expect("write");
+        let spec = SubjectSpec::load(&file).expect("loads");
+        let from_file = dir.path().join("../src");
+        assert_eq!(spec.source.as_deref(), Some(from_file.as_path()));
+        let env = spec.environment();
+        let expected = format!("{}:a:b", from_file.display());
+        assert_eq!(env.get("PYTHONPATH"), Some(&expected));
+        assert_eq!(
+            env.get(SOURCE_VARIABLE).map(String::as_str),
+            from_file.to_str()
+        );
+
+        let spec = spec.with_source(&own).expect("a folder");
+        let env = spec.environment();
+        assert_eq!(env.get(SOURCE_VARIABLE).map(String::as_str), own.to_str());
+        assert_eq!(
+            env.get("PYTHONPATH"),
+            Some(&format!("{}:a:b", own.display()))
+        );
+
+        let missing = dir.path().join("missing");
+        let error = SubjectSpec::load(&file)
+            .expect("loads")
+            .with_source(&missing)
+            .expect_err("no such folder");
+        assert!(
+            error.to_string().starts_with("use subject source tree"),
+            "{error}"
+        );
+        // Without a source, the environment is the file's, untouched.
+        let plain = SubjectSpec::parse("python3 -m x").expect("parses");
+        assert!(plain.environment().is_empty());
     }
 }

@@ -5,12 +5,16 @@
 #
 # VENV     a Python venv that already has torch (default: .venv-torch at the repo root, torch 2.11.0)
 # SRC_DIR  where the GPTQModel sdist is unpacked, outside the repository, never committed (default:
-#          gptqmodel-src next to the repository, the PYTHONPATH subjects/gptqmodel.toml gives the subject)
+#          gptqmodel-src next to the repository, the `source` subjects/gptqmodel.toml gives the subject)
 #
 # Idempotent: a second run with everything in place only checks. GPTQModel asks for torch>=2.14.1;
 # its other requirements are installed under a constraint that keeps the venv's torch (2.11.0 by
 # default, override with TORCH_VERSION), and GPTQModel itself runs from SRC_DIR with PYTHONPATH.
 # Afterwards the subject kit and the subject package are installed editable into VENV, with pytest.
+#
+# GPTQMODEL_SRC_ONLY=1 stops after unpacking (and compiling) the sdist: a second release to judge with
+# `devsim run --subject-src SRC_DIR`, on the venv the first install made (another release's requirements,
+# e.g. 7.3.4's numpy==2.2.6, would change the venv under the first).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -51,6 +55,18 @@ fi
 # say) the subject still runs, only each start is slower: a warning, not a failure.
 "$PY" -m compileall -q -j 0 "$SRC/gptqmodel" >/dev/null \
   || echo "install.sh: warning: could not compile GPTQModel's bytecode in $SRC; each subject start compiles it" >&2
+if [ "${GPTQMODEL_SRC_ONLY:-0}" = 1 ]; then
+  # A release that imports torchvision at import (7.3.4 does, 7.7.0 does not) gets the torchvision of the venv's
+  # torch (2.11 -> 0.26; TORCHVISION_VERSION overrides) inside SRC, first on the subject's path: never in the venv,
+  # where it would change what the first release imports.
+  if grep -rqsE --include='*.py' '^(import|from) torchvision' "$SRC/gptqmodel" \
+    && ! "$PY" -c 'import torchvision' 2>/dev/null && [ ! -d "$SRC/torchvision" ]; then
+    minor=${TORCH_VERSION#*.}; minor=${minor%%.*}
+    "$PY" -m pip install --quiet --no-deps --target "$SRC" "torchvision==${TORCHVISION_VERSION:-0.$((minor + 15)).0}"
+  fi
+  echo "install.sh: GPTQModel $VERSION unpacked in $SRC (source only; judge it with --subject-src $SRC)"
+  exit 0
+fi
 
 # 2. Its requirements, minus torch (kept), build tools (no build here) and torchao (not imported by the
 #    dispatch code; its releases pin newer torch), under a torch constraint.

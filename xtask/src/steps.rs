@@ -229,7 +229,7 @@ fi
     ),
     in_torch(step(
         "gptqmodel",
-        "GPTQModel 7.7.0 as a subject: install, the kit's tests, the subject's tests, the plugin's example suite",
+        "GPTQModel 7.7.0 as a subject: install, the kit's tests, the subject's tests, the plugin's example suite; the subject on GPTQModel 7.3.4's tree (--subject-src) against its baseline, without breakdowns",
         r#"
 subjects/gptqmodel/install.sh "$PWD/.venv-torch"
 cargo build --locked --release --quiet
@@ -237,6 +237,15 @@ DEVSIM="$PWD/target/release/devsim" .venv-torch/bin/python -m pytest -q subjects
 .venv-torch/bin/python -m pytest -q subjects/gptqmodel/tests
 (export PYTHONPATH="$(dirname "$PWD")/gptqmodel-src" DEVSIM="$PWD/target/release/devsim" \
   && cd examples/pytest-gptqmodel && ../../.venv-torch/bin/python -m pytest -q)
+src734="$(dirname "$PWD")/gptqmodel-src-7.3.4"
+GPTQMODEL_VERSION=7.3.4 GPTQMODEL_SRC_ONLY=1 subjects/gptqmodel/install.sh "$PWD/.venv-torch" "$src734"
+if ! target/release/devsim run --quiet --subject subjects/gptqmodel.toml --subject-src "$src734" \
+  --baseline subjects/gptqmodel/baseline-7.3.4.toml > target/gptqmodel-7.3.4-run.txt 2>&1; then
+  grep -E "^(baseline changed|subject gptqmodel:|error)" target/gptqmodel-7.3.4-run.txt || tail -n 40 target/gptqmodel-7.3.4-run.txt
+  exit 1
+fi
+if grep -q '\[breakdown\]' target/gptqmodel-7.3.4-run.txt; then echo "GPTQModel 7.3.4: a breakdown"; exit 1; fi
+grep -E "^subject gptqmodel:" target/gptqmodel-7.3.4-run.txt
 "#,
     )),
     in_torch(step(

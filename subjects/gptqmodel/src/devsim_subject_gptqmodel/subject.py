@@ -35,6 +35,8 @@ from devsim_subject_kit import (
 )
 from devsim_subject_kit.server import reuse_enabled
 
+from . import compat
+
 DATA = Path(__file__).parent
 FAMILIES = ("cpu", "cuda", "rocm", "xpu", "mps")
 # how long a reused child waits for a shut-down device pool's threads to end before it is retired instead
@@ -343,6 +345,10 @@ class Subject:
         would hide."""
         for entry in entries:
             name = str(entry["module"])
+            if not compat.has_module(name):
+                # nothing to preload: a step whose forward would import it meets GPTQModel's own ImportError
+                compat.warn(name, "not preloaded (a child whose forward imports it is not reused)")
+                continue
             before = set(self._missing.importers)
             importlib.import_module(name)
             tried = sorted(pkg for _, pkg in set(self._missing.importers) - before)
@@ -421,15 +427,17 @@ class Subject:
         # GPTQModel reads /proc/cpuinfo of the machine the subject runs on; left alone, a runner with
         # AVX512-BF16 makes CPU selection try TorchCpuAvx512Linear first and load its native extension, so
         # outcomes would depend on the CI machine. Rebound wherever it was imported by name.
-        from gptqmodel.utils import cpu_features
-
-        machine_probe = cpu_features.has_avx512_bf16
+        cpu_features = compat.optional_module(
+            "gptqmodel.utils.cpu_features", "its CPU ISA probe is not rebound (no AVX512-BF16 probe to hide)"
+        )
+        machine_probe = compat.optional(cpu_features, "has_avx512_bf16", "its CPU ISA probe is not rebound") \
+            if cpu_features is not None else None
 
         def no_avx512_bf16() -> bool:
             return False
 
         for module in [m for n, m in sys.modules.items() if n.startswith("gptqmodel") and m]:
-            if vars(module).get("has_avx512_bf16") is machine_probe:
+            if machine_probe is not None and vars(module).get("has_avx512_bf16") is machine_probe:
                 module.has_avx512_bf16 = no_avx512_bf16  # type: ignore[attr-defined]
         self._install_observers()
 
@@ -439,7 +447,7 @@ class Subject:
         # the family kernel selection and validation assign to a selector: importer._device_family
         from gptqmodel.utils import importer
 
-        original_family = importer._device_family
+        original_family = compat.optional(importer, "_device_family", "validate and select steps are skipped")
 
         def device_family(device: Any) -> Any:
             family = original_family(device)
@@ -447,11 +455,14 @@ class Subject:
                 subject._families.append((device, family))
             return family
 
-        importer._device_family = device_family
+        if original_family is not None:
+            importer._device_family = device_family
 
         # what the selector machinery makes of a public device value ("rocm" -> DEVICE.ROCM, 1 -> cuda:1):
         # the view validate/select report when no torch.device reaches _device_family
-        original_as_selector = importer._as_selector_device
+        original_as_selector = compat.optional(
+            importer, "_as_selector_device", "steps through its boundary conversion are skipped"
+        )
 
         def as_selector_device(value: Any) -> Any:
             result = original_as_selector(value)
@@ -459,7 +470,8 @@ class Subject:
                 subject._selectors.append(result)
             return result
 
-        importer._as_selector_device = as_selector_device
+        if original_as_selector is not None:
+            importer._as_selector_device = as_selector_device
 
         # GPTQModel's extension API gates every native extension on a build-support check (a capability,
         # shared-memory or ROCm rule over the visible GPUs) before it loads; is_available() swallows that
@@ -599,7 +611,9 @@ class Subject:
         """Host-dependent caches GPTQModel fills lazily (functools caches, the validation cache)."""
         from gptqmodel.utils import importer
 
-        importer.clear_validation_cache()
+        clear_validation_cache = compat.optional(importer, "clear_validation_cache", "no validation cache is cleared")
+        if clear_validation_cache is not None:
+            clear_validation_cache()
         self.state.clear_caches()
         for ext, values in self._loaded.values():
             for name, value in zip(EXTENSION_STATE, values, strict=True):
@@ -633,7 +647,7 @@ class Subject:
                     obs.clear()
                     handler(msg, obs)
                 ok = True
-            except StepUnsupported as exc:
+            except (StepUnsupported, compat.Lacking) as exc:
                 return {"type": "unsupported", **head, "reason": str(exc)}
             except NeedsBuild as exc:
                 return {"type": "unsupported", **head, "reason": str(exc)}
@@ -725,7 +739,7 @@ class Subject:
         from gptqmodel.utils import importer
 
         if not self.boundary_name.endswith(":as_torch_device"):
-            device = importer._as_selector_device(device)
+            device = compat.need(importer, "_as_selector_device", "boundary conversion (resolve, move, warmup)")(device)
         target = device.to_torch_device() if self.boundary_fn is None else self.boundary_fn(device)
         if not isinstance(target, torch.device):
             target = torch.device(target)
@@ -742,6 +756,9 @@ class Subject:
         kernel = self.kernels.get(name)
         if kernel is None:
             raise StepUnsupported(f"kernel {name} has no GPTQModel class in the subject's kernel map")
+        lacks = compat.constant_lacks(self.state.unevaluable, [kernel.module])
+        if lacks is not None:
+            raise compat.Lacking(lacks)
         self._depends_on_missing(kernel, set())
         return kernel
 
@@ -796,8 +813,9 @@ class Subject:
                 except NotImplementedError as exc:
                     raise _Refused(exc) from exc
             return
+        validate_quant_linear = compat.need(importer, "validate_quant_linear", "kernel gate (validate, move, warmup)")
         self._missing.attempts.clear()
-        ok, err = importer.validate_quant_linear(kernel.cls, device=device, **self.validate_args(kernel))
+        ok, err = validate_quant_linear(kernel.cls, device=device, **self.validate_args(kernel))
         if not ok:
             # a refusal that came from a missing package is this environment's, not GPTQModel's verdict
             self._depends_on_missing(kernel, self._missing.attempts)
@@ -807,11 +825,12 @@ class Subject:
         from gptqmodel.utils import importer
 
         kernel = self.kernel(msg)
+        compat.need(importer, "_device_family", "selector view (validate, select)")
         device = self.selector(msg["device"])
         try:
             if not kernel.contract:
                 # the loader's placement view of the requested device (7.7.0 validates nothing else here)
-                importer.selector_device_family(device)
+                compat.need(importer, "selector_device_family", "placement view of a wrapper (validate)")(device)
             self.gate(kernel, device)
         finally:
             self._selector_view(device, obs)
@@ -828,12 +847,16 @@ class Subject:
                 f"GPTQModel 7.7.0 has no quantization method for devsim's {msg['method']!r} "
                 "(its W4A kernels are explicit GPTQ backends with auto-select priority 0)"
             )
+        compat.need(importer, "_device_family", "selector view (validate, select)")
+        lacks = compat.constant_lacks(self.state.unevaluable, [k.module for k in self.kernels.values()])
+        if lacks is not None:
+            raise compat.Lacking(lacks)  # any candidate's verdict may read it
         device = self.selector(msg["device"])
         if method["method"] == "exl3":
             self._select_exl3(device, obs)
             return
         judged: list[tuple[Any, bool]] = []
-        original = importer.validate_quant_linear
+        original = compat.need(importer, "validate_quant_linear", "view of the candidates (select)")
 
         def observing(cls: Any, **kwargs: Any) -> Any:
             result = original(cls, **kwargs)
@@ -876,8 +899,10 @@ class Subject:
         from gptqmodel.models import loader
         from gptqmodel.utils import importer
 
+        auto_select_device = compat.need(importer, "auto_select_device", "EXL3 placement (select)")
+        device_map = compat.need(importer, "normalize_device_device_map", "EXL3 placement (select)")
         try:
-            resolved = importer.auto_select_device(importer.normalize_device_device_map(device, None), None)
+            resolved = auto_select_device(device_map(device, None), None)
         finally:
             self._selector_view(device, obs)
         chosen = loader.ExllamaV3Linear

@@ -9,6 +9,8 @@ functools caches, and tells whether a child that ran a scenario is still as it w
 
 from __future__ import annotations
 
+import ast
+import builtins
 import ctypes
 import functools
 import gc
@@ -67,6 +69,13 @@ class Reset:
         )
 
 
+def _free_names(expr: str) -> set[str]:
+    """The global names an expression reads (not attributes, not names it binds itself)."""
+    tree = ast.parse(expr, mode="eval")
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - bound
+
+
 class ProjectState:
     """The mutable import-time state of the modules whose names start with one of `prefixes`."""
 
@@ -79,6 +88,9 @@ class ProjectState:
         self._restores: list[tuple[Any, Any]] = []  # (container, the parent's content)
         self._rebinds: list[tuple[dict[str, Any], str, Any]] = []  # (namespace, global, the parent's object)
         self.warnings: list[str] = []
+        # constants whose expression names globals their module lacks (another release of the project):
+        # "module.name" -> (the missing names, the modules that hold the constant); never re-evaluated
+        self.unevaluable: dict[str, tuple[list[str], frozenset[str]]] = {}
         self._constant_plan: list[tuple[ModuleType, str, CodeType, list[ModuleType]]] = []
         self._caches: list[Any] = []
         # the walked containers: (exact builtins, subclasses) of each kind, and all of them in that order
@@ -111,8 +123,18 @@ class ProjectState:
             if home is None:
                 self.warnings.append(f"constant {const.module}.{const.name}: {const.module} is not imported")
                 continue
+            if not hasattr(home, const.name):
+                self.warnings.append(f"constant {const.module}.{const.name}: {const.module} has no {const.name} "
+                                     "(nothing to re-evaluate)")
+                continue
             old = getattr(home, const.name)
             holders = [home] + [m for m in modules if m is not home and vars(m).get(const.name, _MISSING) is old]
+            lacking = sorted(_free_names(const.expr) - set(vars(home)) - set(vars(builtins)))
+            if lacking:
+                self.unevaluable[f"{const.module}.{const.name}"] = (lacking, frozenset(m.__name__ for m in holders))
+                self.warnings.append(f"constant {const.module}.{const.name}: its expression needs {', '.join(lacking)}, "
+                                     f"which {const.module} lacks; not re-evaluated per host")
+                continue
             code = compile(const.expr, f"<constant {const.module}.{const.name}>", "eval")
             self._constant_plan.append((home, const.name, code, holders))
         caches: dict[int, Any] = {}
