@@ -40,17 +40,8 @@ fn link(target: &Path, at: &Path) {
 
 /// Runs devsim and returns (success, everything it printed).
 fn devsim(args: &[&str]) -> (bool, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_devsim"))
-        .args(args)
-        .env("DEVSIM_CONTAINMENT_TEST", MARKER)
-        .output()
-        .expect("devsim runs");
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.success(), printed)
+    let (code, printed) = devsim_code(args);
+    (code == Some(0), printed)
 }
 
 fn refused_without_a_byte(what: &str, (ok, printed): (bool, String)) {
@@ -95,6 +86,7 @@ fn a_scenario_file_argument_linking_out_of_its_folder_is_never_read() {
 fn devsim_code(args: &[&str]) -> (Option<i32>, String) {
     let output = Command::new(env!("CARGO_BIN_EXE_devsim"))
         .args(args)
+        .env("DEVSIM_CONTAINMENT_TEST", MARKER)
         .output()
         .expect("devsim runs");
     let printed = format!(
