@@ -29,6 +29,17 @@ pub enum CliError {
         /// The folder it was given under, resolved.
         folder: std::path::PathBuf,
     },
+    /// A path argument is a link whose target does not exist: devsim neither reads nor writes through it.
+    #[error(
+        "use {flag} {}: it is a link to nothing; devsim does not write through a link it cannot resolve",
+        escape_controls(&path.display().to_string())
+    )]
+    DanglingLink {
+        /// The argument, as `--write-baseline`.
+        flag: &'static str,
+        /// The path as given.
+        path: std::path::PathBuf,
+    },
     /// A file or folder could not be listed.
     #[error(transparent)]
     Corpus(#[from] CorpusError),
@@ -211,6 +222,7 @@ impl CliError {
             Self::DriverFailing(_) => exit::DRIVER_FAILING,
             // What devsim was given could not be used.
             Self::Escapes { .. }
+            | Self::DanglingLink { .. }
             | Self::Corpus(_)
             | Self::Load { .. }
             | Self::Host(_)

@@ -47,6 +47,13 @@ pub(super) fn contained(flag: &'static str, path: &Path) -> Result<(), CliError>
             path: path.to_path_buf(),
             folder,
         }),
+        // A dangling link cannot be resolved; written through, it would create its target wherever it points.
+        Err(_) if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) => {
+            Err(CliError::DanglingLink {
+                flag,
+                path: path.to_path_buf(),
+            })
+        }
         Ok(None) | Err(_) => Ok(()),
     }
 }

@@ -176,6 +176,28 @@ fn a_baseline_that_is_a_link_out_of_its_folder_is_refused_before_the_run() {
 }
 
 #[test]
+fn a_baseline_to_write_through_a_dangling_link_is_refused_and_nothing_is_created() {
+    let t = trees();
+    let target = t.secret.with_file_name("created.toml");
+    let dangling = t.tree.path().join("new-baseline.toml");
+    link(&target, &dangling);
+    let (code, printed) = devsim_code(&[
+        "run",
+        "--filter",
+        "seed/",
+        "--write-baseline",
+        utf8(&dangling),
+    ]);
+    assert_eq!(code, Some(2), "{printed}");
+    assert!(
+        printed.contains("failed to use --write-baseline"),
+        "{printed}"
+    );
+    assert!(printed.contains("a link to nothing"), "{printed}");
+    assert!(!target.exists(), "nothing is written where the link points");
+}
+
+#[test]
 fn a_subject_file_that_is_a_link_out_of_its_folder_is_refused() {
     let t = trees();
     let subject = t.tree.path().join("subject.toml");
