@@ -115,7 +115,11 @@ pub fn find_named(paths: &[PathBuf]) -> Result<Vec<Found>, CorpusError> {
         .found
         .into_iter()
         .map(|path| {
-            let name = lexical(&path)[base..]
+            let parts = lexical(&path);
+            // Every found path lies under an argument, so it has at least the `base` shared parts.
+            let name = parts
+                .get(base..)
+                .unwrap_or_default()
                 .iter()
                 .map(|part| part.to_string_lossy())
                 .collect::<Vec<_>>()
