@@ -149,7 +149,7 @@ impl ProcessSubject {
         self.breakdowns = Arc::clone(&other.breakdowns);
     }
 
-    /// The breakdown that stopped the subject, if one happened [`STOP_AFTER_IDENTICAL_BREAKDOWNS`] times.
+    /// The breakdown that stopped the subject, if one happened three times (`STOP_AFTER_IDENTICAL_BREAKDOWNS`).
     pub fn stopped(&self) -> Option<String> {
         self.breakdowns.lock().map_or_else(
             |poisoned| poisoned.into_inner().stopped.clone(),
