@@ -8,8 +8,8 @@ use super::args::{CorpusArgs, Selection};
 use super::filter::Filter;
 use crate::kernel::Catalog;
 use crate::scenario::error::render;
+use crate::scenario::load::load_all_named;
 use crate::scenario::{CorpusError, LoadError, ProfileSources, Scenario};
-use crate::scenario::{find_named, load_found};
 
 /// The paths given, or `./scenarios` when none was; no such folder here is an error that says where devsim
 /// looked and what to pass instead.
@@ -109,16 +109,7 @@ pub(super) fn load_selected(
     } else {
         ProfileSources::folders(corpus.hosts.clone()).map_err(CorpusError::from)?
     };
-    let mut scenarios = Vec::new();
-    let mut errors = Vec::new();
-    for file in find_named(&paths)? {
-        for (name, loaded) in load_found(&file, catalog, &profiles, None) {
-            match loaded {
-                Ok(scenario) => scenarios.push(scenario),
-                Err(error) => errors.push((name, error)),
-            }
-        }
-    }
+    let (scenarios, errors) = load_all_named(&paths, catalog, &profiles)?;
     if scenarios.is_empty() && errors.is_empty() && !corpus.allow_empty {
         let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         return Err(CorpusError::Empty {

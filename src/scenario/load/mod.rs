@@ -298,14 +298,30 @@ pub fn load_all_with(
     catalog: &Catalog,
     profiles: &ProfileSources,
 ) -> Result<(Vec<Scenario>, Vec<LoadError>), CorpusError> {
-    let files = find_named(paths)?;
+    let (scenarios, errors) = load_all_named(paths, catalog, profiles)?;
+    Ok((
+        scenarios,
+        errors.into_iter().map(|(_, error)| error).collect(),
+    ))
+}
+
+/// A load error with the name of the scenario it stands for.
+pub(crate) type NamedLoadError = (String, LoadError);
+
+/// [`load_all_with`], each load error with the name of the scenario it stands for (a selection by name
+/// keeps or drops it as it would the scenario).
+pub(crate) fn load_all_named(
+    paths: &[PathBuf],
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+) -> Result<(Vec<Scenario>, Vec<NamedLoadError>), CorpusError> {
     let mut scenarios = Vec::new();
     let mut errors = Vec::new();
-    for file in files {
-        for (_, loaded) in load_found(&file, catalog, profiles, None) {
+    for file in find_named(paths)? {
+        for (name, loaded) in load_found(&file, catalog, profiles, None) {
             match loaded {
                 Ok(scenario) => scenarios.push(scenario),
-                Err(error) => errors.push(error),
+                Err(error) => errors.push((name, error)),
             }
         }
     }
