@@ -249,6 +249,13 @@ grep -E "^subject gptqmodel:" target/gptqmodel-7.3.4-run.txt
 "#,
     )),
     in_torch(step(
+        "wheel",
+        "pip-installable: the devsim-harness wheel (maturin, bindings = bin) and the kit's wheel into a fresh venv with no cargo on PATH; devsim, the plugin's example suite and an own suite under --devsim-host run from it",
+        r#"
+scripts/check-wheel "$PWD/.venv-torch" "$(dirname "$PWD")/gptqmodel-src"
+"#,
+    )),
+    in_torch(step(
         "bitsandbytes",
         "bitsandbytes 0.50.2 as a subject: install (PyPI wheel into .venv-torch), its own tests",
         r#"

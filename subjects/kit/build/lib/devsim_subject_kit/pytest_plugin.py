@@ -1,0 +1,218 @@
+"""pytest plugin (entry point `pytest11`: devsim): run a project's own tests on devsim's host profiles.
+
+    @pytest.mark.devsim_host("r9700x2", "h200x2")
+    def test_rocm_is_detected(devsim_host):
+        from gptqmodel.utils.rocm import IS_ROCM          # imported on the simulated host
+        assert IS_ROCM == devsim_host.host.is_rocm
+        assert not devsim_host.events("nvidia_capability")
+
+A marked test runs once per named profile, each time in a forked child. The child patches torch to the profile's
+host (the kit's SimulatedTorch), then drops the project's modules from `sys.modules` (ini `devsim_reimport`, or
+the marker's `reimport=[...]`), so the test's own imports run the project's import-time code (`IS_ROCM`,
+`HAS_CUDA` ...) on that host: monkeypatching `torch.version.hip` after the import would not. A forked child has
+only the forking thread: a library that started a thread in this process (a logger's flush thread) is listed in
+`devsim_reimport` too, so the child imports it afresh. The device queries
+the test makes are recorded (`devsim_host.trace`). Profiles are resolved by devsim (`devsim hosts --format json`):
+its shipped ones plus the folders of the ini option `devsim_hosts`. An unknown profile is a usage error listing
+them; devsim or torch missing, or a host the simulated torch cannot drive, skips with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .host import Host
+from .profiles import ProfileError, find_devsim, host_of, load_profiles
+
+MARKER = "devsim_host"
+_PROFILES = pytest.StashKey[dict[str, dict[str, Any]]]()
+_PROBLEM = pytest.StashKey[str]()
+_HANDLE = pytest.StashKey["DevsimHost"]()
+_MISUSES = pytest.StashKey[list[str]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("devsim", "devsim host profiles")
+    group.addoption("--devsim", dest="devsim_binary", default=None, help="the devsim binary (default: $DEVSIM, PATH)")
+    parser.addini("devsim_binary", "the devsim binary (default: $DEVSIM, then devsim on PATH)", default=None)
+    parser.addini("devsim_hosts", "folders of project host profiles, relative to the rootdir", type="paths")
+    parser.addini("devsim_reimport", "module prefixes re-imported on the simulated host", type="linelist")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(*profiles, reimport=[...]): run the test once per devsim host profile, in a forked child on "
+        "that simulated host (the devsim_host fixture is the handle)",
+    )
+
+
+@dataclass
+class DevsimHost:
+    """The handle a marked test gets: the profile, the simulated host and the trace of its device queries."""
+
+    profile: str
+    host: Host
+    torch_host: Any
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """The recorded events called `name`."""
+        return [e for e in self.trace if e["event"] == name]
+
+
+def _profiles(config: pytest.Config) -> dict[str, dict[str, Any]]:
+    """devsim's profiles, loaded once per session; a failure is remembered as the skip reason."""
+    if _PROFILES in config.stash:
+        return config.stash[_PROFILES]
+    profiles: dict[str, dict[str, Any]] = {}
+    try:
+        binary = config.getoption("devsim_binary") or config.getini("devsim_binary") or None
+        folders = [Path(p) for p in config.getini("devsim_hosts")]
+        profiles = load_profiles(find_devsim(binary), folders)
+    except ProfileError as exc:
+        config.stash[_PROBLEM] = str(exc)
+    config.stash[_PROFILES] = profiles
+    return profiles
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    marker = metafunc.definition.get_closest_marker(MARKER)
+    if marker is None:
+        return
+    names = [str(n) for n in marker.args]
+    where = metafunc.definition.nodeid
+    misuses = metafunc.config.stash.setdefault(_MISUSES, [])
+    if not names:
+        misuses.append(f"{where}: @pytest.mark.{MARKER}() names no profile")
+        return
+    if "devsim_host" not in metafunc.fixturenames:
+        misuses.append(f"{where}: marked {MARKER} but does not take the devsim_host fixture")
+        return
+    profiles = _profiles(metafunc.config)
+    unknown = [n for n in names if profiles and n not in profiles]
+    if unknown:
+        misuses.append(
+            f"{where}: unknown devsim host profile {', '.join(unknown)}; the profiles are: " + ", ".join(sorted(profiles))
+        )
+        return
+    metafunc.parametrize("devsim_host", names, indirect=True, ids=names)
+
+
+def pytest_collection_modifyitems(config: pytest.Config) -> None:
+    """A misused marker is a usage error (exit 4), naming every test and what is wrong."""
+    misuses = config.stash.get(_MISUSES, [])
+    if misuses:
+        raise pytest.UsageError("\n".join(misuses))
+
+
+@pytest.fixture
+def devsim_host(request: pytest.FixtureRequest) -> Any:
+    """The simulated host of a `devsim_host`-marked test (set up in its forked child)."""
+    handle = request.node.stash.get(_HANDLE, None)
+    if handle is None:
+        pytest.fail(f"devsim_host is only available to tests marked @pytest.mark.{MARKER}(...)", pytrace=False)
+    with handle.torch_host.recorder.capture() as trace:
+        handle.trace = trace
+        yield handle
+
+
+def _profile_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or item.get_closest_marker(MARKER) is None:
+        return None
+    name = callspec.params.get("devsim_host")
+    return str(name) if name is not None else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    profile = _profile_of(item)
+    if profile is None:
+        return None
+    ihook = item.ihook
+    ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+    for report in _run_forked(item, profile):
+        ihook.pytest_runtest_logreport(report=report)
+    ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+    return True
+
+
+def _skip_reason(item: pytest.Item, profile: str) -> tuple[Host | None, str | None]:
+    problem = item.config.stash.get(_PROBLEM, None)
+    if problem is not None:
+        return None, problem
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        return None, f"the simulated host patches torch, which does not import here: {exc}"
+    try:
+        host = host_of(profile, _profiles(item.config)[profile])
+    except ProfileError as exc:
+        return None, str(exc)
+    reason = host.unsupported()
+    return (None, f"profile {profile}: {reason}") if reason else (host, None)
+
+
+def _run_forked(item: pytest.Item, profile: str) -> list[pytest.TestReport]:
+    host, reason = _skip_reason(item, profile)
+    if host is None:
+        return [_report(item, "skipped", (str(item.path), item.location[1] or 0, f"Skipped: {reason}"), "setup")]
+    config = item.config
+    read_fd, write_fd = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the child: run the test's setup, call and teardown on the simulated host
+        os.close(read_fd)
+        code = 0
+        try:
+            from _pytest.runner import runtestprotocol
+
+            _become(item, host, profile)
+            reports = runtestprotocol(item, log=False)
+            data = [config.hook.pytest_report_to_serializable(config=config, report=r) for r in reports]
+            with os.fdopen(write_fd, "w") as out:
+                json.dump(data, out)
+        except BaseException:  # noqa: BLE001 - the child must reach os._exit
+            traceback.print_exc()
+            code = 3
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        text = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        cause = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit {os.WEXITSTATUS(status)}"
+        return [_report(item, "failed", f"the forked child on devsim host {profile} died ({cause}) before reporting",
+                        "call")]
+    return [config.hook.pytest_report_from_serializable(config=config, data=d) for d in data]
+
+
+def _become(item: pytest.Item, host: Host, profile: str) -> None:
+    """In the child: patch torch to `host`, drop the project's modules so its imports run on that host."""
+    from .simtorch import SimulatedTorch
+
+    marker = item.get_closest_marker(MARKER)
+    prefixes = tuple(item.config.getini("devsim_reimport")) + tuple(marker.kwargs.get("reimport", ()) if marker else ())
+    torch_host = SimulatedTorch().install(host)
+    for name in [n for n in sys.modules if prefixes and n.startswith(prefixes)]:
+        del sys.modules[name]
+    item.stash[_HANDLE] = DevsimHost(profile=profile, host=host, torch_host=torch_host)
+
+
+def _report(item: pytest.Item, outcome: str, longrepr: Any, when: str) -> pytest.TestReport:
+    return pytest.TestReport(
+        item.nodeid, item.location, {k: 1 for k in item.keywords}, outcome, longrepr, when  # type: ignore[arg-type]
+    )
