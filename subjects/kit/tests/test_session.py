@@ -14,7 +14,8 @@ import pytest
 from conftest import SRC, devsim_binary
 from devsim_subject_kit import Host
 from devsim_subject_kit.nativelibs import SimulatedNativeCall
-from devsim_subject_kit.session import child_args, worst
+from devsim_subject_kit.patches import TorchOwner
+from devsim_subject_kit.session import SessionSpec, boot, child_args, worst
 from devsim_subject_kit.sessionchild import needs_real_gpu, with_profile
 from devsim_subject_kit.shims import write_shims
 from devsim_subject_kit.testing import CPU, H200X2, R9700X2
@@ -223,3 +224,13 @@ def test_the_pieces() -> None:
     assert with_profile("t.py::C::test_x[1-a]", "h200") == "t.py::C::test_x[1-a-devsim:h200]"
     assert with_profile("t[1].py::test_x", "h200") == "t[1].py::test_x[devsim:h200]"
     assert child_args(["-v", "--devsim-host", "a,b", "--devsim-host=c", "-x"]) == ["-v", "-x"]
+
+
+def test_boot_installs_nothing_outside_a_session_and_refuses_a_bad_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert boot({}) is None
+    assert "DEVSIM_SESSION is not a devsim session" in str(boot({"DEVSIM_SESSION": "{"}))
+    monkeypatch.setattr(TorchOwner, "installed", None)  # torch is imported here, and not by the kit
+    spec = SessionSpec(profile="r9700x2", host=R9700X2)
+    problem = str(boot({"DEVSIM_SESSION": spec.to_env()}))
+    assert problem.startswith("devsim session on host r9700x2: the module 'torch' (")
+    assert "was imported before the devsim plugin could patch it" in problem
