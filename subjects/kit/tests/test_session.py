@@ -166,6 +166,26 @@ def test_session_host(devsim_host):
     result.stdout.fnmatch_lines(["*2 passed*"])
 
 
+@needs_devsim
+def test_a_triton_launch_is_a_skip_that_names_it(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("triton")
+    pytester.makepyfile(test_inner="""
+import torch, triton
+import triton.language as tl
+
+@triton.jit
+def add_one(x_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + i, tl.load(x_ptr + i, mask=i < n) + 1, mask=i < n)
+
+def test_launch():
+    add_one[(1,)](torch.zeros(8), 8, BLOCK=8)
+""")
+    result = session(pytester, "--devsim-host", "h200")
+    assert result.ret == 0
+    result.stdout.fnmatch_lines(["SKIPPED [[]1[]] test_inner.py:*: needs a real GPU: a Triton launch (*"])
+
+
 # -- the tool shims, the verdicts and the pieces, without a session
 
 
