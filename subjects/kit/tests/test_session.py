@@ -99,6 +99,9 @@ def test_an_unknown_profile_is_a_usage_error_listing_the_profiles(pytester: pyte
     result = session(pytester, "--devsim-host", "h200,r9700")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--devsim-host: unknown devsim host profile r9700; the profiles are: a100, *r9700x2*"])
+    result = session(pytester, "--devsim-host", ",")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--devsim-host ',' names no profile*"])
 
 
 @needs_devsim

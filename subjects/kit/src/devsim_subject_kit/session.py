@@ -144,9 +144,12 @@ def boot(environ: dict[str, str] | None = None) -> SessionHost | str | None:
 
 def requested(early_config: pytest.Config) -> list[str]:
     """The profiles asked for: `--devsim-host`, else the ini option `devsim_host`, else $DEVSIM_HOST."""
-    value = (early_config.known_args_namespace.devsim_session_hosts or early_config.getini("devsim_host")
-             or os.environ.get(HOST_ENV) or "")
-    return [name.strip() for name in str(value).split(",") if name.strip()]
+    given = early_config.known_args_namespace.devsim_session_hosts
+    value = given if given is not None else (early_config.getini("devsim_host") or os.environ.get(HOST_ENV) or "")
+    names = [name.strip() for name in str(value).split(",") if name.strip()]
+    if given is not None and not names:
+        raise pytest.UsageError(f"--devsim-host {given!r} names no profile (devsim hosts lists them)")
+    return names
 
 
 def resolve(early_config: pytest.Config, names: list[str]) -> dict[str, Host]:
