@@ -136,8 +136,9 @@ def test_slow():
 
 @needs_devsim
 def test_x_stops_at_the_first_failing_profile(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\ndevsim_host = r9700x2,h200\n")  # the profiles from the ini option
     pytester.makepyfile(test_inner="import torch\ndef test_x():\n    assert torch.version.hip is None\n")
-    result = session(pytester, "-x", "--devsim-host", "r9700x2,h200")
+    result = session(pytester, "-x")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(["devsim: sessions done (r9700x2: exit 1); not run after that: h200"])
 
