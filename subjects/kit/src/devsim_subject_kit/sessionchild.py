@@ -90,12 +90,13 @@ def _rename(item: pytest.Item, nodeid: str) -> None:
         setattr(item, "_nodeid", nodeid)  # noqa: B010 - a private attribute of older pytest
 
 
-def thread_stacks() -> str:
-    """Every thread's Python stack, most recent call last."""
+def thread_stacks(but: int | None = None) -> str:
+    """Every thread's Python stack but thread `but`'s, most recent call last."""
     names = {t.ident: t.name for t in threading.enumerate()}
     parts = []
     for ident, frame in sys._current_frames().items():
-        parts.append(f"Thread {names.get(ident, ident)}:\n" + "".join(traceback.format_stack(frame)))
+        if ident != but:
+            parts.append(f"Thread {names.get(ident, ident)}:\n" + "".join(traceback.format_stack(frame)))
     return "\n".join(parts)
 
 
@@ -134,9 +135,11 @@ class SessionChild:
         previous: Any = None
         if main:
             def expire(signum: int, frame: FrameType | None) -> None:
+                others = thread_stacks(but=threading.get_ident())
                 pytest.fail(
                     f"devsim: {item.nodeid} ({when}) ran past --devsim-timeout {self.timeout:g}s on simulated host "
-                    f"{self.profile}; where every thread stood:\n{thread_stacks()}",
+                    f"{self.profile}; the traceback is where the test stood"
+                    + (f"; the other threads stood at:\n{others}" if others else ""),
                     pytrace=True,
                 )
 
