@@ -154,6 +154,15 @@ def test_torch_imported_before_the_plugin_is_a_usage_error(pytester: pytest.Pyte
 
 
 @needs_devsim
+def test_the_plugin_loaded_from_a_conftest_refuses_instead_of_running_on_this_host(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest('pytest_plugins = ["devsim_subject_kit.pytest_plugin"]\n')
+    pytester.makepyfile(test_inner="def test_x():\n    raise AssertionError('must not run')\n")
+    result = session(pytester, "--devsim-host", "r9700x2", load=("-p", "no:devsim"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--devsim-host (or devsim_host, $DEVSIM_HOST) needs the devsim plugin loaded before*"])
+
+
+@needs_devsim
 def test_a_marked_test_in_a_session_runs_on_its_markers_profiles(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_inner="""
 import pytest, torch

@@ -89,7 +89,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     ns = early_config.known_args_namespace
     if ns.help or ns.version:
         return
-    names = _session.requested(early_config)
+    names = _session.requested(early_config, ns.devsim_session_hosts)
     if not names:
         return
     capture = early_config.pluginmanager.getplugin("capturemanager")
@@ -101,6 +101,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     if isinstance(_BOOTED, str):
         raise pytest.UsageError(_BOOTED)
+    if _BOOTED is None and not (config.option.help or config.option.version) and _session.requested(config, config.option.devsim_session_hosts):
+        # pytest_load_initial_conftests never ran here: the plugin came from a conftest, after the conftests
+        raise pytest.UsageError(
+            "--devsim-host (or devsim_host, $DEVSIM_HOST) needs the devsim plugin loaded before the conftests, and "
+            "it was loaded from a conftest: install the kit (its pytest11 entry point) or pass "
+            "-p devsim_subject_kit.pytest_plugin, instead of pytest_plugins"
+        )
     if _BOOTED is not None and not config.pluginmanager.has_plugin("devsim-session"):
         config.pluginmanager.register(SessionChild(_BOOTED, _REAL_STDERR), "devsim-session")
     config.addinivalue_line(

@@ -142,10 +142,9 @@ def boot(environ: dict[str, str] | None = None) -> SessionHost | str | None:
 # -- the parent
 
 
-def requested(early_config: pytest.Config) -> list[str]:
-    """The profiles asked for: `--devsim-host`, else the ini option `devsim_host`, else $DEVSIM_HOST."""
-    given = early_config.known_args_namespace.devsim_session_hosts
-    value = given if given is not None else (early_config.getini("devsim_host") or os.environ.get(HOST_ENV) or "")
+def requested(config: pytest.Config, given: str | None) -> list[str]:
+    """The profiles asked for: `given` (`--devsim-host`), else the ini option `devsim_host`, else $DEVSIM_HOST."""
+    value = given if given is not None else (config.getini("devsim_host") or os.environ.get(HOST_ENV) or "")
     names = [name.strip() for name in str(value).split(",") if name.strip()]
     if given is not None and not names:
         raise pytest.UsageError(f"--devsim-host {given!r} names no profile (devsim hosts lists them)")
