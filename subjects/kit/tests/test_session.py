@@ -21,7 +21,7 @@ from devsim_subject_kit.shims import write_shims
 from devsim_subject_kit.testing import CPU, H200X2, R9700X2
 from test_pytest_plugin import LOAD
 
-pytest.importorskip("torch")
+torch = pytest.importorskip("torch")
 DEVSIM = devsim_binary()
 needs_devsim = pytest.mark.skipif(DEVSIM is None, reason="no devsim binary: cargo build, or set DEVSIM")
 OWN_SUITE = Path(__file__).parent / "fixtures" / "own_suite"
@@ -237,6 +237,15 @@ def test_what_needs_a_real_gpu_is_named() -> None:
     assert needs_real_gpu(native, gpu_host) == "needs a real GPU: " + str(native)
     no_kernel = NotImplementedError("Could not run 'gptq::gemm' with arguments from the 'CUDA' backend. This ...")
     assert needs_real_gpu(no_kernel, gpu_host) == "needs a real GPU: the native op gptq::gemm has no CPU kernel (CUDA only)"
+    lib = torch.library.Library("devsim_session_test", "DEF")  # an extension op with a CUDA kernel only
+    lib.define("gemm(Tensor x) -> Tensor")
+    lib.impl("gemm", lambda x: x, "CUDA")
+    with pytest.raises(NotImplementedError) as cuda_only:
+        torch.ops.devsim_session_test.gemm(torch.zeros(2))
+    assert needs_real_gpu(cuda_only.value, gpu_host) == (
+        "needs a real GPU: the native op devsim_session_test::gemm has no CPU kernel (CUDA only)")
+    assert needs_real_gpu(cuda_only.value, cpu_host) is None  # a CPU-only machine fails the same way
+    lib._destroy()
     try:
         try:
             raise RuntimeError("Found no NVIDIA driver on your system.")

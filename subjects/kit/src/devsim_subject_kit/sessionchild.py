@@ -41,26 +41,45 @@ BACKSTOP_GRACE = 30.0
 # torch's errors for device memory or a kernel on a GPU that this machine does not have
 _NO_DEVICE = ("Found no NVIDIA driver", "CUDA driver version is insufficient", "no CUDA-capable device is detected",
               "No HIP GPUs are available", "no ROCm-capable device is detected", "Torch not compiled with CUDA enabled")
-_NO_KERNEL = re.compile(r"Could not run '([^']+)' with arguments from the '(CUDA|HIP)' backend")
+_NO_KERNEL = re.compile(r"Could not run '([^']+)' with arguments from the '(\w+)' backend")
+_AVAILABLE = re.compile(r"only available for these backends: \[([^\]]*)\]")
 
 
 def needs_real_gpu(exc: BaseException | None, host: Host) -> str | None:
-    """The skip reason when `exc` (or an exception it was raised from) is something only a real GPU runs."""
+    """The skip reason when `exc` (or an exception it was raised from) is something only a real GPU runs.
+
+    On a CPU host (no GPU runtime) only the kit's own `SimulatedNativeCall` counts: there, a native op, a Triton
+    launch or device memory fails as it would on a real CPU-only machine."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        text = str(exc)
+        first = (text.strip().splitlines() or [type(exc).__name__])[0]
         if isinstance(exc, SimulatedNativeCall):
             return f"needs a real GPU: {first}"
-        match = _NO_KERNEL.search(str(exc))
-        if match:
-            return f"needs a real GPU: the native op {match.group(1)} has no CPU kernel ({match.group(2)} only)"
-        if _raised_in(exc, "triton"):
-            return f"needs a real GPU: a Triton launch ({type(exc).__name__}: {first})"
-        if host.has_gpu_runtime and any(text in str(exc) for text in _NO_DEVICE):
-            return f"needs a real GPU: device memory or a kernel on the GPU ({type(exc).__name__}: {first})"
+        if host.has_gpu_runtime:
+            gpu_only = _gpu_only_op(text)
+            if gpu_only:
+                return f"needs a real GPU: the native op {gpu_only}"
+            if _raised_in(exc, "triton"):
+                return f"needs a real GPU: a Triton launch ({type(exc).__name__}: {first})"
+            if any(known in text for known in _NO_DEVICE):
+                return f"needs a real GPU: device memory or a kernel on the GPU ({type(exc).__name__}: {first})"
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def _gpu_only_op(text: str) -> str | None:
+    """`OP has no CPU kernel (CUDA only)` when torch's dispatcher error says a GPU backend has the op's only kernel."""
+    match = _NO_KERNEL.search(text)
+    if match is None:
+        return None
+    available = _AVAILABLE.search(text)
+    backends = {b.strip() for b in available.group(1).split(",")} if available else set()
+    gpus = [b for b in ("CUDA", "HIP") if b in backends or match.group(2) == b]
+    if not gpus or "CPU" in backends:
+        return None
+    return f"{match.group(1)} has no CPU kernel ({'/'.join(gpus)} only)"
 
 
 def _raised_in(exc: BaseException, package: str) -> bool:
