@@ -154,6 +154,19 @@ def test_torch_imported_before_the_plugin_is_a_usage_error(pytester: pytest.Pyte
 
 
 @needs_devsim
+@pytest.mark.parametrize(("fake_torch", "says"), [
+    ("raise ImportError('broken torch build')", "the simulated host patches torch, which does not import: broken torch"),
+    ("version = None", "the kit cannot drive this torch: "),
+])
+def test_a_torch_the_kit_cannot_drive_is_a_usage_error(pytester: pytest.Pytester, fake_torch: str, says: str) -> None:
+    pytester.mkpydir("torch").joinpath("__init__.py").write_text(fake_torch + "\n")  # first on the children's path
+    pytester.makepyfile(test_inner="def test_x():\n    raise AssertionError('must not run')\n")
+    result = session(pytester, "--devsim-host", "r9700x2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*devsim session on host r9700x2: {says}*"])
+
+
+@needs_devsim
 def test_the_plugin_loaded_from_a_conftest_refuses_instead_of_running_on_this_host(pytester: pytest.Pytester) -> None:
     pytester.makeconftest('pytest_plugins = ["devsim_subject_kit.pytest_plugin"]\n')
     pytester.makepyfile(test_inner="def test_x():\n    raise AssertionError('must not run')\n")
