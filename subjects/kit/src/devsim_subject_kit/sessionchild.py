@@ -1,15 +1,16 @@
 """The hooks of a session child (`session`): ids, the per-test timeout, what needs a real GPU, the report.
 
-- Each test's node id gets the profile as a suffix (`test_x[devsim:r9700x2]`), so the runs of one suite on
-  several profiles have distinct ids in every report.
+- Each test's node id gets the profile among its parameters (`test_x[devsim:r9700x2]`, `test_y[1-devsim:h200]`),
+  so the runs of one suite on several profiles have distinct ids in every report.
 - A test phase (setup, call, teardown) that runs longer than `--devsim-timeout` seconds fails, its report
   showing where every thread stood: the main thread is interrupted by SIGALRM (the failure's traceback is where
-  it stood). Should the main thread not get back to Python (a native call that never returns) or a test run in
+  it stood; the message adds the other threads' stacks). Should the main thread not get back to Python (a native call that never returns) or a test run in
   another thread, faulthandler dumps every thread's stack to the real stderr 30 seconds later and ends the
   process, so a session never hangs.
 - A failure that only a real GPU would have avoided is a skip that names what it needed (`needs_real_gpu`):
   a call into a stand-in native library (`SimulatedNativeCall`), a native op with no CPU kernel, a Triton
-  launch, or device memory (torch's "no driver" errors). Everything else fails as it is.
+  launch, or device memory (torch's "no driver" errors); on a host without a GPU runtime only the first.
+  Everything else fails as it is.
 - The report (`--devsim-report`) gets one entry per test: node id, profile, outcome, duration, reason.
 """
 
