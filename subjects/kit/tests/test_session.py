@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 from fnmatch import fnmatch
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 from conftest import SRC, devsim_binary
@@ -107,10 +108,15 @@ def test_an_unknown_profile_is_a_usage_error_listing_the_profiles(pytester: pyte
 @needs_devsim
 def test_the_profiles_may_come_from_the_environment(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makepyfile(test_inner="import torch\ndef test_x():\n    assert torch.version.hip is None\n")
-    monkeypatch.setenv("DEVSIM_HOST", "cpu")
-    result = session(pytester)
+    monkeypatch.setenv("DEVSIM_HOST", "cpu,h200")
+    result = session(pytester, "--junitxml", "junit.xml")
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["devsim: session 1 of 1 on simulated host cpu*", "*1 passed*"])
+    result.stdout.fnmatch_lines(["devsim: session 1 of 2 on simulated host cpu*", "*1 passed*",
+                                 "devsim: session 2 of 2 on simulated host h200*", "*1 passed*"])
+    # one JUnit file for the whole run: each session's suite, named with its profile
+    suites = ElementTree.parse(pytester.path / "junit.xml").getroot().findall("testsuite")
+    assert [s.get("name") for s in suites] == ["pytest[devsim:cpu]", "pytest[devsim:h200]"]
+    assert [c.get("name") for s in suites for c in s.iter("testcase")] == ["test_x[devsim:cpu]", "test_x[devsim:h200]"]
 
 
 @needs_devsim

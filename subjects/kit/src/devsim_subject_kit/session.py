@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 
@@ -202,6 +203,7 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
     stop_on_failure = bool(getattr(ns, "maxfail", 0))
     codes: dict[str, int] = {}
     tests: list[dict[str, Any]] = []
+    suites: list[ElementTree.Element] = []
     for number, (name, host) in enumerate(hosts.items(), 1):
         with tempfile.TemporaryDirectory(prefix="devsim-session-") as scratch:
             shims = Path(scratch) / "bin"
@@ -210,14 +212,19 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
             spec = SessionSpec(profile=name, host=_message(host), timeout=timeout, report=str(report))
             env = dict(os.environ, **{SESSION_ENV: spec.to_env()})
             env["PATH"] = os.pathsep.join([str(shims), env.get("PATH", "")])
+            # each session writes its own JUnit file (the last --junitxml wins), merged into the one asked for
+            junit = [f"--junitxml={Path(scratch) / 'junit.xml'}"] if ns.xmlpath else []
             _say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({_describe(host)})")
             try:
-                done = subprocess.run([sys.executable, "-m", "pytest", *args], cwd=where, env=env, check=False)
+                done = subprocess.run([sys.executable, "-m", "pytest", *args, *junit], cwd=where, env=env,
+                                      check=False)
                 codes[name] = done.returncode
             except KeyboardInterrupt:
                 codes[name] = int(pytest.ExitCode.INTERRUPTED)
             if report.is_file():
                 tests += json.loads(report.read_text())
+            if junit:
+                suites += junit_suites(Path(scratch) / "junit.xml", name)
         if codes[name] == pytest.ExitCode.INTERRUPTED or (stop_on_failure and codes[name] != 0):
             break
     left = [n for n in hosts if n not in codes]
@@ -227,7 +234,21 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
         document = {"format": REPORT_FORMAT, "profiles": list(hosts), "exit_codes": codes, "not_run": left,
                     "tests": tests}
         Path(where, ns.devsim_report).write_text(json.dumps(document, indent=2) + "\n")
+    if ns.xmlpath:
+        merged = ElementTree.Element("testsuites", name="pytest tests")
+        merged.extend(suites)
+        ElementTree.ElementTree(merged).write(Path(where, ns.xmlpath), encoding="utf-8", xml_declaration=True)
     return worst(list(codes.values()))
+
+
+def junit_suites(path: Path, profile: str) -> list[ElementTree.Element]:
+    """The test suites of one session's JUnit file, each named with the profile (none if it wrote no file)."""
+    if not path.is_file():
+        return []
+    suites = list(ElementTree.parse(path).getroot().iter("testsuite"))
+    for suite in suites:
+        suite.set("name", f"{suite.get('name', 'pytest')}[devsim:{profile}]")
+    return suites
 
 
 def _message(host: Host) -> dict[str, Any]:
