@@ -201,6 +201,7 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
     args = child_args(early_config.invocation_params.args)
     where = early_config.invocation_params.dir
     stop_on_failure = bool(getattr(ns, "maxfail", 0))
+    junit_path: str | None = getattr(ns, "xmlpath", None)  # absent under -p no:junitxml
     codes: dict[str, int] = {}
     tests: list[dict[str, Any]] = []
     suites: list[ElementTree.Element] = []
@@ -213,7 +214,7 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
             env = dict(os.environ, **{SESSION_ENV: spec.to_env()})
             env["PATH"] = os.pathsep.join([str(shims), env.get("PATH", "")])
             # each session writes its own JUnit file (the last --junitxml wins), merged into the one asked for
-            junit = [f"--junitxml={Path(scratch) / 'junit.xml'}"] if ns.xmlpath else []
+            junit = [f"--junitxml={Path(scratch) / 'junit.xml'}"] if junit_path else []
             _say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({_describe(host)})")
             try:
                 done = subprocess.run([sys.executable, "-m", "pytest", *args, *junit], cwd=where, env=env,
@@ -234,10 +235,10 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
         document = {"format": REPORT_FORMAT, "profiles": list(hosts), "exit_codes": codes, "not_run": left,
                     "tests": tests}
         Path(where, ns.devsim_report).write_text(json.dumps(document, indent=2) + "\n")
-    if ns.xmlpath:
+    if junit_path:
         merged = ElementTree.Element("testsuites", name="pytest tests")
         merged.extend(suites)
-        ElementTree.ElementTree(merged).write(Path(where, ns.xmlpath), encoding="utf-8", xml_declaration=True)
+        ElementTree.ElementTree(merged).write(Path(where, junit_path), encoding="utf-8", xml_declaration=True)
     return worst(list(codes.values()))
 
 
