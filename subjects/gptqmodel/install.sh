@@ -10,7 +10,7 @@
 # Idempotent: a second run with everything in place only checks. GPTQModel asks for torch>=2.14.1;
 # its other requirements are installed under a constraint that keeps the venv's torch (2.11.0 by
 # default, override with TORCH_VERSION), and GPTQModel itself runs from SRC_DIR with PYTHONPATH.
-# Afterwards the subject kit and the subject package are installed editable into VENV, with pytest.
+# Afterwards the subject kit and the subject package are installed editable into VENV, with pytest and pytest-xdist.
 #
 # GPTQMODEL_SRC_ONLY=1 stops after unpacking (and compiling) the sdist: a second release to judge with
 # `devsim run --subject-src SRC_DIR`, on the venv the first install made (another release's requirements,
@@ -76,6 +76,8 @@ echo "torch==$TORCH_VERSION" >"$constraints"
 grep -vE '^\s*(#|$)' "$SRC/requirements.txt" \
   | grep -viE '^\s*(torch|ninja|maturin|torchao)\b' >"$reqs"
 echo "pytest" >>"$reqs"
+# the kit's tests run a --devsim-host session under pytest-xdist (-n 2), as projects do
+echo "pytest-xdist" >>"$reqs"
 if ! "$PY" - "$reqs" <<'PYEOF' 2>/dev/null
 import sys
 from importlib.metadata import version, PackageNotFoundError

@@ -24,3 +24,6 @@ def devsim_binary() -> str | None:
         if candidate.is_file():
             return str(candidate)
     return None
+
+# fixtures/ holds whole project suites that the tests run in pytest subprocesses, not tests of the kit
+collect_ignore = ["fixtures"]
