@@ -92,6 +92,21 @@ pub const COVERS: &[(&str, &[Cover])] = &[
             runs: "cargo test --locked",
         }],
     ),
+    // For Python projects
+    (
+        "pip install devsim-harness",
+        &[Cover::Step {
+            name: "wheel",
+            runs: "scripts/check-wheel",
+        }],
+    ),
+    (
+        "pytest --devsim-host r9700x2",
+        &[Cover::Step {
+            name: "wheel",
+            runs: "scripts/check-wheel",
+        }],
+    ),
     // Accepting what the catalog observed
     (
         "cargo run -- run scenarios/placement/my_first.toml --accept",

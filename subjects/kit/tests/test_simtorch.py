@@ -149,3 +149,18 @@ def test_the_runtime_version_is_the_hosts():
         assert torch.version.hip == "6.4.43482" and torch.version.cuda is None
     finally:
         RUNTIME.uninstall()
+
+
+def test_seeding_reaches_one_generator_per_simulated_gpu(become):
+    """torch.manual_seed seeds every GPU's generator (a project's conftest often does); on a simulated host they
+    are CPU generators, one per visible GPU, and torch.cuda's RNG-state functions index them by ordinal."""
+    become(H200X2)
+    torch.manual_seed(1234)
+    assert len(torch.cuda.default_generators) == 2
+    assert all(g.initial_seed() == 1234 for g in torch.cuda.default_generators)
+    state = torch.cuda.get_rng_state(1)
+    torch.cuda.manual_seed(7)  # the current device's generator only
+    assert torch.cuda.default_generators[0].initial_seed() == 7
+    torch.cuda.set_rng_state(state, 1)
+    become(CPU)
+    assert torch.cuda.default_generators == ()

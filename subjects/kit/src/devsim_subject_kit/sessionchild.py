@@ -212,6 +212,8 @@ class SessionChild:
         xfail = hasattr(report, "wasxfail")
         if report.failed:
             entry["outcome"] = "failed" if report.when == "call" else "error"
+            crash = getattr(report.longrepr, "reprcrash", None)
+            entry["reason"] = str(getattr(crash, "message", "") or report.longreprtext.splitlines()[-1:] or "")
         elif report.skipped and entry["outcome"] == "passed":
             entry["outcome"] = "xfailed" if xfail else "skipped"
             longrepr = report.longrepr

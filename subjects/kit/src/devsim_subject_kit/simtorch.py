@@ -141,6 +141,12 @@ class SimulatedTorch:
         for name in VISIBLE_ENV:
             os.environ.pop(name, None)
         os.environ.update(host.environment())
+        if self._patches:
+            # one random generator per visible GPU, CPU-backed as the GPU's tensors are: torch.manual_seed seeds
+            # every GPU's generator, and torch.cuda's RNG-state functions index them by ordinal
+            torch.cuda.default_generators = tuple(  # type: ignore[assignment,misc]
+                torch.Generator() for _ in host.visible_gpus()
+            ) if host.has_gpu_runtime else ()
 
     # -- the subject's unrecorded view
 
@@ -369,8 +375,13 @@ class SimulatedTorch:
             "init": lambda: None,
             "_lazy_init": lambda: None,
             "empty_cache": lambda: None,
+            "default_generators": (),  # set per host by configure
         }.items():
             p.set(cuda, name, value)
+        # torch.cuda.random bound these names at its import (`from . import current_device, ...`)
+        for name in ("current_device", "device_count", "is_initialized", "_lazy_init"):
+            if hasattr(cuda.random, name):
+                p.set(cuda.random, name, getattr(cuda, name))
         # Other accelerators never exist on a simulated host.
         for name in ("xpu", "mps", "npu"):
             module = getattr(torch, name, None)

@@ -92,6 +92,11 @@ def nvidia_box_gpus(host: Host) -> list[Gpu]:
     return _box_gpus(host, nvidia=True)
 
 
+def amd_box_gpus(host: Host) -> list[Gpu]:
+    """The AMD GPUs amdsmi (and amd-smi, rocm-smi) sees in `host`'s box, in physical order."""
+    return _box_gpus(host, nvidia=False)
+
+
 def _torch_ordinal(host: Host, gpu: Gpu) -> int | None:
     """The torch ordinal of a box GPU, when it is one of the build's own visible GPUs (None otherwise)."""
     for ordinal, physical in enumerate(host.visible if host.has_gpu_runtime else ()):

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,13 +19,16 @@ class ProfileError(Exception):
 
 
 def find_devsim(configured: str | None = None) -> str:
-    """The devsim binary: `configured`, else $DEVSIM, else `devsim` on PATH."""
+    """The devsim binary: `configured`, else $DEVSIM, else `devsim` on PATH, else the one beside this Python
+    (a venv's `bin/`, where `pip install devsim-harness` puts it, also when the venv is not activated)."""
     candidate = configured or os.environ.get("DEVSIM") or "devsim"
     found = shutil.which(candidate)
+    if found is None and candidate == "devsim":
+        found = shutil.which("devsim", path=sysconfig.get_path("scripts"))
     if found is None:
         raise ProfileError(
-            f"devsim not found ({candidate!r}): put it on PATH (cargo install --path .), set DEVSIM, "
-            "or give --devsim / the devsim_binary ini option"
+            f"devsim not found ({candidate!r}): pip install devsim-harness, put it on PATH (cargo install --path .), "
+            "set DEVSIM, or give --devsim / the devsim_binary ini option"
         )
     return found
 

@@ -15,6 +15,17 @@ only the forking thread: a library that started a thread in this process (a logg
 the test makes are recorded (`devsim_host.trace`). Profiles are resolved by devsim (`devsim hosts --format json`):
 its shipped ones plus the folders of the ini option `devsim_hosts`. An unknown profile is a usage error listing
 them; devsim or torch missing, or a host the simulated torch cannot drive, skips with the reason.
+
+The whole session on a simulated host (`session`, `sessionchild`): an unmodified suite, conftests and
+collection included, runs on each named profile in a fresh pytest process of its own:
+
+    pytest --devsim-host r9700x2,h200 [--devsim-timeout 300] [--devsim-report devsim-report.json]
+
+The profiles come from `--devsim-host`, else the ini option `devsim_host`, else $DEVSIM_HOST. Test ids get the
+profile (`test_x[devsim:r9700x2]`), the exit code is the worst of the sessions', `devsim_host` (unmarked tests)
+and `devsim_trace` give the session's host and the test's device queries, and `rocminfo`, `nvidia-smi`,
+`amd-smi` and `rocm-smi` answer from the host (`shims`). A marked test in such a session runs on its marker's
+profiles, forked from the session child.
 """
 
 from __future__ import annotations
@@ -29,14 +40,21 @@ from typing import Any
 
 import pytest
 
+from . import session as _session
 from .host import Host
 from .profiles import ProfileError, find_devsim, host_of, load_profiles
+from .sessionchild import SessionChild, dup_stderr
 
 MARKER = "devsim_host"
 _PROFILES = pytest.StashKey[dict[str, dict[str, Any]]]()
 _PROBLEM = pytest.StashKey[str]()
 _HANDLE = pytest.StashKey["DevsimHost"]()
 _MISUSES = pytest.StashKey[list[str]]()
+
+# In a session child (DEVSIM_SESSION set) the simulated host is installed when the plugin is imported, before any
+# conftest or test module can import torch; outside one this is None. A string is why the child must not run.
+_BOOTED = _session.boot()
+_REAL_STDERR = dup_stderr() if isinstance(_BOOTED, _session.SessionHost) else None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -45,9 +63,53 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("devsim_binary", "the devsim binary (default: $DEVSIM, then devsim on PATH)", default=None)
     parser.addini("devsim_hosts", "folders of project host profiles, relative to the rootdir", type="paths")
     parser.addini("devsim_reimport", "module prefixes re-imported on the simulated host", type="linelist")
+    group.addoption(
+        "--devsim-host", dest="devsim_session_hosts", default=None, metavar="PROFILE[,PROFILE...]",
+        help="run the whole session once per devsim host profile, each in a fresh pytest process on that simulated "
+        f"host (default: the ini option devsim_host, then ${_session.HOST_ENV})",
+    )
+    group.addoption("--devsim-timeout", dest="devsim_timeout", type=float, default=None, metavar="SECONDS",
+                    help=f"with --devsim-host: fail a test phase that runs longer (default {_session.DEFAULT_TIMEOUT:g}; "
+                    "0: none)")
+    group.addoption("--devsim-report", dest="devsim_report", default=None, metavar="FILE",
+                    help="with --devsim-host: write each test's outcome on each profile to FILE (JSON)")
+    parser.addini("devsim_host", "devsim host profiles the whole session runs on (as --devsim-host)", default=None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Before any conftest: a session child checks its host came up; `--devsim-host` runs the session children
+    and ends this process with their worst exit code."""
+    if isinstance(_BOOTED, str):
+        raise pytest.UsageError(_BOOTED)
+    if _BOOTED is not None:
+        if not early_config.pluginmanager.has_plugin("devsim-session"):
+            early_config.pluginmanager.register(SessionChild(_BOOTED, _REAL_STDERR), "devsim-session")
+        return
+    ns = early_config.known_args_namespace
+    if ns.help or ns.version:
+        return
+    names = _session.requested(early_config, ns.devsim_session_hosts)
+    if not names:
+        return
+    capture = early_config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:
+        capture.suspend_global_capture(in_=True)  # the sessions' output goes straight to the terminal
+    raise SystemExit(_session.dispatch(early_config, names))
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if isinstance(_BOOTED, str):
+        raise pytest.UsageError(_BOOTED)
+    if _BOOTED is None and not (config.option.help or config.option.version) and _session.requested(config, config.option.devsim_session_hosts):
+        # pytest_load_initial_conftests never ran here: the plugin came from a conftest, after the conftests
+        raise pytest.UsageError(
+            "--devsim-host (or devsim_host, $DEVSIM_HOST) needs the devsim plugin loaded before the conftests, and "
+            "it was loaded from a conftest: install the kit (its pytest11 entry point) or pass "
+            "-p devsim_subject_kit.pytest_plugin, instead of pytest_plugins"
+        )
+    if _BOOTED is not None and not config.pluginmanager.has_plugin("devsim-session"):
+        config.pluginmanager.register(SessionChild(_BOOTED, _REAL_STDERR), "devsim-session")
     config.addinivalue_line(
         "markers",
         f"{MARKER}(*profiles, reimport=[...]): run the test once per devsim host profile, in a forked child on "
@@ -116,13 +178,23 @@ def pytest_collection_modifyitems(config: pytest.Config) -> None:
 
 @pytest.fixture
 def devsim_host(request: pytest.FixtureRequest) -> Any:
-    """The simulated host of a `devsim_host`-marked test (set up in its forked child)."""
+    """The simulated host of a `devsim_host`-marked test (set up in its forked child), or of the session
+    (`--devsim-host`)."""
     handle = request.node.stash.get(_HANDLE, None)
+    if handle is None and isinstance(_BOOTED, _session.SessionHost):
+        handle = DevsimHost(profile=_BOOTED.spec.profile, host=_BOOTED.host, torch_host=_BOOTED.torch_host)
     if handle is None:
-        pytest.fail(f"devsim_host is only available to tests marked @pytest.mark.{MARKER}(...)", pytrace=False)
+        pytest.fail(f"devsim_host is only available to tests marked @pytest.mark.{MARKER}(...) or run with "
+                    "--devsim-host", pytrace=False)
     with handle.torch_host.recorder.capture() as trace:
         handle.trace = trace
         yield handle
+
+
+@pytest.fixture
+def devsim_trace(devsim_host: DevsimHost) -> list[dict[str, Any]]:
+    """The device queries the test makes on its simulated host (`{"event", "device"?, "detail"?}`), as they come."""
+    return devsim_host.trace
 
 
 def _profile_of(item: pytest.Item) -> str | None:
@@ -206,7 +278,11 @@ def _become(item: pytest.Item, host: Host, profile: str) -> None:
 
     marker = item.get_closest_marker(MARKER)
     prefixes = tuple(item.config.getini("devsim_reimport")) + tuple(marker.kwargs.get("reimport", ()) if marker else ())
-    torch_host = SimulatedTorch().install(host)
+    if isinstance(_BOOTED, _session.SessionHost):  # a session child: its torch is patched already
+        torch_host = _BOOTED.torch_host
+        torch_host.configure(host)
+    else:
+        torch_host = SimulatedTorch().install(host)
     for name in [n for n in sys.modules if prefixes and n.startswith(prefixes)]:
         del sys.modules[name]
     item.stash[_HANDLE] = DevsimHost(profile=profile, host=host, torch_host=torch_host)

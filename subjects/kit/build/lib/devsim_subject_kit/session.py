@@ -1,0 +1,272 @@
+"""`pytest --devsim-host PROFILE[,PROFILE...]`: a whole pytest session, collection included, on a simulated host.
+
+The run pytest was started as (the *parent*) runs no test. Before any conftest is imported it resolves the
+profiles with devsim, then runs pytest again once per profile, one after the other (its own arguments without
+`--devsim-host`, in the same folder, output streamed), and exits with the worst of their exit codes (see
+`worst`). Each of those runs (a *session child*) has `DEVSIM_SESSION` in its environment: the profile, its
+host as devsim resolved it, the per-test timeout and where to leave its part of the report. The plugin reads
+it when it is imported, before conftests and test modules, and installs the kit's SimulatedTorch for that host
+(`boot`), so the project's import-time constants (`IS_ROCM = torch.version.hip is not None`), its capability
+caches and threads it starts at import all come up on the simulated host. Nothing is forked from a process
+that had already imported the project.
+
+A process started by a test inherits `DEVSIM_SESSION`, the visible-device variables and PATH, on which the
+session child's first folder holds `rocminfo`, `nvidia-smi`, `amd-smi` and `rocm-smi` answering from the
+host (`shims`). So a device tool run in a subprocess answers from the simulated host, and a Python subprocess
+that loads the plugin (pytest-xdist's workers, a nested pytest run) is on the simulated host too. A Python
+subprocess that does not load the plugin (`python -c "import torch"`) imports the real torch: it is not on the
+simulated host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import pytest
+
+from .host import Host, HostError
+from .profiles import ProfileError, find_devsim, host_of, load_profiles
+from .shims import write_shims
+
+#: The environment variable that makes a pytest run a session child (JSON, `SessionSpec`).
+SESSION_ENV = "DEVSIM_SESSION"
+#: The environment variable naming the profiles when neither `--devsim-host` nor the ini option does.
+HOST_ENV = "DEVSIM_HOST"
+#: The per-test timeout when none is given (seconds).
+DEFAULT_TIMEOUT = 300.0
+#: The report document's format version.
+REPORT_FORMAT = 1
+
+# exit codes from best to worst: every test passed, none collected, a test failed, interrupted, usage error,
+# internal error (anything else, a child killed by a signal included, counts as an internal error)
+_RANK = [pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED, pytest.ExitCode.TESTS_FAILED,
+         pytest.ExitCode.INTERRUPTED, pytest.ExitCode.USAGE_ERROR, pytest.ExitCode.INTERNAL_ERROR]
+
+
+@dataclass(frozen=True)
+class SessionSpec:
+    """What a session child is told: its profile, the host devsim resolved for it, the timeout, its report."""
+
+    profile: str
+    host: dict[str, Any]
+    timeout: float = DEFAULT_TIMEOUT
+    report: str | None = None
+
+    def to_env(self) -> str:
+        """The value of `DEVSIM_SESSION`."""
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_env(cls, text: str) -> SessionSpec:
+        """Read `DEVSIM_SESSION`; a malformed value raises ValueError naming it."""
+        try:
+            data = json.loads(text)
+            return cls(profile=str(data["profile"]), host=dict(data["host"]), timeout=float(data["timeout"]),
+                       report=data.get("report"))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{SESSION_ENV} is not a devsim session: {exc!r}") from exc
+
+
+@dataclass
+class SessionHost:
+    """The session child's simulated host: its spec, the kit's Host and the installed SimulatedTorch."""
+
+    spec: SessionSpec
+    host: Host
+    torch_host: Any
+
+
+def worst(codes: Sequence[int]) -> int:
+    """The worst exit code of the children (`_RANK`); no children at all is a usage error."""
+    if not codes:
+        return int(pytest.ExitCode.USAGE_ERROR)
+
+    order = [int(c) for c in _RANK]
+
+    def rank(code: int) -> int:
+        return order.index(code) if code in order else len(order) - 1
+
+    chosen = max(codes, key=rank)
+    return chosen if chosen in order else int(pytest.ExitCode.INTERNAL_ERROR)
+
+
+# -- the session child
+
+
+def boot(environ: dict[str, str] | None = None) -> SessionHost | str | None:
+    """In a session child, install the simulated host before anything imports torch.
+
+    Returns None outside a session child, the SessionHost once installed, or why this process must not run
+    (a usage error for the plugin to raise): torch was imported before the plugin could patch it, torch does
+    not import, or the kit cannot drive this torch."""
+    text = (os.environ if environ is None else environ).get(SESSION_ENV)
+    if not text:
+        return None
+    try:
+        spec = SessionSpec.from_env(text)
+        host = Host.from_message(spec.host)
+    except (ValueError, HostError) as exc:
+        return str(exc)
+    if "torch" in sys.modules:
+        from .patches import TorchOwner
+
+        if TorchOwner.installed is None:
+            return (
+                f"devsim session on host {spec.profile}: the module 'torch' "
+                f"({getattr(sys.modules['torch'], '__file__', None)}) was imported before the devsim plugin could "
+                "patch it (another plugin or sitecustomize imported it first), so the project would see this "
+                "machine's torch: load the plugin first (-p devsim_subject_kit.pytest_plugin) or drop the plugin "
+                "that imports torch"
+            )
+    try:
+        import torch  # noqa: F401
+    except ImportError as exc:
+        return f"devsim session on host {spec.profile}: the simulated host patches torch, which does not import: {exc}"
+    try:
+        from .simtorch import SimulatedTorch
+
+        torch_host = SimulatedTorch().install(host)
+    except Exception as exc:  # noqa: BLE001 - any failure to patch means the kit cannot drive this torch
+        return f"devsim session on host {spec.profile}: the kit cannot drive this torch: {exc!r}"
+    return SessionHost(spec=spec, host=host, torch_host=torch_host)
+
+
+# -- the parent
+
+
+def requested(config: pytest.Config, given: str | None) -> list[str]:
+    """The profiles asked for: `given` (`--devsim-host`), else the ini option `devsim_host`, else $DEVSIM_HOST."""
+    value = given if given is not None else (config.getini("devsim_host") or os.environ.get(HOST_ENV) or "")
+    names = [name.strip() for name in str(value).split(",") if name.strip()]
+    if given is not None and not names:
+        raise pytest.UsageError(f"--devsim-host {given!r} names no profile (devsim hosts lists them)")
+    return names
+
+
+def resolve(early_config: pytest.Config, names: list[str]) -> dict[str, Host]:
+    """The named profiles as hosts, in order; an unknown or undrivable one is a usage error listing them."""
+    ns = early_config.known_args_namespace
+    binary = ns.devsim_binary or early_config.getini("devsim_binary") or None
+    try:
+        profiles = load_profiles(find_devsim(binary), [Path(p) for p in early_config.getini("devsim_hosts")])
+    except ProfileError as exc:
+        raise pytest.UsageError(f"--devsim-host: {exc}") from exc
+    unknown = [n for n in names if n not in profiles]
+    if unknown:
+        raise pytest.UsageError(
+            f"--devsim-host: unknown devsim host profile {', '.join(unknown)}; the profiles are: "
+            + ", ".join(sorted(profiles))
+        )
+    hosts = {}
+    for name in names:
+        try:
+            host = host_of(name, profiles[name])
+        except (ProfileError, HostError) as exc:
+            raise pytest.UsageError(f"--devsim-host: {exc}") from exc
+        reason = host.unsupported()
+        if reason:
+            raise pytest.UsageError(f"--devsim-host: profile {name}: {reason}")
+        hosts[name] = host
+    return hosts
+
+
+def child_args(args: Sequence[str]) -> list[str]:
+    """The invocation's arguments without `--devsim-host` (both `--devsim-host X` and `--devsim-host=X`)."""
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--devsim-host":
+            skip = True
+        elif not arg.startswith("--devsim-host="):
+            kept.append(arg)
+    return kept
+
+
+def dispatch(early_config: pytest.Config, names: list[str]) -> int:
+    """Run the session once per profile, one child process each; returns the worst exit code."""
+    hosts = resolve(early_config, names)
+    ns = early_config.known_args_namespace
+    timeout = float(ns.devsim_timeout if ns.devsim_timeout is not None else DEFAULT_TIMEOUT)
+    args = child_args(early_config.invocation_params.args)
+    where = early_config.invocation_params.dir
+    stop_on_failure = bool(getattr(ns, "maxfail", 0))
+    junit_path: str | None = getattr(ns, "xmlpath", None)  # absent under -p no:junitxml
+    codes: dict[str, int] = {}
+    tests: list[dict[str, Any]] = []
+    suites: list[ElementTree.Element] = []
+    for number, (name, host) in enumerate(hosts.items(), 1):
+        with tempfile.TemporaryDirectory(prefix="devsim-session-") as scratch:
+            shims = Path(scratch) / "bin"
+            write_shims(shims, host, name)
+            report = Path(scratch) / "report.json"
+            spec = SessionSpec(profile=name, host=_message(host), timeout=timeout, report=str(report))
+            env = dict(os.environ, **{SESSION_ENV: spec.to_env()})
+            env["PATH"] = os.pathsep.join([str(shims), env.get("PATH", "")])
+            # each session writes its own JUnit file (the last --junitxml wins), merged into the one asked for
+            junit = [f"--junitxml={Path(scratch) / 'junit.xml'}"] if junit_path else []
+            _say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({_describe(host)})")
+            try:
+                done = subprocess.run([sys.executable, "-m", "pytest", *args, *junit], cwd=where, env=env,
+                                      check=False)
+                codes[name] = done.returncode
+            except KeyboardInterrupt:
+                codes[name] = int(pytest.ExitCode.INTERRUPTED)
+            if report.is_file():
+                tests += json.loads(report.read_text())
+            if junit:
+                suites += junit_suites(Path(scratch) / "junit.xml", name)
+        if codes[name] == pytest.ExitCode.INTERRUPTED or (stop_on_failure and codes[name] != 0):
+            break
+    left = [n for n in hosts if n not in codes]
+    summary = ", ".join(f"{n}: exit {c}" for n, c in codes.items())
+    _say(f"devsim: sessions done ({summary})" + (f"; not run after that: {', '.join(left)}" if left else ""))
+    if ns.devsim_report:
+        document = {"format": REPORT_FORMAT, "profiles": list(hosts), "exit_codes": codes, "not_run": left,
+                    "tests": tests}
+        Path(where, ns.devsim_report).write_text(json.dumps(document, indent=2) + "\n")
+    if junit_path:
+        merged = ElementTree.Element("testsuites", name="pytest tests")
+        merged.extend(suites)
+        ElementTree.ElementTree(merged).write(Path(where, junit_path), encoding="utf-8", xml_declaration=True)
+    return worst(list(codes.values()))
+
+
+def junit_suites(path: Path, profile: str) -> list[ElementTree.Element]:
+    """The test suites of one session's JUnit file, each named with the profile (none if it wrote no file)."""
+    if not path.is_file():
+        return []
+    suites = list(ElementTree.parse(path).getroot().iter("testsuite"))
+    for suite in suites:
+        suite.set("name", f"{suite.get('name', 'pytest')}[devsim:{profile}]")
+    return suites
+
+
+def _message(host: Host) -> dict[str, Any]:
+    """`host` as a protocol host message (what `Host.from_message` reads back)."""
+    def gpu(g: Any) -> dict[str, Any]:
+        return {"arch": g.arch, "name": g.name, "smem_optin": g.smem_optin, "uuid": g.uuid}
+
+    return {"torch": host.torch, "gpus": [gpu(g) for g in host.gpus], "foreign_gpus": [gpu(g) for g in host.foreign_gpus],
+            "env": dict(host.env), "visible": list(host.visible), "current": host.current,
+            "runtime_version": host.runtime_version}
+
+
+def _describe(host: Host) -> str:
+    gpus = ", ".join(g.arch for g in host.visible_gpus()) or "no GPU"
+    return f"torch={host.torch}, {gpus}"
+
+
+def _say(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
