@@ -346,6 +346,13 @@ pub const COVERS: &[(&str, &[Cover])] = &[
             runs: "subjects/gptqmodel/tools/findings.py",
         }],
     ),
+    (
+        "PATH=$PWD/.venv-torch/bin:$PATH python3 subjects/gptqmodel/tools/reverts.py",
+        &[Cover::Step {
+            name: "reverts",
+            runs: "subjects/gptqmodel/tools/reverts.py",
+        }],
+    ),
     // Live replay on real GPUs
     (
         "python3 -m venv .venv-torch && .venv-torch/bin/pip install torch==2.11.0",

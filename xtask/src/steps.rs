@@ -279,7 +279,7 @@ subjects/vllm/install.sh "$PWD/.venv-vllm"
 .venv-torch/bin/pip install --quiet --disable-pip-version-check ruff==0.17.6 mypy==2.4.1
 .venv-torch/bin/ruff check subjects/gptqmodel subjects/kit subjects/bitsandbytes subjects/vllm examples/pytest-gptqmodel
 .venv-torch/bin/mypy --config-file subjects/kit/pyproject.toml subjects/kit/src/devsim_subject_kit
-.venv-torch/bin/mypy --config-file subjects/gptqmodel/pyproject.toml subjects/gptqmodel/src/devsim_subject_gptqmodel subjects/gptqmodel/tools/findings.py
+.venv-torch/bin/mypy --config-file subjects/gptqmodel/pyproject.toml subjects/gptqmodel/src/devsim_subject_gptqmodel subjects/gptqmodel/tools/findings.py subjects/gptqmodel/tools/reverts.py
 .venv-torch/bin/mypy --config-file subjects/bitsandbytes/pyproject.toml subjects/bitsandbytes/src/devsim_subject_bitsandbytes subjects/bitsandbytes/findings
 .venv-torch/bin/mypy --config-file subjects/vllm/pyproject.toml subjects/vllm/src/devsim_subject_vllm
 (cd subjects/vllm/findings && ../../../.venv-torch/bin/mypy --config-file ../pyproject.toml .)
@@ -305,6 +305,15 @@ for subject in gptqmodel gptqmodel-seedfix bitsandbytes vllm; do
 done
 .venv-torch/bin/python subjects/gptqmodel/tools/findings.py
 git diff --exit-code subjects/gptqmodel/findings.md
+"#,
+    )),
+    in_torch(step(
+        "reverts",
+        "every seed-named fix observable on its own: the seed-fix subject once per overlay unit left at GPTQModel 7.7.0 (DEVSIM_GPTQMODEL_OVERLAY_REVERT); each revert must fail a scenario, and the README's revert table is the one the runs give",
+        r#"
+cargo build --locked --release -q
+.venv-torch/bin/python subjects/gptqmodel/tools/reverts.py --devsim target/release/devsim
+git diff --exit-code subjects/gptqmodel/README.md
 "#,
     )),
     live(step(

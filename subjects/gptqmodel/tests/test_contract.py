@@ -246,6 +246,51 @@ def test_overlay_normalize_device_in_process(gptqmodel_path, monkeypatch):
     assert out == {"": "cuda", "seedfix": "rocm"}
 
 
+def test_overlay_units_revert_one_at_a_time(gptqmodel_path):
+    """On a simulated HIP host: the default device auto_select_device picks and normalize_device('cuda:1'), under
+    7.7.0, the overlay, and the overlay with one unit reverted (DEVSIM_GPTQMODEL_OVERLAY_REVERT): a revert puts
+    back 7.7.0's answer for its function only."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "from devsim_subject_gptqmodel.subject import Subject\n"
+        "from devsim_subject_kit import Host\n"
+        "import json, sys\n"
+        "host = Host.from_message(json.loads(sys.argv[1]))\n"
+        "s = Subject(); s.load(); s.enter(host)\n"
+        "from gptqmodel.models import _const, loader\n"
+        "print('RESULT', loader.auto_select_device(None, None).value, _const.normalize_device('cuda:1').value)\n"
+    )
+    out = {}
+    for overlay, revert in (("", ""), ("seedfix", ""), ("seedfix", "importer.auto_select_device"),
+                            ("seedfix", "normalize_device")):
+        env = {**gptqmodel_path, "DEVSIM_GPTQMODEL_OVERLAY": overlay, "DEVSIM_GPTQMODEL_OVERLAY_REVERT": revert}
+        proc = subprocess.run([sys.executable, "-c", code, json.dumps(R9700X2)], env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        out[revert or overlay] = next(line for line in proc.stdout.splitlines() if line.startswith("RESULT")).split()[1:]
+    assert out == {
+        "": ["cuda", "cuda"],
+        "seedfix": ["rocm", "rocm"],
+        "importer.auto_select_device": ["cuda", "rocm"],
+        "normalize_device": ["rocm", "cuda"],
+    }
+
+
+@pytest.mark.parametrize(("overlay", "revert", "message"), [
+    ("seedfix", "normalise_device", "names no unit of the overlay; one of: normalize_device, as_torch_device"),
+    ("", "normalize_device", "reverts a unit of the overlay, but DEVSIM_GPTQMODEL_OVERLAY is not 'seedfix'"),
+])
+def test_unknown_or_unmatched_revert_is_refused(env, overlay, revert, message):
+    """A revert name that is no unit is refused, listing the units; so is a revert without the overlay."""
+    d = Driver({**env, "DEVSIM_GPTQMODEL_OVERLAY": overlay, "DEVSIM_GPTQMODEL_OVERLAY_REVERT": revert})
+    with pytest.raises(AssertionError):
+        d.hello(protocol=2)
+    assert d.close() != 0
+    assert message in d.stderr_text()
+
 def test_unknown_overlay_is_refused(env):
     d = Driver({**env, "DEVSIM_GPTQMODEL_OVERLAY": "typo"})
     with pytest.raises(AssertionError):

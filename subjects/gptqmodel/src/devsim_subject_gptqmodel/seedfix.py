@@ -28,6 +28,11 @@ runs it as its own subject). What it changes, by the seed's wording:
 7. EXL3 / FP4 wrappers get explicit declarations: native EXL3 (ExllamaV3Linear) NVIDIA-only and refusing HIP
    before its extension loads, naming EXL3_TORCH; portable EXL3 (ExllamaV3TorchLinear) DEVICE.ALL; source FP4
    (TorchFP4Linear) CPU / NVIDIA.
+8. `auto_select_device()` retains DEVICE.ROCM on ROCm: with no device asked for, a HIP build's default is
+   DEVICE.ROCM where 7.7.0 picks DEVICE.CUDA.
+
+Each replacement is one unit (`UNITS`); DEVSIM_GPTQMODEL_OVERLAY_REVERT=<unit> leaves exactly that one at 7.7.0,
+so tools/reverts.py can show which scenarios catch each fix on its own.
 """
 
 from __future__ import annotations
@@ -41,12 +46,14 @@ from typing import Any
 
 NAME = "seedfix"
 ENV = "DEVSIM_GPTQMODEL_OVERLAY"
+REVERT_ENV = "DEVSIM_GPTQMODEL_OVERLAY_REVERT"
 
 
 def requested() -> bool:
     """Whether the environment asks for the overlay; another value is an error (a typo must not pass as 7.7.0)."""
     value = os.environ.get(ENV, "")
     if value in ("", "none"):
+        reverted()  # a revert without the overlay is refused too
         return False
     if value != NAME:
         raise RuntimeError(f"{ENV}={value!r}: the only overlay is {NAME!r}")
@@ -116,11 +123,12 @@ def as_torch_device(device: Any) -> Any:
     normalize_device gives it); a family target resolves indexless (the current device of its runtime), an
     explicit ordinal is kept as written."""
     import torch
+    from gptqmodel.models import _const
     from gptqmodel.models._const import DEVICE
 
     if isinstance(device, torch.device):
         return device
-    family = normalize_device(device)
+    family = _const.normalize_device(device)  # the installed one: 7.7.0's when that unit is reverted
     if family == DEVICE.ALL:
         raise ValueError("'all' is not a valid concrete device")
     runtime = family.type  # DEVICE.ROCM.type is "cuda"
@@ -137,17 +145,17 @@ def as_torch_device(device: Any) -> Any:
     return torch.device(f"{runtime}:{index.strip()}")  # torch judges the ordinal's spelling ("cuda:x", "cuda:+1")
 
 
-def _patch_normalize_device() -> None:
+def _unit_normalize_device() -> None:
+    _rebind(_original_normalize, normalize_device)
+
+
+def _unit_as_torch_device() -> None:
     from gptqmodel.models import _const
 
-    global _original_normalize
-    _original_normalize = _const.normalize_device
-    _rebind(_original_normalize, normalize_device)
     _const.as_torch_device = as_torch_device  # type: ignore[attr-defined]
 
 
-def _patch_kernel_family() -> None:
-    from gptqmodel.nn_modules.qlinear import BaseQuantLinear
+def _unit_device_family() -> None:
     from gptqmodel.utils import importer
 
     original_family = importer._device_family
@@ -156,6 +164,10 @@ def _patch_kernel_family() -> None:
         return _family(device)
 
     _rebind(original_family, device_family)
+
+
+def _unit_validate_device() -> None:
+    from gptqmodel.nn_modules.qlinear import BaseQuantLinear
 
     def validate_device(cls: Any, device: Any) -> None:
         try:
@@ -167,6 +179,10 @@ def _patch_kernel_family() -> None:
 
     BaseQuantLinear.validate_device = classmethod(validate_device)  # type: ignore[assignment]
 
+
+def _unit_device_capability() -> None:
+    from gptqmodel.utils import importer
+
     original_capability = importer._device_capability
 
     def device_capability(device: Any) -> Any:
@@ -175,16 +191,12 @@ def _patch_kernel_family() -> None:
         return original_capability(device)
 
     _rebind(original_capability, device_capability)
-    _patch_forward_capability_probes()
 
 
-def _patch_forward_capability_probes() -> None:
-    """Item 4 for the readers a forward reaches: on an AMD request, no compute capability is asked for."""
-    from functools import lru_cache
-
+def _unit_advertised_dtypes() -> None:
+    """Item 4 for a reader a forward reaches: the dtypes advertised for an AMD request, without a capability."""
     import torch
     from gptqmodel.quantization import dtype
-    from gptqmodel.quantization.awq.modules.triton import scheduler
 
     original_advertised = dtype._advertised_linear_dtypes_for_device
 
@@ -194,6 +206,14 @@ def _patch_forward_capability_probes() -> None:
         return original_advertised(device)
 
     _rebind(original_advertised, advertised_linear_dtypes_for_device)
+
+
+def _unit_device_identity() -> None:
+    """Item 4 for the AWQ Triton scheduler a forward reaches: its device identity holds no capability on AMD."""
+    from functools import lru_cache
+
+    import torch
+    from gptqmodel.quantization.awq.modules.triton import scheduler
 
     original_identity = scheduler._device_identity_cached
 
@@ -214,43 +234,63 @@ def _patch_forward_capability_probes() -> None:
     _rebind(original_identity, device_identity_cached)
 
 
-def _patch_thread_pool() -> None:
+def _runtime_family(value: Any) -> Any:
+    """A DEVICE enum as DeviceThreadPool's keys know it: DEVICE.ROCM / DEVICE.CUDA -> "cuda", DEVICE.ALL -> "all"."""
     from gptqmodel.models._const import DEVICE
+
+    if isinstance(value, DEVICE):
+        return "all" if value == DEVICE.ALL else value.type  # DEVICE.ROCM.type is "cuda"
+    return value
+
+
+def _unit_pool_read_lock() -> None:
     from gptqmodel.utils.threadx import DeviceThreadPool
 
-    def runtime_family(value: Any) -> Any:
-        if isinstance(value, DEVICE):
-            return "all" if value == DEVICE.ALL else value.type  # DEVICE.ROCM.type is "cuda"
-        return value
-
     original_read = DeviceThreadPool.read_lock
-    original_scope = DeviceThreadPool._normalize_scope_to_keys
 
     def read_lock(self: Any, device: Any) -> Any:
-        return original_read(self, runtime_family(device))
-
-    def normalize_scope_to_keys(self: Any, scope: Any) -> Any:
-        return original_scope(self, [runtime_family(s) for s in scope])
+        return original_read(self, _runtime_family(device))
 
     DeviceThreadPool.read_lock = read_lock  # type: ignore[method-assign]
+
+
+def _unit_pool_scope() -> None:
+    from gptqmodel.utils.threadx import DeviceThreadPool
+
+    original_scope = DeviceThreadPool._normalize_scope_to_keys
+
+    def normalize_scope_to_keys(self: Any, scope: Any) -> Any:
+        return original_scope(self, [_runtime_family(s) for s in scope])
+
     DeviceThreadPool._normalize_scope_to_keys = normalize_scope_to_keys  # type: ignore[method-assign]
 
 
-def _patch_declarations() -> None:
+def _unit_bitsandbytes() -> None:
     from gptqmodel.models._const import DEVICE
-    from gptqmodel.nn_modules.exllamav3 import ExllamaV3Linear
-    from gptqmodel.nn_modules.exllamav3_torch import ExllamaV3TorchLinear
     from gptqmodel.nn_modules.qlinear.bitsandbytes import BitsAndBytesLinear
-    from gptqmodel.nn_modules.qlinear.fp4 import TorchFP4Linear
 
     if DEVICE.ROCM not in BitsAndBytesLinear.SUPPORTS_DEVICES:
         BitsAndBytesLinear.SUPPORTS_DEVICES = [*BitsAndBytesLinear.SUPPORTS_DEVICES, DEVICE.ROCM]
 
-    def family_gate(cls: Any, device: Any) -> None:
-        family = _family(device)
-        if DEVICE.ALL in cls.SUPPORTS_DEVICES or family in cls.SUPPORTS_DEVICES:
-            return
-        raise NotImplementedError(f"{cls} only supports `{cls.SUPPORTS_DEVICES}`: actual device = `{device}`")
+
+def _family_gate(cls: Any, device: Any) -> None:
+    """An explicit declaration's gate: the selector's family (ROCm explicit on HIP) against SUPPORTS_DEVICES."""
+    from gptqmodel.models._const import DEVICE
+
+    family = _family(device)
+    if DEVICE.ALL in cls.SUPPORTS_DEVICES or family in cls.SUPPORTS_DEVICES:
+        return
+    raise NotImplementedError(f"{cls} only supports `{cls.SUPPORTS_DEVICES}`: actual device = `{device}`")
+
+
+def _declare(cls: Any, devices: list[Any], gate: Callable[[Any, Any], None]) -> None:
+    cls.SUPPORTS_DEVICES = devices
+    cls.validate_device = classmethod(gate)
+
+
+def _unit_exl3_native() -> None:
+    from gptqmodel.models._const import DEVICE
+    from gptqmodel.nn_modules.exllamav3 import ExllamaV3Linear
 
     def exl3_native_gate(cls: Any, device: Any) -> None:
         # before any extension import: the native EXL3 kernels are CUDA (NVIDIA) only
@@ -259,20 +299,83 @@ def _patch_declarations() -> None:
                 "Native EXL3 (ExllamaV3Linear) is not supported on ROCm: it declares NVIDIA CUDA only. "
                 "Use BACKEND.EXL3_TORCH (ExllamaV3TorchLinear), the portable EXL3 kernel."
             )
-        family_gate(cls, device)
+        _family_gate(cls, device)
 
-    for cls, devices, gate in (
-        (ExllamaV3Linear, [DEVICE.CUDA], exl3_native_gate),
-        (ExllamaV3TorchLinear, [DEVICE.ALL], family_gate),
-        (TorchFP4Linear, [DEVICE.CPU, DEVICE.CUDA], family_gate),
-    ):
-        cls.SUPPORTS_DEVICES = devices  # type: ignore[attr-defined]
-        cls.validate_device = classmethod(gate)  # type: ignore[attr-defined]
+    _declare(ExllamaV3Linear, [DEVICE.CUDA], exl3_native_gate)
+
+
+def _unit_exl3_torch() -> None:
+    from gptqmodel.models._const import DEVICE
+    from gptqmodel.nn_modules.exllamav3_torch import ExllamaV3TorchLinear
+
+    _declare(ExllamaV3TorchLinear, [DEVICE.ALL], _family_gate)
+
+
+def _unit_fp4() -> None:
+    from gptqmodel.models._const import DEVICE
+    from gptqmodel.nn_modules.qlinear.fp4 import TorchFP4Linear
+
+    _declare(TorchFP4Linear, [DEVICE.CPU, DEVICE.CUDA], _family_gate)
+
+
+def _unit_auto_select_device() -> None:
+    """The seed: "auto_select_device() and the loader now retain DEVICE.ROCM on ROCm". With no device asked
+    for, 7.7.0 picks DEVICE.CUDA whenever torch's cuda namespace is available, HIP builds included; the
+    overlay picks DEVICE.ROCM there. Every other answer is 7.7.0's."""
+    from gptqmodel.models._const import DEVICE
+    from gptqmodel.utils import importer
+
+    original_auto = importer.auto_select_device
+
+    def auto_select_device(device: Any, backend: Any) -> Any:
+        chosen = original_auto(device, backend)
+        if device is None and chosen == DEVICE.CUDA and _is_rocm():
+            return DEVICE.ROCM
+        return chosen
+
+    _rebind(original_auto, auto_select_device)
+
+
+# One unit per replaced GPTQModel function or declaration, named as the README's revert table names it;
+# DEVSIM_GPTQMODEL_OVERLAY_REVERT=<name> leaves exactly that one at 7.7.0 (tools/reverts.py runs each).
+UNITS: dict[str, Callable[[], None]] = {
+    "normalize_device": _unit_normalize_device,
+    "as_torch_device": _unit_as_torch_device,
+    "importer._device_family": _unit_device_family,
+    "BaseQuantLinear.validate_device": _unit_validate_device,
+    "importer._device_capability": _unit_device_capability,
+    "dtype._advertised_linear_dtypes_for_device": _unit_advertised_dtypes,
+    "scheduler._device_identity_cached": _unit_device_identity,
+    "DeviceThreadPool.read_lock": _unit_pool_read_lock,
+    "DeviceThreadPool._normalize_scope_to_keys": _unit_pool_scope,
+    "BitsAndBytesLinear.SUPPORTS_DEVICES": _unit_bitsandbytes,
+    "ExllamaV3Linear.validate_device": _unit_exl3_native,
+    "ExllamaV3TorchLinear.validate_device": _unit_exl3_torch,
+    "TorchFP4Linear.validate_device": _unit_fp4,
+    "importer.auto_select_device": _unit_auto_select_device,
+}
+
+
+def reverted() -> str | None:
+    """The unit DEVSIM_GPTQMODEL_OVERLAY_REVERT leaves at 7.7.0, if any. An unknown name is an error listing the
+    valid ones (a typo must never pass as a revert), and so is a revert without the overlay."""
+    value = os.environ.get(REVERT_ENV, "")
+    if not value:
+        return None
+    if value not in UNITS:
+        raise RuntimeError(f"{REVERT_ENV}={value!r} names no unit of the overlay; one of: {', '.join(UNITS)}")
+    if os.environ.get(ENV, "") != NAME:
+        raise RuntimeError(f"{REVERT_ENV}={value!r} reverts a unit of the overlay, but {ENV} is not {NAME!r}")
+    return value
 
 
 def apply() -> None:
-    """Install the overlay into the imported GPTQModel (idempotent enough for one process: call it once)."""
-    _patch_normalize_device()
-    _patch_kernel_family()
-    _patch_thread_pool()
-    _patch_declarations()
+    """Install the overlay into the imported GPTQModel (call it once a process), every unit but the reverted one."""
+    from gptqmodel.models import _const
+
+    global _original_normalize
+    skip = reverted()
+    _original_normalize = _const.normalize_device
+    for name, unit in UNITS.items():
+        if name != skip:
+            unit()

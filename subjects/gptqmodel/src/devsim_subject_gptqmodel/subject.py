@@ -310,6 +310,9 @@ class Subject:
             self.overlay = seedfix.NAME
             self.name = f"gptqmodel-{seedfix.NAME}"
             self.version = f"{self.version}+{seedfix.NAME}"
+            without = seedfix.reverted()
+            if without is not None:
+                self.version = f"{self.version}-without-{without}"
         for kernel in self.kernels.values():
             kernel.contract = callable(getattr(kernel.cls, "validate", None))
         self.boundary_name, self.boundary_fn = "DEVICE.to_torch_device", None
