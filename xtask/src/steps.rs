@@ -277,12 +277,13 @@ subjects/vllm/install.sh "$PWD/.venv-vllm"
         "the subjects' Python: ruff and mypy",
         r#"
 .venv-torch/bin/pip install --quiet --disable-pip-version-check ruff==0.17.6 mypy==2.4.1
-.venv-torch/bin/ruff check subjects/gptqmodel subjects/kit subjects/bitsandbytes subjects/vllm examples/pytest-gptqmodel
+.venv-torch/bin/ruff check subjects/gptqmodel subjects/kit subjects/bitsandbytes subjects/vllm examples/pytest-gptqmodel tools/fidelity
 .venv-torch/bin/mypy --config-file subjects/kit/pyproject.toml subjects/kit/src/devsim_subject_kit
 .venv-torch/bin/mypy --config-file subjects/gptqmodel/pyproject.toml subjects/gptqmodel/src/devsim_subject_gptqmodel subjects/gptqmodel/tools/findings.py subjects/gptqmodel/tools/reverts.py
 .venv-torch/bin/mypy --config-file subjects/bitsandbytes/pyproject.toml subjects/bitsandbytes/src/devsim_subject_bitsandbytes subjects/bitsandbytes/findings
 .venv-torch/bin/mypy --config-file subjects/vllm/pyproject.toml subjects/vllm/src/devsim_subject_vllm
 (cd subjects/vllm/findings && ../../../.venv-torch/bin/mypy --config-file ../pyproject.toml .)
+.venv-torch/bin/mypy --strict tools/fidelity/table.py
 "#,
     )),
     in_torch(step(
