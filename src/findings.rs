@@ -7,8 +7,14 @@
 //! the action (`per_action = false`), the action is left out. A conditional expectation (`when_ok.lands_on`)
 //! is the same observation as its unconditional form (`lands_on`). Each finding names every scenario that
 //! shows it.
+//!
+//! Where the subject says which function of the project under test decided the observed value (its
+//! `decided_by`), a policy finding is that rule and that function: the ordinal and torch-device forms of
+//! one decision, every selector form and build it shows on, and every kernel the same shared gate admits
+//! are one finding, and a per-kernel rule splits by kernel only where a kernel's own override decided.
+//! Where the location is unknown the signature is the one above.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +24,7 @@ use crate::dispatch::selector::{WrittenForm, written_form};
 use crate::runner::expect::Mismatch;
 use crate::runner::{ScenarioReport, Status};
 use crate::scenario::model::{Action, Scenario};
+use crate::subject::protocol::DecidedBy;
 
 /// What one failure shows, independent of the scenario it was seen in.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -38,10 +45,17 @@ pub struct Signature {
     pub expected: String,
     /// What was observed, without the subject's own wording.
     pub actual: String,
+    /// The function of the project under test that decided it (`module:function`); `None`: location unknown.
+    /// When known, the fields above but `check` are `-`: the rule and the function are the finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
 }
 
 impl fmt::Display for Signature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(decided_by) = &self.decided_by {
+            return write!(f, "[{}] decided by {decided_by}", self.check);
+        }
         write!(
             f,
             "[{}] {} ({} selector, {} build",
@@ -65,12 +79,35 @@ pub struct Finding {
     pub signature: Signature,
     /// The scenarios that show it, sorted.
     pub scenarios: Vec<String>,
+    /// For a finding by deciding function, the signatures it groups (what was seen where), sorted; empty
+    /// otherwise.
+    pub shows: Vec<String>,
+    /// For a finding by deciding function, the lines of it where the values were decided, sorted.
+    pub lines: Vec<u32>,
 }
 
 impl Finding {
     /// The policy rule it is attributed to, if any.
     pub fn rule(&self) -> Option<&str> {
         self.signature.check.strip_prefix("policy:")
+    }
+
+    /// Where it was decided, `module:function:line` (several lines joined by commas); `None`: unknown.
+    pub fn decided_by(&self) -> Option<String> {
+        let function = self.signature.decided_by.as_ref()?;
+        let lines: Vec<String> = self.lines.iter().map(u32::to_string).collect();
+        Some(match lines.is_empty() {
+            true => function.clone(),
+            false => format!("{function}:{}", lines.join(",")),
+        })
+    }
+
+    /// Where it was decided, for people: `decided by module:function:line` or `location unknown`.
+    pub fn location(&self) -> String {
+        match self.decided_by() {
+            Some(place) => format!("decided by {place}"),
+            None => "location unknown".into(),
+        }
     }
 }
 
@@ -126,6 +163,69 @@ fn form_and_kernel(action: &Action) -> (&'static str, Option<&str>) {
 /// The action of a kernel's finding whose rule one gate decides for every action (`per_action = false`).
 pub const ANY_ACTION: &str = "validate/move/warmup";
 
+/// The `decided_by` entries that may place a mismatch of expectation `key` whose observed value is `actual`:
+/// the field itself; for an error's kind or message, the step's verdict (`ok`); for a trace rule, the first
+/// event it names (`trace.<event>`).
+fn decided_fields(key: &str, actual: &str) -> Vec<String> {
+    match key {
+        "error" | "message" | "kind" | "error.kind" | "error.message" => {
+            vec!["error".into(), "ok".into()]
+        }
+        _ if key.ends_with("trace.never") => actual
+            .split(", ")
+            .next()
+            .filter(|event| !event.is_empty())
+            .map(|event| vec![format!("trace.{event}")])
+            .unwrap_or_default(),
+        _ if key.starts_with("trace.") || key.contains(".trace.") => Vec::new(),
+        _ => vec![key.to_string()],
+    }
+}
+
+/// The signature of a finding by deciding function: the rule and the function only.
+fn by_decider(check: String, decided_by: &DecidedBy) -> Signature {
+    let dash = || "-".to_string();
+    Signature {
+        check,
+        action: dash(),
+        form: dash(),
+        build: dash(),
+        kernel: None,
+        key: dash(),
+        expected: dash(),
+        actual: dash(),
+        decided_by: Some(format!("{}:{}", decided_by.module, decided_by.function)),
+    }
+}
+
+/// What a mismatch adds to a finding by deciding function: the plain signature it shows and the line.
+type Grouped = Option<(Signature, u32)>;
+
+/// A mismatch's signature, and the plain signature it groups when a deciding function is known: the
+/// `decided_by` of its step, or for a scenario-level trace rule of the first step that has one.
+fn grouped<'a>(
+    mismatch: &Mismatch,
+    scenario: &Scenario,
+    step: Option<usize>,
+    decided: impl IntoIterator<Item = &'a BTreeMap<String, DecidedBy>>,
+) -> (Signature, Grouped) {
+    let plain = signature(mismatch, scenario, step);
+    if !plain.check.starts_with("policy:") {
+        return (plain, None);
+    }
+    let fields = decided_fields(&plain.key, &plain.actual);
+    let place = decided
+        .into_iter()
+        .find_map(|map| fields.iter().find_map(|field| map.get(field)));
+    match place {
+        Some(place) => {
+            let line = place.line;
+            (by_decider(plain.check.clone(), place), Some((plain, line)))
+        }
+        None => (plain, None),
+    }
+}
+
 fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> Signature {
     let action = step.and_then(|n| scenario.steps.get(n.wrapping_sub(1)));
     let (form, kernel) = action.map_or(("-", None), |s| form_and_kernel(&s.action));
@@ -168,6 +268,7 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
             key: key.to_string(),
             expected: anonymous(&mismatch.expected),
             actual: anonymous(&without_wording(&mismatch.actual)),
+            decided_by: None,
         };
     }
     Signature {
@@ -179,6 +280,7 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
         key: key.to_string(),
         expected: without_counts(key, mismatch.expected.clone()),
         actual: without_counts(key, without_wording(&mismatch.actual)),
+        decided_by: None,
     }
 }
 
@@ -186,7 +288,13 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
 pub fn findings<'a>(
     runs: impl IntoIterator<Item = (&'a Scenario, &'a ScenarioReport)>,
 ) -> Vec<Finding> {
-    let mut grouped: BTreeMap<Signature, Vec<String>> = BTreeMap::new();
+    #[derive(Default)]
+    struct Group {
+        scenarios: Vec<String>,
+        shows: BTreeSet<String>,
+        lines: BTreeSet<u32>,
+    }
+    let mut groups: BTreeMap<Signature, Group> = BTreeMap::new();
     for (scenario, report) in runs {
         if report.status != Status::Failed {
             continue;
@@ -194,29 +302,35 @@ pub fn findings<'a>(
         let mut seen = Vec::new();
         for step in &report.steps {
             for m in &step.mismatches {
-                seen.push(signature(m, scenario, Some(step.number)));
+                let decided = std::iter::once(&step.observed.decided_by);
+                seen.push(grouped(m, scenario, Some(step.number), decided));
             }
         }
         for m in &report.trace_mismatches {
-            seen.push(signature(m, scenario, None));
+            let decided = report.steps.iter().map(|s| &s.observed.decided_by);
+            seen.push(grouped(m, scenario, None, decided));
         }
         seen.sort();
         seen.dedup();
-        for signature in seen {
-            grouped
-                .entry(signature)
-                .or_default()
-                .push(report.name.clone());
+        for (signature, plain) in seen {
+            let group = groups.entry(signature).or_default();
+            group.scenarios.push(report.name.clone());
+            if let Some((plain, line)) = plain {
+                group.shows.insert(plain.to_string());
+                group.lines.insert(line);
+            }
         }
     }
-    let mut out: Vec<Finding> = grouped
+    let mut out: Vec<Finding> = groups
         .into_iter()
-        .map(|(signature, mut scenarios)| {
-            scenarios.sort();
-            scenarios.dedup();
+        .map(|(signature, mut group)| {
+            group.scenarios.sort();
+            group.scenarios.dedup();
             Finding {
                 signature,
-                scenarios,
+                scenarios: group.scenarios,
+                shows: group.shows.into_iter().collect(),
+                lines: group.lines.into_iter().collect(),
             }
         })
         .collect();
@@ -244,14 +358,27 @@ pub fn human(failed: usize, findings: &[Finding]) -> String {
         findings.len()
     );
     for (n, finding) in findings.iter().enumerate() {
+        let (heading, unknown) = match finding.decided_by() {
+            Some(place) => (
+                format!("[{}] decided by {place}", finding.signature.check),
+                "",
+            ),
+            None => (finding.signature.to_string(), "\n    location unknown"),
+        };
         let _ = writeln!(
             out,
-            "  finding {}: {}\n    shown by {} scenario(s): {}",
+            "  finding {}: {}{unknown}\n    shown by {} scenario(s): {}",
             n + 1,
-            crate::shown::field(&finding.signature),
+            crate::shown::field(&heading),
             finding.scenarios.len(),
             first_names(&finding.scenarios, 5)
         );
+        for shows in finding.shows.iter().take(5) {
+            let _ = writeln!(out, "    shows {}", crate::shown::field(shows));
+        }
+        if finding.shows.len() > 5 {
+            let _ = writeln!(out, "    shows {} more", finding.shows.len() - 5);
+        }
     }
     crate::shown::lines(&out).into_owned()
 }
@@ -279,11 +406,15 @@ mod tests {
     use crate::kernel::Catalog;
     use crate::scenario::load::{ProfileSources, parse_scenario};
 
-    /// One step of `action` on `kernel` for "cuda:1" on a HIP host.
+    /// One step of `action` on `kernel` (none: "") for "cuda:1" on a HIP host.
     fn one_step(action: &str, kernel: &str) -> Scenario {
+        let kernel = match kernel {
+            "" => String::new(),
+            kernel => format!("kernel = \"{kernel}\"\n"),
+        };
         let text = format!(
             "format = 1\ndescription = \"x\"\n[host]\nprofile = \"r9700x2\"\n\
-             [[step]]\naction = \"{action}\"\nkernel = \"{kernel}\"\ndevice = \"cuda:1\"\n"
+             [[step]]\naction = \"{action}\"\n{kernel}device = \"cuda:1\"\n"
         );
         parse_scenario(
             Path::new("s.toml"),
@@ -361,6 +492,215 @@ mod tests {
         );
         let other = Mismatch::breakdown("subject x", "`done`", "no answer within 1.0 s");
         assert_ne!(a, signature(&other, &first, None));
+    }
+
+    /// One failed observation of a table case: the step's action and kernel, the host's build, the
+    /// mismatched key and its rule, and the deciding function and line the subject named (`None`: unknown).
+    struct Seen {
+        action: &'static str,
+        kernel: &'static str,
+        build: crate::vocab::TorchBuild,
+        key: &'static str,
+        rule: &'static str,
+        decided_by: Option<(&'static str, u32)>,
+    }
+
+    const HIP: crate::vocab::TorchBuild = crate::vocab::TorchBuild::Hip;
+    const CUDA: crate::vocab::TorchBuild = crate::vocab::TorchBuild::Cuda;
+
+    fn seen(
+        action: &'static str,
+        kernel: &'static str,
+        key: &'static str,
+        rule: &'static str,
+        decided_by: Option<(&'static str, u32)>,
+    ) -> Seen {
+        Seen {
+            action,
+            kernel,
+            build: HIP,
+            key,
+            rule,
+            decided_by,
+        }
+    }
+
+    /// The findings of one failed scenario per observation, as `findings` groups them.
+    fn findings_of(observations: &[Seen]) -> Vec<Finding> {
+        let runs: Vec<(Scenario, ScenarioReport)> = observations
+            .iter()
+            .enumerate()
+            .map(|(n, o)| {
+                let mut scenario = one_step(o.action, o.kernel);
+                scenario.name = format!("s{n}.toml");
+                scenario.host.torch = o.build;
+                let mut observed = crate::output::ObservedOutput::default();
+                if let Some((function, line)) = o.decided_by {
+                    let (module, function) = function.split_once(':').expect("module:function");
+                    observed.decided_by.insert(
+                        o.key.to_string(),
+                        DecidedBy {
+                            module: module.into(),
+                            function: function.into(),
+                            line,
+                            file: "x.py".into(),
+                        },
+                    );
+                }
+                let mut report = ScenarioReport::with_status(&scenario, Status::Failed);
+                report.steps.push(crate::runner::run::StepReport::of(
+                    &scenario.steps[0],
+                    observed,
+                    vec![mismatch(o.key, o.rule)],
+                    Vec::new(),
+                    std::time::Duration::ZERO,
+                ));
+                (scenario, report)
+            })
+            .collect();
+        findings(runs.iter().map(|(s, r)| (s, r)))
+    }
+
+    #[test]
+    fn findings_group_by_rule_and_deciding_function_where_known() {
+        const GATE: Option<(&str, u32)> = Some(("p.importer:validate_quant_linear", 275));
+        const CANON: Option<(&str, u32)> = Some(("p.helpers:_canonical_device", 297));
+        // (case, observations, distinct findings, how each reads: decided by ... or the plain signature)
+        let cases: Vec<(&str, Vec<Seen>, &[&str])> = vec![
+            (
+                "the ordinal and torch-device forms of one decision are one finding",
+                vec![
+                    seen("resolve", "", "ordinal", "resolve-late", CANON),
+                    seen("resolve", "", "torch_device", "resolve-late", CANON),
+                ],
+                &["[policy:resolve-late] decided by p.helpers:_canonical_device:297"],
+            ),
+            (
+                "one decision seen on both builds and through several actions is one finding",
+                vec![
+                    Seen {
+                        build: CUDA,
+                        ..seen("move", "gptq_torch", "torch_device", "resolve-late", CANON)
+                    },
+                    seen("resolve", "", "torch_device", "resolve-late", CANON),
+                ],
+                &["[policy:resolve-late] decided by p.helpers:_canonical_device:297"],
+            ),
+            (
+                "kernels admitted by the shared gate are one finding, whatever lines of it decided",
+                vec![
+                    seen("validate", "gptq_triton", "ok", "declared-families", GATE),
+                    seen("validate", "gptq_marlin", "ok", "declared-families", GATE),
+                    seen(
+                        "warmup",
+                        "gptq_marlin",
+                        "ok",
+                        "declared-families",
+                        Some(("p.importer:validate_quant_linear", 254)),
+                    ),
+                ],
+                &["[policy:declared-families] decided by p.importer:validate_quant_linear:254,275"],
+            ),
+            (
+                "a kernel's own override is its own finding",
+                vec![
+                    seen("validate", "gptq_triton", "ok", "declared-families", GATE),
+                    seen(
+                        "validate",
+                        "gptq_marlin",
+                        "ok",
+                        "declared-families",
+                        Some(("p.marlin:MarlinLinear.validate_device", 40)),
+                    ),
+                ],
+                &[
+                    "[policy:declared-families] decided by p.importer:validate_quant_linear:275",
+                    "[policy:declared-families] decided by p.marlin:MarlinLinear.validate_device:40",
+                ],
+            ),
+            (
+                "one function breaking two rules is two findings",
+                vec![
+                    seen("move", "gptq_torch", "torch_device", "resolve-late", CANON),
+                    seen(
+                        "move",
+                        "gptq_torch",
+                        "lands_on",
+                        "family-move-current",
+                        CANON,
+                    ),
+                ],
+                &[
+                    "[policy:family-move-current] decided by p.helpers:_canonical_device:297",
+                    "[policy:resolve-late] decided by p.helpers:_canonical_device:297",
+                ],
+            ),
+            (
+                "where the location is unknown the signature is today's",
+                vec![
+                    seen("validate", "gptq_triton", "ok", "declared-families", None),
+                    seen("validate", "gptq_marlin", "ok", "declared-families", None),
+                    seen("validate", "gptq_marlin", "ok", "declared-families", GATE),
+                ],
+                &[
+                    "[policy:declared-families] decided by p.importer:validate_quant_linear:275",
+                    "[policy:declared-families] validate/move/warmup (string selector, hip build, kernel gptq_marlin): ok expected false, got true\n    location unknown",
+                    "[policy:declared-families] validate/move/warmup (string selector, hip build, kernel gptq_triton): ok expected false, got true\n    location unknown",
+                ],
+            ),
+        ];
+        for (case, observations, expected) in cases {
+            let found = findings_of(&observations);
+            let mut read: Vec<String> = found
+                .iter()
+                .map(|f| match f.decided_by() {
+                    Some(place) => format!("[{}] decided by {place}", f.signature.check),
+                    None => format!("{}\n    {}", f.signature, f.location()),
+                })
+                .collect();
+            read.sort();
+            assert_eq!(read, expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn a_finding_by_function_lists_what_it_groups_and_prints_its_place() {
+        let found = findings_of(&[
+            seen("resolve", "", "ordinal", "resolve-late", Some(("p.c:f", 3))),
+            seen("resolve", "", "ok", "declared-families", None),
+        ]);
+        let by_function = found
+            .iter()
+            .find(|f| f.signature.decided_by.is_some())
+            .expect("a finding by function");
+        assert_eq!(
+            by_function.signature.to_string(),
+            "[policy:resolve-late] decided by p.c:f"
+        );
+        assert_eq!(by_function.shows.len(), 1);
+        assert!(by_function.shows[0].contains("ordinal expected false, got true"));
+        let text = human(2, &found);
+        assert!(
+            text.contains("[policy:resolve-late] decided by p.c:f:3\n"),
+            "{text}"
+        );
+        assert!(text.contains("got true\n    location unknown\n"), "{text}");
+        let output = crate::cli::output::finding(by_function);
+        assert_eq!(output.decided_by.as_deref(), Some("p.c:f:3"));
+    }
+
+    #[test]
+    fn a_trace_rule_is_placed_by_the_first_event_it_names() {
+        assert_eq!(
+            decided_fields("expect.trace.never", "nvidia_capability, amd_arch"),
+            ["trace.nvidia_capability"]
+        );
+        assert_eq!(
+            decided_fields("trace.count", "launch x2"),
+            Vec::<String>::new()
+        );
+        assert_eq!(decided_fields("message", "x"), ["error", "ok"]);
+        assert_eq!(decided_fields("torch_device", "cuda:0"), ["torch_device"]);
     }
 
     #[test]

@@ -1,0 +1,257 @@
+"""Which function of the project under test decided an observed value: the `decided_by` of a step's answer
+(docs/subject-protocol.md).
+
+A subject names its project's import packages in its handshake (`packages`, e.g. `["gptqmodel"]`). While a step
+runs, the kit traces the calls, returns and raises of frames whose code lies inside those packages (nothing
+else is traced past its call event) and builds their call tree. An observed value is then placed generically,
+with no table per adapter:
+
+- a refusal: the innermost project frame where the exception was raised. When the code under test hands back
+  a fresh copy of the exception (GPTQModel re-creates a cached validation error), the latest exception of the
+  same type and message raised inside the project this step stands for it;
+- a returned value: the outermost project call the adapter made that returned the identical object (`is`),
+  then, while a child project call made from the parent's return line returned that same object, that child:
+  where the object was made or last decided.
+
+- a trace event (`trace.<event>`, the first of its name in the step): the innermost project frame running when
+  it was recorded, the one whose call reached the recorded API.
+
+The adapter says which object each observed field was read from (`observed("family", value)`); the verdict of a
+failed step and the trace events need nothing from it (its error message finds the exception; the kit's
+`Recorder` reports each event). What cannot be placed is left out, never guessed: devsim shows it as "location
+unknown".
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from types import CodeType, FrameType
+from typing import Any, Self
+
+#: The tracer of the step running now (one step at a time per process).
+_active: Tracer | None = None
+
+
+def observed(field: str, value: Any) -> None:
+    """Say that the answer's `field` was read from `value`, an object the project's code returned or raised
+    during this step, before this call. Does nothing outside a traced step."""
+    if _active is not None:
+        _active.notes[field] = (value, len(_active.top))
+
+
+def event(name: str) -> None:
+    """A trace event is being recorded: the first of its name in the step is placed at the innermost project
+    frame running now (the one whose call reached the recorded API), as `trace.<name>`."""
+    tracer = _active
+    if tracer is None or not tracer.stack or f"trace.{name}" in tracer.events:
+        return
+    frame, node = tracer.stack[-1]
+    tracer.events[f"trace.{name}"] = _at(node, frame.f_lineno)
+
+
+def package_roots(packages: Sequence[str]) -> tuple[str, ...]:
+    """The folders (or single-file modules) of `packages` as this interpreter imports them, each ending in a
+    separator when a folder. A package that cannot be found is left out."""
+    roots: list[str] = []
+    for name in packages:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None:
+            continue
+        locations = list(spec.submodule_search_locations or ())
+        if locations:
+            roots.extend(os.path.join(os.path.realpath(p), "") for p in locations)
+        elif spec.origin:
+            roots.append(os.path.realpath(spec.origin))
+    return tuple(roots)
+
+
+class Node:
+    """One call of a project function during the step."""
+
+    __slots__ = ("call_line", "children", "code", "frame_module", "line", "value")
+
+    def __init__(self, frame_module: str, code: CodeType, call_line: int) -> None:
+        self.frame_module = frame_module
+        self.code = code
+        self.call_line = call_line  # the parent project frame's line when it made this call (0: a root)
+        self.line = 0  # where it returned or raised
+        self.value: Any = None
+        self.children: list[Node] = []
+
+    def place(self) -> dict[str, Any]:
+        code = self.code
+        return {
+            "module": self.frame_module,
+            "function": getattr(code, "co_qualname", code.co_name),
+            "line": self.line or code.co_firstlineno,
+            "file": code.co_filename,
+        }
+
+
+class Tracer:
+    """Traces the project's frames while a step runs (a context manager), then places observed values."""
+
+    def __init__(self, packages: Sequence[str], roots: tuple[str, ...] | None = None) -> None:
+        self.packages = tuple(packages)
+        self.roots = package_roots(self.packages) if roots is None else roots
+        self.inside: dict[CodeType, bool] = {}
+        self.stack: list[tuple[FrameType, Node]] = []
+        self.top: list[Node] = []  # calls the adapter made into the project, in order
+        self.raised: dict[int, tuple[BaseException, Node, int]] = {}  # first (innermost) project raise
+        self.raised_order: list[BaseException] = []
+        self.notes: dict[str, tuple[Any, int]] = {}  # field -> (value, project calls completed by then)
+        self.events: dict[str, dict[str, Any]] = {}  # trace.<event> -> where the first one was made
+        self.previous: Any = None
+        self.enabled = False
+
+    # -- tracing
+
+    def _is_project(self, code: CodeType) -> bool:
+        known = self.inside.get(code)
+        if known is None:
+            name = code.co_filename
+            path = os.path.realpath(name) if name and not name.startswith("<") else ""
+            known = bool(path) and any(path.startswith(root) or path == root.rstrip(os.sep) for root in self.roots)
+            self.inside[code] = known
+        return known
+
+    def _call(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event != "call" or not self._is_project(frame.f_code):
+            return None
+        parent = self.stack[-1] if self.stack else None
+        module = frame.f_globals.get("__name__")
+        node = Node(module if isinstance(module, str) else "", frame.f_code, parent[0].f_lineno if parent else 0)
+        if parent is None:
+            self.top.append(node)
+        else:
+            parent[1].children.append(node)
+        self.stack.append((frame, node))
+        frame.f_trace_lines = False
+        return self._local
+
+    def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "return":
+            while self.stack:
+                top, node = self.stack.pop()
+                if top is frame:
+                    node.line = frame.f_lineno
+                    node.value = arg
+                    break
+        elif event == "exception":
+            exc = arg[1]
+            if self.stack and self.stack[-1][0] is frame and id(exc) not in self.raised:
+                self.raised[id(exc)] = (exc, self.stack[-1][1], frame.f_lineno)
+                self.raised_order.append(exc)
+        return self._local
+
+    def __enter__(self) -> Self:
+        global _active
+        self.previous = sys.gettrace()
+        # another tracer (a debugger, coverage) owns the hook: nothing is placed rather than breaking it
+        self.enabled = self.previous is None and bool(self.roots)
+        if self.enabled:
+            _active = self
+            sys.settrace(self._call)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _active
+        if self.enabled:
+            sys.settrace(self.previous)
+            _active = None
+
+    # -- placing
+
+    def place_raised(self, exc: BaseException) -> dict[str, Any] | None:
+        """The innermost project frame where `exc` (or, for a fresh copy, its latest original) was raised."""
+        first = self.raised.get(id(exc))
+        if first is not None and first[0] is exc:
+            return _at(first[1], first[2])
+        message = _message(exc)
+        for other in reversed(self.raised_order):
+            if type(other) is type(exc) and _message(other) == message:
+                _, node, line = self.raised[id(other)]
+                return _at(node, line)
+        return None
+
+    def place_message(self, message: str) -> dict[str, Any] | None:
+        """The innermost raise of the latest project exception whose message is `message`."""
+        for other in reversed(self.raised_order):
+            if _message(other) == message:
+                _, node, line = self.raised[id(other)]
+                return _at(node, line)
+        return None
+
+    def place_returned(self, value: Any, before: int | None = None) -> dict[str, Any] | None:
+        """Where `value` was made: the latest call the adapter made into the project (of the first `before`) that
+        returned it, then down through the child calls made from each return line that returned the same
+        object."""
+        if value is None or isinstance(value, bool):
+            return None  # singletons every function returns: identity says nothing
+        calls = self.top if before is None else self.top[:before]
+        node = next((n for n in reversed(calls) if n.value is value), None)
+        if node is None:
+            return None
+        while True:
+            child = next(
+                (c for c in reversed(node.children) if c.call_line == node.line and c.value is value),
+                None,
+            )
+            if child is None:
+                return node.place()
+            node = child
+
+    def place(self, value: Any, before: int | None = None) -> dict[str, Any] | None:
+        """Where `value`, raised or returned by the project before its first `before` calls ended, was decided."""
+        if isinstance(value, BaseException):
+            return self.place_raised(value)
+        return self.place_returned(value, before)
+
+    def decisions(self, answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """`decided_by` for an `observed` answer: each noted field placed, and the verdict of a failed step
+        placed by its error when the adapter noted nothing for it. Only fields the answer carries."""
+        out: dict[str, dict[str, Any]] = {}
+        if not self.enabled:
+            return out
+        failed = answer.get("ok") is False
+        for field, (value, before) in self.notes.items():
+            if field not in answer or (field == "ok" and failed != isinstance(value, BaseException)):
+                continue  # a refusal is the error's decision, an admission the gate's answer
+            where = self.place(value, before)
+            if where is not None and self._placeable(where):
+                out[field] = where
+        error = answer.get("error")
+        if failed and "ok" not in out and isinstance(error, dict):
+            message = error.get("message")
+            where = self.place_message(message) if isinstance(message, str) else None
+            if where is not None and self._placeable(where):
+                out["ok"] = where
+        recorded = {f"trace.{e.get('event')}" for e in answer.get("trace") or () if isinstance(e, dict)}
+        for key, where in self.events.items():
+            if key in recorded and self._placeable(where):
+                out[key] = where
+        return out
+
+    def _placeable(self, where: dict[str, Any]) -> bool:
+        """A place devsim accepts: a module inside the packages, a function, a line, a file that exists."""
+        module = where["module"]
+        inside = any(module == p or module.startswith(p + ".") for p in self.packages)
+        return inside and bool(where["function"]) and where["line"] > 0 and os.path.isfile(where["file"])
+
+
+def _at(node: Node, line: int) -> dict[str, Any]:
+    where = node.place()
+    where["line"] = line or where["line"]
+    return where
+
+
+def _message(exc: BaseException) -> str:
+    if isinstance(exc, KeyError) and exc.args:
+        return str(exc.args[0])
+    return str(exc)
