@@ -50,6 +50,10 @@ TOY_PACKAGE = {
             recorder.record("nvidia_capability", 0)
 
 
+        def probe_each(recorder):
+            return [recorder.record("amd_arch", i) for i in range(2)]
+
+
         def validate(kind):
             try:
                 gate(kind)
@@ -186,8 +190,13 @@ def test_a_trace_event_is_placed_at_the_project_call_that_made_it(toy: tuple[Mod
     with recorder.capture() as trace, blame.Tracer(["toyproject"]) as tracer:
         devices.probe(recorder)
         devices.probe(recorder)  # the first of a name is the one placed
-    assert trace == [{"event": "nvidia_capability", "device": 0}] * 2
+        devices.probe_each(recorder)
+    assert trace[:2] == [{"event": "nvidia_capability", "device": 0}] * 2
     decided = tracer.decisions({"ok": True, "trace": trace})
-    assert decided == {"trace.nvidia_capability": place(devices, "probe", 'recorder.record("nvidia_capability"')}
+    assert decided == {
+        "trace.nvidia_capability": place(devices, "probe", 'recorder.record("nvidia_capability"'),
+        # made inside a comprehension: placed at the function that holds it
+        "trace.amd_arch": place(devices, "probe_each", 'recorder.record("amd_arch"'),
+    }
     # an event the answer does not carry (dropped by the adapter) is not placed
     assert tracer.decisions({"ok": True, "trace": []}) == {}

@@ -31,6 +31,10 @@ from collections.abc import Sequence
 from types import CodeType, FrameType
 from typing import Any, Self
 
+#: Code objects of the expressions Python 3.11 runs as frames of their own: a value or an event made in one is
+#: placed at the function that holds it, on the line that holds the expression.
+COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>"})
+
 #: The tracer of the step running now (one step at a time per process).
 _active: Tracer | None = None
 
@@ -74,11 +78,12 @@ def package_roots(packages: Sequence[str]) -> tuple[str, ...]:
 class Node:
     """One call of a project function during the step."""
 
-    __slots__ = ("call_line", "children", "code", "frame_module", "line", "value")
+    __slots__ = ("call_line", "children", "code", "frame_module", "line", "parent", "value")
 
-    def __init__(self, frame_module: str, code: CodeType, call_line: int) -> None:
+    def __init__(self, frame_module: str, code: CodeType, call_line: int, parent: Node | None = None) -> None:
         self.frame_module = frame_module
         self.code = code
+        self.parent = parent
         self.call_line = call_line  # the parent project frame's line when it made this call (0: a root)
         self.line = 0  # where it returned or raised
         self.value: Any = None
@@ -126,7 +131,12 @@ class Tracer:
             return None
         parent = self.stack[-1] if self.stack else None
         module = frame.f_globals.get("__name__")
-        node = Node(module if isinstance(module, str) else "", frame.f_code, parent[0].f_lineno if parent else 0)
+        node = Node(
+            module if isinstance(module, str) else "",
+            frame.f_code,
+            parent[0].f_lineno if parent else 0,
+            parent[1] if parent else None,
+        )
         if parent is None:
             self.top.append(node)
         else:
@@ -204,7 +214,7 @@ class Tracer:
                 None,
             )
             if child is None:
-                return node.place()
+                return _at(node, node.line)
             node = child
 
     def place(self, value: Any, before: int | None = None) -> dict[str, Any] | None:
@@ -246,6 +256,9 @@ class Tracer:
 
 
 def _at(node: Node, line: int) -> dict[str, Any]:
+    """`node`'s place at `line`; a comprehension's is its enclosing function's, on the line that holds it."""
+    while node.code.co_name in COMPREHENSIONS and node.parent is not None:
+        node, line = node.parent, node.call_line
     where = node.place()
     where["line"] = line or where["line"]
     return where
