@@ -200,3 +200,9 @@ def test_a_trace_event_is_placed_at_the_project_call_that_made_it(toy: tuple[Mod
     }
     # an event the answer does not carry (dropped by the adapter) is not placed
     assert tracer.decisions({"ok": True, "trace": []}) == {}
+
+
+def test_blame_can_be_turned_off(toy: tuple[ModuleType, ModuleType], monkeypatch: pytest.MonkeyPatch) -> None:
+    devices, _ = toy
+    monkeypatch.setenv("DEVSIM_SUBJECT_BLAME", "0")
+    assert "decided_by" not in answer_step(Adapter(devices), {"scenario": "s", "number": 1}, ["toyproject"])

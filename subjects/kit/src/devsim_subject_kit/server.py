@@ -242,10 +242,15 @@ def describe(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}"
 
 
+def blame_enabled() -> bool:
+    """Whether steps are traced for `decided_by` (DEVSIM_SUBJECT_BLAME=0: never, e.g. to time the tracing)."""
+    return os.environ.get("DEVSIM_SUBJECT_BLAME", "1") != "0"
+
+
 def answer_step(subject: Subject, msg: dict[str, Any], packages: Sequence[str]) -> dict[str, Any]:
     """`subject.step(msg)`, traced inside the project's `packages` (the handshake's) so that an `observed` answer
     says which of the project's functions decided each field it can place (`decided_by`, kit.blame)."""
-    if not packages:
+    if not packages or not blame_enabled():
         return subject.step(msg)
     with blame.Tracer(packages) as tracer:
         answer = subject.step(msg)
