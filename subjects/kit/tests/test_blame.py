@@ -206,3 +206,17 @@ def test_blame_can_be_turned_off(toy: tuple[ModuleType, ModuleType], monkeypatch
     devices, _ = toy
     monkeypatch.setenv("DEVSIM_SUBJECT_BLAME", "0")
     assert "decided_by" not in answer_step(Adapter(devices), {"scenario": "s", "number": 1}, ["toyproject"])
+
+
+def test_the_trace_keeps_no_value_alive(toy: tuple[ModuleType, ModuleType]) -> None:
+    """A value the adapter drops is freed during the step (a live step measures the memory still held)."""
+    import gc
+    import weakref
+
+    devices, _ = toy
+    with blame.Tracer(["toyproject"]) as tracer:
+        dropped = weakref.ref(devices.resolve("cuda"))
+        gc.collect()
+        assert dropped() is None
+        kept = devices.resolve("rocm")
+    assert tracer.place(kept) == place(devices, "make", "return Device(kind, index)")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import weakref
 from collections.abc import Sequence
 from types import CodeType, FrameType
 from typing import Any, Self
@@ -75,10 +76,34 @@ def package_roots(packages: Sequence[str]) -> tuple[str, ...]:
     return tuple(roots)
 
 
-class Node:
-    """One call of a project function during the step."""
+class _Weak:
+    """A returned value held without keeping it alive (a tensor the adapter drops must be freed: a live step
+    measures the memory still held)."""
 
-    __slots__ = ("call_line", "children", "code", "frame_module", "line", "parent", "value")
+    __slots__ = ("ref",)
+
+    def __init__(self, ref: weakref.ref[Any]) -> None:
+        self.ref = ref
+
+
+def _hold(value: Any) -> Any:
+    """`value` as a node keeps it: weakly where Python allows, else itself (ints, strings, tuples)."""
+    try:
+        return _Weak(weakref.ref(value))
+    except TypeError:
+        return value
+
+
+def _is(held: Any, value: Any) -> bool:
+    """Whether what `_hold` kept is `value`."""
+    return held.ref() is value if isinstance(held, _Weak) else held is value
+
+
+class Node:
+    """One call of a project function during the step. When it returns, where its value was made is settled
+    (`made`) and its children are dropped, so the tree holds no value past the call that could need it."""
+
+    __slots__ = ("call_line", "children", "code", "frame_module", "line", "made", "parent", "value")
 
     def __init__(self, frame_module: str, code: CodeType, call_line: int, parent: Node | None = None) -> None:
         self.frame_module = frame_module
@@ -86,8 +111,9 @@ class Node:
         self.parent = parent
         self.call_line = call_line  # the parent project frame's line when it made this call (0: a root)
         self.line = 0  # where it returned or raised
-        self.value: Any = None
+        self.value: Any = None  # what it returned, as `_hold` keeps it
         self.children: list[Node] = []
+        self.made: tuple[Node, int] | None = None  # where its returned value was made: a node and its line
 
     def place(self) -> dict[str, Any]:
         code = self.code
@@ -108,8 +134,9 @@ class Tracer:
         self.inside: dict[CodeType, bool] = {}
         self.stack: list[tuple[FrameType, Node]] = []
         self.top: list[Node] = []  # calls the adapter made into the project, in order
-        self.raised: dict[int, tuple[BaseException, Node, int]] = {}  # first (innermost) project raise
-        self.raised_order: list[BaseException] = []
+        # id of an exception -> its type, message, and where it was first (innermost) raised in the project
+        self.raised: dict[int, tuple[type, str, Node, int]] = {}
+        self.raised_order: list[int] = []
         self.notes: dict[str, tuple[Any, int]] = {}  # field -> (value, project calls completed by then)
         self.events: dict[str, dict[str, Any]] = {}  # trace.<event> -> where the first one was made
         self.previous: Any = None
@@ -150,15 +177,31 @@ class Tracer:
             while self.stack:
                 top, node = self.stack.pop()
                 if top is frame:
-                    node.line = frame.f_lineno
-                    node.value = arg
+                    self._returned(node, frame.f_lineno, arg)
                     break
         elif event == "exception":
             exc = arg[1]
             if self.stack and self.stack[-1][0] is frame and id(exc) not in self.raised:
-                self.raised[id(exc)] = (exc, self.stack[-1][1], frame.f_lineno)
-                self.raised_order.append(exc)
+                # no reference to the exception: its traceback would keep the frames' locals alive
+                self.raised[id(exc)] = (type(exc), _message(exc), self.stack[-1][1], frame.f_lineno)
+                self.raised_order.append(id(exc))
         return self._local
+
+    def _returned(self, node: Node, line: int, value: Any) -> None:
+        """`node` returned `value` on `line`: it was made by the last child called from that line that returned
+        the identical object (where that child's was made), else here."""
+        node.line = line
+        made = None
+        if value is not None and not isinstance(value, bool):  # singletons: identity says nothing
+            made = next(
+                (c.made for c in reversed(node.children) if c.call_line == line and _is(c.value, value)),
+                None,
+            )
+        node.made = made or (node, line)
+        for child in node.children:
+            child.value = None
+        node.children = []
+        node.value = _hold(value) if node.parent is None else value
 
     def __enter__(self) -> Self:
         global _active
@@ -180,21 +223,21 @@ class Tracer:
 
     def place_raised(self, exc: BaseException) -> dict[str, Any] | None:
         """The innermost project frame where `exc` (or, for a fresh copy, its latest original) was raised."""
-        first = self.raised.get(id(exc))
-        if first is not None and first[0] is exc:
-            return _at(first[1], first[2])
         message = _message(exc)
-        for other in reversed(self.raised_order):
-            if type(other) is type(exc) and _message(other) == message:
-                _, node, line = self.raised[id(other)]
+        first = self.raised.get(id(exc))
+        if first is not None and first[0] is type(exc) and first[1] == message:
+            return _at(first[2], first[3])
+        for key in reversed(self.raised_order):
+            kind, said, node, line = self.raised[key]
+            if kind is type(exc) and said == message:
                 return _at(node, line)
         return None
 
     def place_message(self, message: str) -> dict[str, Any] | None:
         """The innermost raise of the latest project exception whose message is `message`."""
-        for other in reversed(self.raised_order):
-            if _message(other) == message:
-                _, node, line = self.raised[id(other)]
+        for key in reversed(self.raised_order):
+            _, said, node, line = self.raised[key]
+            if said == message:
                 return _at(node, line)
         return None
 
@@ -205,17 +248,8 @@ class Tracer:
         if value is None or isinstance(value, bool):
             return None  # singletons every function returns: identity says nothing
         calls = self.top if before is None else self.top[:before]
-        node = next((n for n in reversed(calls) if n.value is value), None)
-        if node is None:
-            return None
-        while True:
-            child = next(
-                (c for c in reversed(node.children) if c.call_line == node.line and c.value is value),
-                None,
-            )
-            if child is None:
-                return _at(node, node.line)
-            node = child
+        made = next((n.made for n in reversed(calls) if n.made is not None and _is(n.value, value)), None)
+        return None if made is None else _at(*made)
 
     def place(self, value: Any, before: int | None = None) -> dict[str, Any] | None:
         """Where `value`, raised or returned by the project before its first `before` calls ended, was decided."""
@@ -265,6 +299,10 @@ def _at(node: Node, line: int) -> dict[str, Any]:
 
 
 def _message(exc: BaseException) -> str:
-    if isinstance(exc, KeyError) and exc.args:
-        return str(exc.args[0])
-    return str(exc)
+    """An exception's message as adapters report it (a KeyError's key unquoted); "" when it cannot be read."""
+    try:
+        if isinstance(exc, KeyError) and exc.args:
+            return str(exc.args[0])
+        return str(exc)
+    except Exception:  # noqa: BLE001 - the project's own __str__ failing is no reason to fail its step
+        return ""
