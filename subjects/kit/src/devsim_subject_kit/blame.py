@@ -153,9 +153,22 @@ class Tracer:
             self.inside[code] = known
         return known
 
-    def _call(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event != "call" or not self._is_project(frame.f_code):
-            return None
+    def _global(self) -> Any:
+        """The global trace function: called for every Python call of the step, so its path for a call outside
+        the project is one dictionary lookup on locals."""
+        inside = self.inside
+        is_project = self._is_project
+        enter = self._enter_project
+
+        def call(frame: FrameType, event: str, arg: Any) -> Any:
+            known = inside.get(frame.f_code)
+            if known is None:
+                known = is_project(frame.f_code)
+            return enter(frame) if known else None
+
+        return call
+
+    def _enter_project(self, frame: FrameType) -> Any:
         parent = self.stack[-1] if self.stack else None
         module = frame.f_globals.get("__name__")
         node = Node(
@@ -210,7 +223,7 @@ class Tracer:
         self.enabled = self.previous is None and bool(self.roots)
         if self.enabled:
             _active = self
-            sys.settrace(self._call)
+            sys.settrace(self._global())
         return self
 
     def __exit__(self, *exc: object) -> None:
