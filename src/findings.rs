@@ -7,8 +7,14 @@
 //! the action (`per_action = false`), the action is left out. A conditional expectation (`when_ok.lands_on`)
 //! is the same observation as its unconditional form (`lands_on`). Each finding names every scenario that
 //! shows it.
+//!
+//! Where the subject says which function of the project under test decided the observed value (its
+//! `decided_by`), a policy finding is that rule and that function: the ordinal and torch-device forms of
+//! one decision, every selector form and build it shows on, and every kernel the same shared gate admits
+//! are one finding, and a per-kernel rule splits by kernel only where a kernel's own override decided.
+//! Where the location is unknown the signature is the one above.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -18,6 +24,7 @@ use crate::dispatch::selector::{WrittenForm, written_form};
 use crate::runner::expect::Mismatch;
 use crate::runner::{ScenarioReport, Status};
 use crate::scenario::model::{Action, Scenario};
+use devsim_metadata::protocol::DecidedBy;
 
 /// What one failure shows, independent of the scenario it was seen in.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -38,10 +45,17 @@ pub struct Signature {
     pub expected: String,
     /// What was observed, without the subject's own wording.
     pub actual: String,
+    /// The function of the project under test that decided it (`module:function`); `None`: location unknown.
+    /// When known, the fields above but `check` are `-`: the rule and the function are the finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
 }
 
 impl fmt::Display for Signature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(decided_by) = &self.decided_by {
+            return write!(f, "[{}] decided by {decided_by}", self.check);
+        }
         write!(
             f,
             "[{}] {} ({} selector, {} build",
@@ -65,12 +79,35 @@ pub struct Finding {
     pub signature: Signature,
     /// The scenarios that show it, sorted.
     pub scenarios: Vec<String>,
+    /// For a finding by deciding function, the signatures it groups (what was seen where), sorted; empty
+    /// otherwise.
+    pub shows: Vec<String>,
+    /// For a finding by deciding function, the lines of it where the values were decided, sorted.
+    pub lines: Vec<u32>,
 }
 
 impl Finding {
     /// The policy rule it is attributed to, if any.
     pub fn rule(&self) -> Option<&str> {
         self.signature.check.strip_prefix("policy:")
+    }
+
+    /// Where it was decided, `module:function:line` (several lines joined by commas); `None`: unknown.
+    pub fn decided_by(&self) -> Option<String> {
+        let function = self.signature.decided_by.as_ref()?;
+        let lines: Vec<String> = self.lines.iter().map(u32::to_string).collect();
+        Some(match lines.is_empty() {
+            true => function.clone(),
+            false => format!("{function}:{}", lines.join(",")),
+        })
+    }
+
+    /// Where it was decided, for people: `decided by module:function:line` or `location unknown`.
+    pub fn location(&self) -> String {
+        match self.decided_by() {
+            Some(place) => format!("decided by {place}"),
+            None => "location unknown".into(),
+        }
     }
 }
 
@@ -126,6 +163,69 @@ fn form_and_kernel(action: &Action) -> (&'static str, Option<&str>) {
 /// The action of a kernel's finding whose rule one gate decides for every action (`per_action = false`).
 pub const ANY_ACTION: &str = "validate/move/warmup";
 
+/// The `decided_by` entries that may place a mismatch of expectation `key` whose observed value is `actual`:
+/// the field itself; for an error's kind or message, the step's verdict (`ok`); for a trace rule, the first
+/// event it names (`trace.<event>`).
+fn decided_fields(key: &str, actual: &str) -> Vec<String> {
+    match key {
+        "error" | "message" | "kind" | "error.kind" | "error.message" => {
+            vec!["error".into(), "ok".into()]
+        }
+        _ if key.ends_with("trace.never") => actual
+            .split(", ")
+            .next()
+            .filter(|event| !event.is_empty())
+            .map(|event| vec![format!("trace.{event}")])
+            .unwrap_or_default(),
+        _ if key.starts_with("trace.") || key.contains(".trace.") => Vec::new(),
+        _ => vec![key.to_string()],
+    }
+}
+
+/// The signature of a finding by deciding function: the rule and the function only.
+fn by_decider(check: String, decided_by: &DecidedBy) -> Signature {
+    let dash = || "-".to_string();
+    Signature {
+        check,
+        action: dash(),
+        form: dash(),
+        build: dash(),
+        kernel: None,
+        key: dash(),
+        expected: dash(),
+        actual: dash(),
+        decided_by: Some(format!("{}:{}", decided_by.module, decided_by.function)),
+    }
+}
+
+/// What a mismatch adds to a finding by deciding function: the plain signature it shows and the line.
+type Grouped = Option<(Signature, u32)>;
+
+/// A mismatch's signature, and the plain signature it groups when a deciding function is known: the
+/// `decided_by` of its step, or for a scenario-level trace rule of the first step that has one.
+fn grouped<'a>(
+    mismatch: &Mismatch,
+    scenario: &Scenario,
+    step: Option<usize>,
+    decided: impl IntoIterator<Item = &'a BTreeMap<String, DecidedBy>>,
+) -> (Signature, Grouped) {
+    let plain = signature(mismatch, scenario, step);
+    if !plain.check.starts_with("policy:") {
+        return (plain, None);
+    }
+    let fields = decided_fields(&plain.key, &plain.actual);
+    let place = decided
+        .into_iter()
+        .find_map(|map| fields.iter().find_map(|field| map.get(field)));
+    match place {
+        Some(place) => {
+            let line = place.line;
+            (by_decider(plain.check.clone(), place), Some((plain, line)))
+        }
+        None => (plain, None),
+    }
+}
+
 fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> Signature {
     let action = step.and_then(|n| scenario.steps.get(n.wrapping_sub(1)));
     let (form, kernel) = action.map_or(("-", None), |s| form_and_kernel(&s.action));
@@ -168,6 +268,7 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
             key: key.to_string(),
             expected: anonymous(&mismatch.expected),
             actual: anonymous(&without_wording(&mismatch.actual)),
+            decided_by: None,
         };
     }
     Signature {
@@ -179,6 +280,7 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
         key: key.to_string(),
         expected: without_counts(key, mismatch.expected.clone()),
         actual: without_counts(key, without_wording(&mismatch.actual)),
+        decided_by: None,
     }
 }
 
@@ -186,7 +288,13 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
 pub fn findings<'a>(
     runs: impl IntoIterator<Item = (&'a Scenario, &'a ScenarioReport)>,
 ) -> Vec<Finding> {
-    let mut grouped: BTreeMap<Signature, Vec<String>> = BTreeMap::new();
+    #[derive(Default)]
+    struct Group {
+        scenarios: Vec<String>,
+        shows: BTreeSet<String>,
+        lines: BTreeSet<u32>,
+    }
+    let mut groups: BTreeMap<Signature, Group> = BTreeMap::new();
     for (scenario, report) in runs {
         if report.status != Status::Failed {
             continue;
@@ -194,29 +302,35 @@ pub fn findings<'a>(
         let mut seen = Vec::new();
         for step in &report.steps {
             for m in &step.mismatches {
-                seen.push(signature(m, scenario, Some(step.number)));
+                let decided = std::iter::once(&step.observed.decided_by);
+                seen.push(grouped(m, scenario, Some(step.number), decided));
             }
         }
         for m in &report.trace_mismatches {
-            seen.push(signature(m, scenario, None));
+            let decided = report.steps.iter().map(|s| &s.observed.decided_by);
+            seen.push(grouped(m, scenario, None, decided));
         }
         seen.sort();
         seen.dedup();
-        for signature in seen {
-            grouped
-                .entry(signature)
-                .or_default()
-                .push(report.name.clone());
+        for (signature, plain) in seen {
+            let group = groups.entry(signature).or_default();
+            group.scenarios.push(report.name.clone());
+            if let Some((plain, line)) = plain {
+                group.shows.insert(plain.to_string());
+                group.lines.insert(line);
+            }
         }
     }
-    let mut out: Vec<Finding> = grouped
+    let mut out: Vec<Finding> = groups
         .into_iter()
-        .map(|(signature, mut scenarios)| {
-            scenarios.sort();
-            scenarios.dedup();
+        .map(|(signature, mut group)| {
+            group.scenarios.sort();
+            group.scenarios.dedup();
             Finding {
                 signature,
-                scenarios,
+                scenarios: group.scenarios,
+                shows: group.shows.into_iter().collect(),
+                lines: group.lines.into_iter().collect(),
             }
         })
         .collect();
@@ -244,14 +358,27 @@ pub fn human(failed: usize, findings: &[Finding]) -> String {
         findings.len()
     );
     for (n, finding) in findings.iter().enumerate() {
+        let (heading, unknown) = match finding.decided_by() {
+            Some(place) => (
+                format!("[{}] decided by {place}", finding.signature.check),
+                "",
+            ),
+            None => (finding.signature.to_string(), "\n    location unknown"),
+        };
         let _ = writeln!(
             out,
-            "  finding {}: {}\n    shown by {} scenario(s): {}",
+            "  finding {}: {}{unknown}\n    shown by {} scenario(s): {}",
             n + 1,
-            crate::shown::field(&finding.signature),
+            crate::shown::field(&heading),
             finding.scenarios.len(),
             first_names(&finding.scenarios, 5)
         );
+        for shows in finding.shows.iter().take(5) {
+            let _ = writeln!(out, "    shows {}", crate::shown::field(shows));
+        }
+        if finding.shows.len() > 5 {
+            let _ = writeln!(out, "    shows {} more", finding.shows.len() - 5);
+        }
     }
     crate::shown::lines(&out).into_owned()
 }
@@ -271,127 +398,4 @@ fn first_names(names: &[String], n: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::Path;
-
-    use super::*;
-    use crate::conformance::Conformance;
-    use crate::kernel::Catalog;
-    use crate::scenario::load::{ProfileSources, parse_scenario};
-
-    /// One step of `action` on `kernel` for "cuda:1" on a HIP host.
-    fn one_step(action: &str, kernel: &str) -> Scenario {
-        let text = format!(
-            "format = 1\ndescription = \"x\"\n[host]\nprofile = \"r9700x2\"\n\
-             [[step]]\naction = \"{action}\"\nkernel = \"{kernel}\"\ndevice = \"cuda:1\"\n"
-        );
-        parse_scenario(
-            Path::new("s.toml"),
-            &text,
-            &Catalog::reference(),
-            &ProfileSources::shipped(),
-        )
-        .expect("loads")
-    }
-
-    fn mismatch(key: &str, rule: &str) -> Mismatch {
-        Mismatch {
-            key: key.into(),
-            expected: "false".into(),
-            actual: "true".into(),
-            conformance: Some(Conformance::policy(rule)),
-        }
-    }
-
-    #[test]
-    fn a_kernel_admitted_where_it_does_not_belong_is_one_finding_whatever_the_action() {
-        let admitted = mismatch("ok", "declared-families");
-        let through = |action| signature(&admitted, &one_step(action, "gptq_triton"), Some(1));
-        assert_eq!(through("validate"), through("move"));
-        assert_eq!(through("validate"), through("warmup"));
-        assert_eq!(through("warmup").action, ANY_ACTION);
-        assert_ne!(
-            through("validate"),
-            signature(&admitted, &one_step("validate", "gptq_marlin"), Some(1)),
-            "the kernel stays part of it"
-        );
-        let placed = mismatch("ran_on", "target-context");
-        assert_ne!(
-            signature(&placed, &one_step("warmup", "gptq_triton"), Some(1)).action,
-            ANY_ACTION,
-            "a rule that depends on the action keeps it"
-        );
-    }
-
-    #[test]
-    fn a_conditional_expectation_is_the_observation_of_its_plain_key() {
-        let scenario = one_step("move", "gptq_torch");
-        let plain = signature(
-            &mismatch("lands_on", "family-move-current"),
-            &scenario,
-            Some(1),
-        );
-        let when_ok = signature(
-            &mismatch("when_ok.lands_on", "family-move-current"),
-            &scenario,
-            Some(1),
-        );
-        assert_eq!(plain, when_ok);
-        assert_eq!(when_ok.key, "lands_on");
-    }
-
-    #[test]
-    fn one_breakdown_in_many_scenarios_is_one_finding() {
-        let first = one_step("validate", "gptq_triton");
-        let mut second = first.clone();
-        second.name = "other.toml".into();
-        second.host.torch = crate::vocab::TorchBuild::Cuda;
-        let broke = |scenario: &Scenario| {
-            Mismatch::breakdown(
-                "subject x",
-                format!("`ready` or `unsupported` for scenario {}", scenario.name),
-                "no answer within 1.0 s\n  stderr: …",
-            )
-        };
-        let a = signature(&broke(&first), &first, None);
-        assert_eq!(a, signature(&broke(&second), &second, None));
-        assert_eq!(
-            a.expected,
-            "`ready` or `unsupported` for scenario <scenario>"
-        );
-        let other = Mismatch::breakdown("subject x", "`done`", "no answer within 1.0 s");
-        assert_ne!(a, signature(&other, &first, None));
-    }
-
-    #[test]
-    fn the_subjects_wording_is_not_part_of_a_finding() {
-        assert_eq!(
-            without_wording("false (unsupported-arch: W4A needs cc 12.1; device 0 reports 10.0.)"),
-            "false (unsupported-arch)"
-        );
-        assert_eq!(
-            without_wording("unsupported-family: TritonV2Linear refuses rocm"),
-            "unsupported-family"
-        );
-        assert_eq!(
-            without_wording("nvidia_capability x1"),
-            "nvidia_capability x1"
-        );
-        assert_eq!(without_wording("cuda:0"), "cuda:0");
-    }
-
-    #[test]
-    fn how_often_a_forbidden_event_happened_is_not_part_of_a_finding() {
-        let never = |values: &str| without_counts("expect.trace.never", values.to_string());
-        assert_eq!(never("nvidia_capability x2"), "nvidia_capability");
-        assert_eq!(
-            never("nvidia_capability x1, amd_arch x12"),
-            "nvidia_capability, amd_arch"
-        );
-        assert_eq!(
-            without_counts("expect.trace.count", "launch x2".to_string()),
-            "launch x2",
-            "a count rule's counts are the finding"
-        );
-    }
-}
+mod tests;

@@ -112,6 +112,7 @@ pub fn finding(finding: &crate::findings::Finding) -> crate::output::FindingOutp
         key: s.key.clone(),
         expected: s.expected.clone(),
         actual: s.actual.clone(),
+        decided_by: finding.decided_by(),
         scenarios: finding.scenarios.clone(),
     }
 }

@@ -42,7 +42,8 @@ pub fn judge_answer(
     if message.scenario != scenario.name || message.number != number {
         return Err("an answer out of order".into());
     }
-    let (observed, trace) = decode::observed(&message, &capabilities.events)?;
+    let (observed, trace) =
+        decode::observed(&message, &capabilities.events, &capabilities.packages)?;
     let mut judge = Judge::for_host(capabilities, &scenario.host);
     let mismatches = judge.step(step, &message, &observed, &trace);
     let trace_mismatches = judge.scenario(&scenario.trace_rules, &scenario.trace_levels, &trace);

@@ -4,18 +4,23 @@
 
 use crate::dispatch::DispatchError;
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
-use crate::subject::protocol::ObservedMessage;
+use crate::subject::protocol::{DecidedBy, ObservedMessage};
 use crate::trace::{Entry, Event};
 
 /// An answer devsim cannot accept as an observation.
 pub type Invalid = String;
 
 /// Turns an `observed` message into what expectations are compared with, and its trace into entries.
-/// Events must be devsim names declared in the handshake; error kinds must be devsim's.
+/// Events must be devsim names declared in the handshake; error kinds must be devsim's; every `decided_by`
+/// must name a module inside the handshake's `packages` and a file that exists.
 pub fn observed(
     message: &ObservedMessage,
     declared: &[String],
+    packages: &[String],
 ) -> Result<(Observed, Vec<Entry>), Invalid> {
+    for (field, place) in &message.decided_by {
+        decided_by(field, place, packages)?;
+    }
     let error = match (message.ok, &message.error) {
         (true, None) => None,
         (true, Some(_)) => return Err("`ok` is true but an `error` is given".into()),
@@ -76,6 +81,101 @@ pub fn observed(
         runtime_devices: message.runtime_devices.clone(),
         retained_bytes: message.retained_bytes,
         numerics: message.numerics.clone(),
+        decided_by: message.decided_by.clone(),
     };
     Ok((observed, entries))
+}
+
+/// Whether `module` is `package` or one of its submodules.
+fn inside(module: &str, package: &str) -> bool {
+    module
+        .strip_prefix(package)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// A `decided_by` entry must name a frame of the project under test: a module under a declared package,
+/// a function, a line, and a file that exists.
+fn decided_by(field: &str, place: &DecidedBy, packages: &[String]) -> Result<(), Invalid> {
+    if packages.is_empty() {
+        return Err(format!(
+            "`decided_by.{field}` is given but the handshake declares no `packages`"
+        ));
+    }
+    if !packages.iter().any(|p| inside(&place.module, p)) {
+        return Err(format!(
+            "`decided_by.{field}` names module `{}`, outside the project's packages ({})",
+            place.module,
+            packages.join(", ")
+        ));
+    }
+    if place.function.is_empty() || place.line == 0 {
+        return Err(format!(
+            "`decided_by.{field}` names no function or line in module `{}`",
+            place.module
+        ));
+    }
+    if !std::path::Path::new(&place.file).is_file() {
+        return Err(format!(
+            "`decided_by.{field}` names file `{}`, which does not exist",
+            place.file
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(module: &str, file: &str) -> ObservedMessage {
+        let mut message: ObservedMessage = serde_json::from_str(
+            r#"{"scenario": "s", "number": 1, "ok": true, "family": "cuda", "trace": []}"#,
+        )
+        .expect("an answer");
+        message.decided_by.insert(
+            "family".into(),
+            DecidedBy {
+                module: module.into(),
+                function: "normalize_device".into(),
+                line: 7,
+                file: file.into(),
+            },
+        );
+        message
+    }
+
+    #[test]
+    fn decided_by_must_name_an_existing_file_of_the_projects_packages() {
+        let here = file!();
+        let packages = ["gptqmodel".to_string()];
+        let (read, _) =
+            observed(&answer("gptqmodel.models._const", here), &[], &packages).expect("accepted");
+        assert_eq!(read.decided_by["family"].function, "normalize_device");
+        assert!(observed(&answer("gptqmodel", here), &[], &packages).is_ok());
+        for (module, file, packages, problem) in [
+            (
+                "gptqmodelx.a",
+                here,
+                &packages[..],
+                "`decided_by.family` names module `gptqmodelx.a`, outside the project's packages (gptqmodel)",
+            ),
+            (
+                "gptqmodel.a",
+                "/nonexistent.py",
+                &packages[..],
+                "`decided_by.family` names file `/nonexistent.py`, which does not exist",
+            ),
+            (
+                "gptqmodel.a",
+                here,
+                &[][..],
+                "`decided_by.family` is given but the handshake declares no `packages`",
+            ),
+        ] {
+            assert_eq!(
+                observed(&answer(module, file), &[], packages).map(|_| ()),
+                Err(problem.to_string())
+            );
+        }
+    }
 }

@@ -39,6 +39,8 @@ pub struct Capabilities {
     pub observes: Option<BTreeMap<String, BTreeSet<String>>>,
     /// Whether it can run scenarios live, on the real machine.
     pub live: bool,
+    /// The import packages of the project under test, inside which every `decided_by` must lie.
+    pub packages: Vec<String>,
 }
 
 impl Capabilities {
@@ -93,9 +95,11 @@ pub fn handshake(subject: &str, line: &str) -> Result<Capabilities, SubjectError
             levels,
             observes,
             live,
+            packages,
         }) => capabilities(
             protocol, info, actions, kernels, events, messages, levels, observes, live,
         )
+        .and_then(|c| with_packages(c, packages))
         .map_err(|why| problem(format!("{why} in `{}`", clip(line))))?,
         Ok(_) => {
             return Err(problem(format!(
@@ -184,7 +188,36 @@ pub(super) fn capabilities(
         levels: levels.into_iter().collect(),
         observes,
         live,
+        packages: Vec::new(),
     })
+}
+
+/// `capabilities` with the project's packages: dotted Python package names (`gptqmodel`), protocol 2 only.
+fn with_packages(
+    mut capabilities: Capabilities,
+    packages: Vec<String>,
+) -> Result<Capabilities, String> {
+    if packages.is_empty() {
+        return Ok(capabilities);
+    }
+    if capabilities.protocol < 2 {
+        return Err("`packages` is a protocol 2 field".into());
+    }
+    for package in &packages {
+        let dotted = !package.is_empty()
+            && package.split('.').all(|part| {
+                !part.is_empty()
+                    && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+                    && !part.starts_with(|c: char| c.is_ascii_digit())
+            });
+        if !dotted {
+            return Err(format!(
+                "package `{package}` is not a dotted package name (expected e.g. `gptqmodel`)"
+            ));
+        }
+    }
+    capabilities.packages = packages;
+    Ok(capabilities)
 }
 
 /// Every kernel must be in devsim's reference catalog, every action and event one of devsim's.
@@ -223,4 +256,47 @@ pub(super) fn check_names(capabilities: &Capabilities) -> Result<(), SubjectErro
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(protocol: u32, packages: &str) -> Result<Capabilities, SubjectError> {
+        let kernels = if protocol >= 2 {
+            r#"[{"name": "gptq_torch", "families": ["all"]}]"#
+        } else {
+            r#"["gptq_torch"]"#
+        };
+        handshake(
+            "s",
+            &format!(
+                r#"{{"type": "handshake", "protocol": {protocol}, "subject": {{"name": "s", "version": "1"}},
+                "actions": ["resolve"], "kernels": {kernels}, "events": [], "packages": {packages}}}"#
+            ),
+        )
+    }
+
+    #[test]
+    fn a_handshake_names_the_projects_packages_as_dotted_names() {
+        let accepted = with(2, r#"["gptqmodel", "vllm.model_executor"]"#).expect("accepted");
+        assert_eq!(accepted.packages, ["gptqmodel", "vllm.model_executor"]);
+        for (protocol, packages, problem) in [
+            (1, r#"["gptqmodel"]"#, "`packages` is a protocol 2 field"),
+            (
+                2,
+                r#"["gptq/model"]"#,
+                "package `gptq/model` is not a dotted package name",
+            ),
+            (
+                2,
+                r#"["a..b"]"#,
+                "package `a..b` is not a dotted package name",
+            ),
+            (2, r#"[""]"#, "package `` is not a dotted package name"),
+        ] {
+            let refused = with(protocol, packages).expect_err(packages).to_string();
+            assert!(refused.contains(problem), "{refused}");
+        }
+    }
 }

@@ -227,6 +227,7 @@ impl ProcessSubject {
     ) -> Result<ScenarioReport, Fault> {
         let name = scenario.name.clone();
         let events = self.capabilities.events.clone();
+        let packages = self.capabilities.packages.clone();
         let timeout = self.spec.step_timeout;
         let host = encode::host(&scenario.host).map_err(|error| Fault {
             expected: "a host devsim can describe".into(),
@@ -286,8 +287,8 @@ impl ProcessSubject {
                     FromSubject::Observed(message)
                         if message.scenario == name && message.number == step.number =>
                     {
-                        let (observed, trace) =
-                            decode::observed(&message, &events).map_err(|why| Fault {
+                        let (observed, trace) = decode::observed(&message, &events, &packages)
+                            .map_err(|why| Fault {
                                 expected: expected.clone(),
                                 problem: format!("{why} in `{}`", clip(&line)),
                             })?;

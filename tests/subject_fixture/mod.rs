@@ -113,6 +113,7 @@ pub fn serve(mode: &str) -> i32 {
         if live {
             handshake["live"] = json!(true);
         }
+        handshake["packages"] = json!(["fixture_project"]);
     }
     say(handshake);
     let crash_once = std::env::var_os(STATE).map(|dir| PathBuf::from(dir).join("crashed"));
@@ -196,6 +197,15 @@ pub fn serve(mode: &str) -> i32 {
                                         "ok": true, "trace": []});
                     }
                     "undeclared-event" => answer["trace"] = json!([{"event": "launch"}]),
+                    // `decided_by` naming a frame outside the declared package, or a file that is not there
+                    "decided-outside" => {
+                        answer["decided_by"] = json!({"family": {"module": "torch.cuda",
+                            "function": "device_count", "line": 1, "file": file!()}});
+                    }
+                    "decided-nowhere" => {
+                        answer["decided_by"] = json!({"family": {"module": "fixture_project.devices",
+                            "function": "normalize", "line": 1, "file": "/nonexistent/devices.py"}});
+                    }
                     "unsupported-step" => {
                         answer = json!({"type": "unsupported", "scenario": scenario,
                                         "number": number, "reason": "fixture needs a real GPU here"});

@@ -99,6 +99,10 @@ pub enum FromSubject {
         /// running the real kernels.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         live: bool,
+        /// The import packages of the project under test (`gptqmodel`): every `decided_by` of its answers
+        /// names a module inside one of them. Absent: it reports no `decided_by`.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        packages: Vec<String>,
     },
     /// The subject is ready for the scenario's steps.
     Ready {
@@ -356,8 +360,37 @@ pub struct ObservedMessage {
     /// before the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retained_bytes: Option<i64>,
+    /// Per observed field (`ok`, `family`, `torch_device` …), the function of the project under test that
+    /// decided it: where the value was produced, or where the refusal was raised. A field it cannot place is
+    /// left out ("location unknown"), never guessed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub decided_by: BTreeMap<String, DecidedBy>,
     /// The recorded events, in order.
     pub trace: Vec<TraceEvent>,
+}
+
+/// A function of the project under test, where it decided an observed value: the innermost frame inside
+/// the project's own packages that produced the value, or raised the refusal.
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(deny_unknown_fields)]
+pub struct DecidedBy {
+    /// The dotted module name (`gptqmodel.models._const`), inside one of the handshake's `packages`.
+    pub module: String,
+    /// The function's qualified name (`DEVICE.to_torch_device`).
+    pub function: String,
+    /// The 1-based line where it returned the value or raised.
+    pub line: u32,
+    /// The source file, as the subject's interpreter loaded it.
+    pub file: String,
+}
+
+impl std::fmt::Display for DecidedBy {
+    /// `module:function:line`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.module, self.function, self.line)
+    }
 }
 
 /// Reads a field that is present (null or not) as `Some`, so absent and null differ.

@@ -14,6 +14,7 @@ fn capabilities(levels: &[Level]) -> Capabilities {
         levels: levels.iter().copied().collect(),
         observes: None,
         live: false,
+        packages: Vec::new(),
     }
 }
 

@@ -19,9 +19,9 @@ FUNCTIONS = {
     "declared-families": "each quant-linear's `SUPPORTS_DEVICES` and `BaseQuantLinear.validate_device` "
     "(through `utils.importer._device_family`)",
     "normalize-aliases": "`models._const.normalize_device`, `utils.importer._device_family`",
-    "resolve-late": "`models._const.DEVICE.to_torch_device` (defaults a family to ordinal 0)",
+    "resolve-late": "`utils.looper_helpers._canonical_device` (collapses an indexless accelerator to ordinal 0)",
     "explicit-ordinal-kept": "`models._const.normalize_device` (returns an enum: the ordinal is dropped)",
-    "family-move-current": "`DEVICE.to_torch_device` at the module-move boundary",
+    "family-move-current": "`utils.looper_helpers._canonical_device` at the module-move boundary",
     "no-cross-vendor-probe": "the kernels' `validate_device` (`torch.cuda.get_device_capability` on ROCm)",
     "family-wide-locks": "`utils.threadx.DeviceThreadPool` (`Unknown device for pool`)",
     "extensions-after-gates": "`nn_modules.exllamav3.ExllamaV3Linear` (no device gate before its extension)",
@@ -56,7 +56,8 @@ def main() -> int:
         "shipped) and `baseline-seedfix.toml` (the same with `seedfix.py`, the seed's fixes written from its",
         "description); do not edit by hand. devsim attributes each failure to a rule id by data",
         "(`docs/conformance.md`, `inventory/rules.toml`); a finding is one signature, however many scenarios",
-        "show it.",
+        "show it. Where the subject names the GPTQModel function that decided the failing value (`decided_by`,",
+        "docs/subject-protocol.md), the signature is the rule and that function; elsewhere the location is unknown.",
         "",
     ]
     for name, run in runs.items():

@@ -183,6 +183,10 @@ pub struct ObservedOutput {
     /// A live warmup that ran a forward: its output against an independent FP64 oracle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numerics: Option<NumericsOutput>,
+    /// Per observed field, the function of the project under test that decided it (a subject's
+    /// `decided_by`); a field without one: location unknown.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub decided_by: BTreeMap<String, crate::protocol::DecidedBy>,
 }
 
 /// A kernel's forward output compared with an independent FP64 dequantize-and-matmul oracle (the seed's
@@ -286,6 +290,10 @@ pub struct FindingOutput {
     pub expected: String,
     /// What was observed, without the subject's wording.
     pub actual: String,
+    /// The function of the project under test that decided it (`module:function:line`); absent: location
+    /// unknown.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<String>,
     /// Every scenario that shows it.
     pub scenarios: Vec<String>,
 }

@@ -99,6 +99,8 @@ class Subject:
             "messages": "own",
             "levels": ["policy", "contract"],
             "observes": OBSERVES,
+            # the kit traces each step inside bitsandbytes and names the function behind a refusal or an event
+            "packages": ["bitsandbytes"],
         }
 
     # -- per scenario

@@ -31,6 +31,7 @@ from devsim_subject_kit import (
     ProtocolError,
     Recorder,
     Reset,
+    blame,
     check_step,
 )
 from devsim_subject_kit.server import reuse_enabled
@@ -543,6 +544,8 @@ class Subject:
         answer["levels"] = ["policy", "contract"]
         answer["kernels"] = [self.declaration(kernel) for kernel in self.kernels.values()]
         answer["observes"] = {action: list(fields) for action, fields in OBSERVES.items()}
+        # the kit traces each step inside these packages and says which GPTQModel function decided what
+        answer["packages"] = ["gptqmodel"]
         if self.live:
             answer["live"] = True
             answer["observes"]["move"].append("retained_bytes")
@@ -723,6 +726,7 @@ class Subject:
         from gptqmodel.models import _const
 
         family = _const.normalize_device(device)  # looked up at call time: the overlay may replace it
+        blame.observed("family", family)
         value = getattr(family, "value", family)
         if value in FAMILIES:
             obs["family"] = value
@@ -753,6 +757,8 @@ class Subject:
         """torch_device and ordinal as torch itself holds them: cuda:1 -> 1; indexless cuda -> null."""
         obs["torch_device"] = str(target)
         obs["ordinal"] = target.index
+        blame.observed("torch_device", target)
+        blame.observed("ordinal", target)
 
     def kernel(self, msg: dict) -> Kernel:
         name = msg["kernel"]
@@ -818,7 +824,9 @@ class Subject:
             return
         validate_quant_linear = compat.need(importer, "validate_quant_linear", "kernel gate (validate, move, warmup)")
         self._missing.attempts.clear()
-        ok, err = validate_quant_linear(kernel.cls, device=device, **self.validate_args(kernel))
+        verdict = validate_quant_linear(kernel.cls, device=device, **self.validate_args(kernel))
+        blame.observed("ok", verdict)  # an admission is the gate's answer; a refusal is placed by its error
+        ok, err = verdict
         if not ok:
             # a refusal that came from a missing package is this environment's, not GPTQModel's verdict
             self._depends_on_missing(kernel, self._missing.attempts)
@@ -889,6 +897,7 @@ class Subject:
             self._selector_view(device, obs)
         self._unobservable_candidates(judged, chosen)
         name = next((k.name for k in self.kernels.values() if k.cls is chosen), None)
+        blame.observed("selected", chosen)
         if name is None:
             print(f"devsim-subject: selected {chosen!r} has no devsim name in kernels.toml", file=sys.stderr)
         else:
@@ -974,6 +983,9 @@ class Subject:
         passed = torch.device(landings[-1][0]) if landings else target
         self.report_target(passed, obs)
         obs["lands_on"] = landings[-1][1] if landings else "cpu"
+        if passed == target:  # move_to passed GPTQModel's boundary device on: that is what decided both
+            for field_name in ("torch_device", "ordinal", "lands_on"):
+                blame.observed(field_name, target)
 
     def do_warmup(self, msg: dict, obs: dict) -> None:
         """The kernel gated as an explicit choice is (validate_quant_linear on the requested device): a refusal is
@@ -995,6 +1007,7 @@ class Subject:
                 with self.recorder.quiet():
                     return self._simulated_module(kernel)
 
+            blame.observed("ran_on", target)  # the module is moved to GPTQModel's boundary device
             try:
                 obs["ran_on"] = fakewarmup.ran_on(build, target, self.recorder)
             except fakewarmup.Unsimulable as exc:

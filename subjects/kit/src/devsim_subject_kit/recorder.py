@@ -7,6 +7,8 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from . import blame
+
 
 class Recorder:
     """Collects trace events (`{"event", "device"?, "detail"?}`) while `capture` is active.
@@ -35,6 +37,7 @@ class Recorder:
         if detail is not None:
             entry["detail"] = detail
         self.events.append(entry)
+        blame.event(event)
 
     @contextlib.contextmanager
     def capture(self) -> Iterator[list[dict[str, Any]]]:

@@ -22,10 +22,10 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
-from . import offline
+from . import blame, offline
 from .host import Host, HostError
 from .protocol import (
     Fatal,
@@ -68,10 +68,11 @@ class _Writer:
 class ForkServer(_Writer):
     """Simulated runs: one forked child per scenario (reused per host when the subject allows)."""
 
-    def __init__(self, subject: Subject, out: IO[bytes], reader: LineReader) -> None:
+    def __init__(self, subject: Subject, out: IO[bytes], reader: LineReader, packages: Sequence[str] = ()) -> None:
         super().__init__(out)
         self.subject = subject
         self.reader = reader
+        self.packages = packages  # the handshake's project packages: steps are traced inside them
         self.child: tuple[int, int, LineReader, str] | None = None  # pid, write fd, reader, scenario
         self.closed_scenario: str | None = None  # answered unsupported: its `end` still gets `done`
         self.exiting: list[tuple[int, float]] = []  # children told to stop, not yet reaped
@@ -116,7 +117,7 @@ class ForkServer(_Writer):
             os.close(up_r)
             code = 0
             try:
-                code = child_main(self.subject, name, msg, LineReader(down_r), up_w)
+                code = child_main(self.subject, name, msg, LineReader(down_r), up_w, self.packages)
             except ProtocolError as exc:
                 log(f"protocol error: {exc}")
                 code = 2
@@ -241,7 +242,34 @@ def describe(status: int) -> str:
     return f"exit status {os.WEXITSTATUS(status)}"
 
 
-def child_main(subject: Subject, name: str, scenario: dict[str, Any], reader: LineReader, up: int) -> int:
+def blame_enabled() -> bool:
+    """Whether steps are traced for `decided_by` (DEVSIM_SUBJECT_BLAME=0: never, e.g. to time the tracing)."""
+    return os.environ.get("DEVSIM_SUBJECT_BLAME", "1") != "0"
+
+
+def answer_step(subject: Subject, msg: dict[str, Any], packages: Sequence[str]) -> dict[str, Any]:
+    """`subject.step(msg)`, traced inside the project's `packages` (the handshake's) so that an `observed` answer
+    says which of the project's functions decided each field it can place (`decided_by`, kit.blame)."""
+    if not packages or not blame_enabled():
+        return subject.step(msg)
+    with blame.Tracer(packages) as tracer:
+        answer = subject.step(msg)
+    if answer.get("type") == "observed":
+        decided = tracer.decisions(answer)
+        if decided:
+            answer["decided_by"] = decided
+    return answer
+
+
+def declared_packages(handshake: dict[str, Any]) -> list[str]:
+    """The project packages a handshake names (protocol 2's `packages`)."""
+    packages = handshake.get("packages")
+    return [p for p in packages if isinstance(p, str)] if isinstance(packages, list) else []
+
+
+def child_main(
+    subject: Subject, name: str, scenario: dict[str, Any], reader: LineReader, up: int, packages: Sequence[str] = ()
+) -> int:
     """A forked child: become the scenario's host, answer its steps; parked, wait for the next of its host."""
 
     def send(msg: dict[str, Any]) -> None:
@@ -272,7 +300,7 @@ def child_main(subject: Subject, name: str, scenario: dict[str, Any], reader: Li
             if msg["type"] == "end":
                 send({"type": "done", "scenario": name})
                 break
-            send(subject.step(msg))
+            send(answer_step(subject, msg, packages))
         if not reuse:
             return 0
         # parked by the parent: say whether the next scenario of this host may run here, then wait for it. The
@@ -301,10 +329,11 @@ class LiveServer(_Writer):
     Each scenario's host is checked against the machine and its current device made current
     (`Subject.enter`); at `end` the device that was current before is current again, also after a step failed."""
 
-    def __init__(self, subject: Subject, out: IO[bytes], reader: LineReader) -> None:
+    def __init__(self, subject: Subject, out: IO[bytes], reader: LineReader, packages: Sequence[str] = ()) -> None:
         super().__init__(out)
         self.subject = subject
         self.reader = reader
+        self.packages = packages  # the handshake's project packages: steps are traced inside them
         self.scenario: str | None = None  # the running scenario, or one answered `unsupported` until its end
 
     def serve(self) -> int:
@@ -326,7 +355,7 @@ class LiveServer(_Writer):
                         self.write({"type": "done", "scenario": name})
                         continue
                     try:
-                        self.write(self.subject.step(msg))
+                        self.write(answer_step(self.subject, msg, self.packages))
                     except ProtocolError as exc:
                         raise Fatal(f"protocol error: {exc}") from exc
                 else:
@@ -403,13 +432,15 @@ def serve(load: Callable[[bool], Subject], environment: Mapping[str, str] = {}) 
         writer = _Writer(out)
         if live:
             sys.stdout.flush()
-            writer.write(subject.handshake(protocol))
-            return LiveServer(subject, out, reader).serve()
+            handshake = subject.handshake(protocol)
+            writer.write(handshake)
+            return LiveServer(subject, out, reader, declared_packages(handshake)).serve()
         gc.collect()
         gc.freeze()  # children inherit these objects; a frozen heap keeps their GC from touching (copying) it
         sys.stdout.flush()
-        writer.write(subject.handshake(protocol))
-        return ForkServer(subject, out, reader).serve()
+        handshake = subject.handshake(protocol)
+        writer.write(handshake)
+        return ForkServer(subject, out, reader, declared_packages(handshake)).serve()
     except Fatal as exc:
         log(str(exc))
         return 2
