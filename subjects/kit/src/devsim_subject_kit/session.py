@@ -152,8 +152,9 @@ def requested(config: pytest.Config, given: str | None) -> list[str]:
     return names
 
 
-def resolve(early_config: pytest.Config, names: list[str]) -> dict[str, Host]:
-    """The named profiles as hosts, in order; an unknown or undrivable one is a usage error listing them."""
+def resolve(early_config: pytest.Config, names: list[str]) -> dict[str, tuple[dict[str, Any], Host]]:
+    """The named profiles, in order: each as devsim's host message and as the kit's Host; an unknown or
+    undrivable one is a usage error listing them."""
     ns = early_config.known_args_namespace
     binary = ns.devsim_binary or early_config.getini("devsim_binary") or None
     try:
@@ -175,7 +176,7 @@ def resolve(early_config: pytest.Config, names: list[str]) -> dict[str, Host]:
         reason = host.unsupported()
         if reason:
             raise pytest.UsageError(f"--devsim-host: profile {name}: {reason}")
-        hosts[name] = host
+        hosts[name] = (profiles[name], host)
     return hosts
 
 
@@ -205,12 +206,12 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
     codes: dict[str, int] = {}
     tests: list[dict[str, Any]] = []
     suites: list[ElementTree.Element] = []
-    for number, (name, host) in enumerate(hosts.items(), 1):
+    for number, (name, (message, host)) in enumerate(hosts.items(), 1):
         with tempfile.TemporaryDirectory(prefix="devsim-session-") as scratch:
             shims = Path(scratch) / "bin"
             write_shims(shims, host, name)
             report = Path(scratch) / "report.json"
-            spec = SessionSpec(profile=name, host=_message(host), timeout=timeout, report=str(report))
+            spec = SessionSpec(profile=name, host=message, timeout=timeout, report=str(report))
             env = dict(os.environ, **{SESSION_ENV: spec.to_env()})
             env["PATH"] = os.pathsep.join([str(shims), env.get("PATH", "")])
             # each session writes its own JUnit file (the last --junitxml wins), merged into the one asked for
@@ -250,16 +251,6 @@ def junit_suites(path: Path, profile: str) -> list[ElementTree.Element]:
     for suite in suites:
         suite.set("name", f"{suite.get('name', 'pytest')}[devsim:{profile}]")
     return suites
-
-
-def _message(host: Host) -> dict[str, Any]:
-    """`host` as a protocol host message (what `Host.from_message` reads back)."""
-    def gpu(g: Any) -> dict[str, Any]:
-        return {"arch": g.arch, "name": g.name, "smem_optin": g.smem_optin, "uuid": g.uuid}
-
-    return {"torch": host.torch, "gpus": [gpu(g) for g in host.gpus], "foreign_gpus": [gpu(g) for g in host.foreign_gpus],
-            "env": dict(host.env), "visible": list(host.visible), "current": host.current,
-            "runtime_version": host.runtime_version}
 
 
 def _describe(host: Host) -> str:
