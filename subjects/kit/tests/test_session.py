@@ -150,6 +150,16 @@ def test_x_stops_at_the_first_failing_profile(pytester: pytest.Pytester) -> None
 
 
 @needs_devsim
+def test_the_report_gives_a_failed_tests_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inner="import torch\ndef test_x():\n    assert torch.version.hip is None, 'a HIP build'\n")
+    result = session(pytester, "--devsim-host", "r9700x2", "--devsim-report", "report.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    [test] = json.loads((pytester.path / "report.json").read_text())["tests"]
+    assert test["outcome"] == "failed"
+    assert test["reason"].startswith("AssertionError: a HIP build")
+
+
+@needs_devsim
 def test_torch_imported_before_the_plugin_is_a_usage_error(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(torchfirst="import torch\n", test_inner="def test_x():\n    pass\n")
     result = session(pytester, "--devsim-host", "r9700x2", load=("-p", "torchfirst", *LOAD))

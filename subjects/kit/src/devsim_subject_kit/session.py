@@ -216,7 +216,7 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
             env["PATH"] = os.pathsep.join([str(shims), env.get("PATH", "")])
             # each session writes its own JUnit file (the last --junitxml wins), merged into the one asked for
             junit = [f"--junitxml={Path(scratch) / 'junit.xml'}"] if junit_path else []
-            _say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({_describe(host)})")
+            _say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({describe(host)})")
             try:
                 done = subprocess.run([sys.executable, "-m", "pytest", *args, *junit], cwd=where, env=env,
                                       check=False)
@@ -253,7 +253,8 @@ def junit_suites(path: Path, profile: str) -> list[ElementTree.Element]:
     return suites
 
 
-def _describe(host: Host) -> str:
+def describe(host: Host) -> str:
+    """`torch=hip, gfx1201, gfx1201`: the build and the visible GPUs' archs, for the sessions' output."""
     gpus = ", ".join(g.arch for g in host.visible_gpus()) or "no GPU"
     return f"torch={host.torch}, {gpus}"
 

@@ -34,7 +34,7 @@ import pytest
 
 from .host import Host
 from .nativelibs import SimulatedNativeCall
-from .session import SessionHost
+from .session import SessionHost, describe
 
 #: Seconds between the SIGALRM failure and the faulthandler backstop that ends the process.
 BACKSTOP_GRACE = 30.0
@@ -133,9 +133,8 @@ class SessionChild:
     # -- header and ids
 
     def pytest_report_header(self) -> str:
-        host = self.session_host.host
-        gpus = ", ".join(g.arch for g in host.visible_gpus()) or "no GPU"
-        return f"devsim: simulated host {self.profile} (torch={host.torch}, {gpus}); per-test timeout {self.timeout:g}s"
+        host = describe(self.session_host.host)
+        return f"devsim: simulated host {self.profile} ({host}); per-test timeout {self.timeout:g}s"
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -213,7 +212,8 @@ class SessionChild:
         if report.failed:
             entry["outcome"] = "failed" if report.when == "call" else "error"
             crash = getattr(report.longrepr, "reprcrash", None)
-            entry["reason"] = str(getattr(crash, "message", "") or report.longreprtext.splitlines()[-1:] or "")
+            lines = report.longreprtext.splitlines()
+            entry["reason"] = str(getattr(crash, "message", "") or (lines[-1] if lines else ""))
         elif report.skipped and entry["outcome"] == "passed":
             entry["outcome"] = "xfailed" if xfail else "skipped"
             longrepr = report.longrepr
