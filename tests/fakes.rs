@@ -811,9 +811,9 @@ fn a_silent_worker_times_out() {
     let pool = WorkerPool::new(worker_script(scratch.path(), "read line; exec sleep 60"))
         .with_timeout(std::time::Duration::from_secs(1));
     let scenarios = worker_scenarios();
-    let started = std::time::Instant::now();
+    // Were the timeout not applied, the run would wait out the worker's 60 s sleep and report its death
+    // instead of the timeout: the message, not a stopwatch, tells the two apart.
     let report = pool.run(&scenarios[0], &scenarios[0].host.env);
-    assert!(started.elapsed() < std::time::Duration::from_secs(10));
     assert!(
         matches!(report.status, Status::Errored(_)),
         "{:?}",

@@ -384,10 +384,9 @@ fn identical_breakdowns_stop_the_subject() -> Result<(), Failed> {
     std::fs::write(&file, text).map_err(|e| Failed::from(e.to_string()))?;
     let scenarios = fixtures().join("scenarios").display().to_string();
     let file = file.display().to_string();
-    let began = std::time::Instant::now();
-    // Six of the scenarios reach the subject, each hanging for its 1 s step timeout unless the run stops.
+    // Six of the scenarios reach the subject; the three after the third breakdown must be skipped (never
+    // sent to the hanging subject), which the skip reasons show without timing the run.
     let (code, out, err) = devsim_code(&["run", &scenarios, "--subject", &file, "-j", "1"])?;
-    let took = began.elapsed();
     expect(
         code == Some(1)
             && out.contains("3 failed scenario(s) hold 1 distinct finding(s)")
@@ -398,12 +397,6 @@ fn identical_breakdowns_stop_the_subject() -> Result<(), Failed> {
                 .count()
                 == 3,
         "three identical breakdowns make one finding and skip the rest, naming the breakdown",
-        &out,
-        &err,
-    )?;
-    expect(
-        took < Duration::from_millis(5500),
-        &format!("the stopped run ends without waiting out the rest: it took {took:?}"),
         &out,
         &err,
     )

@@ -83,12 +83,10 @@ fn step_lines_are_found_in_a_long_file_without_recounting() {
         text.push_str("[[step]]\naction = \"normalize\"\ndevice = \"cuda\"\n");
     }
     let (_dir, path) = write("long", &text);
-    let started = std::time::Instant::now();
+    // Its speed is `devsim bench`'s to measure (no stopwatch in a unit test); this pins the line table.
     let scenario = load_scenario(&path, &Catalog::reference()).expect("loads");
-    let elapsed = started.elapsed();
     assert_eq!(scenario.steps.len(), 32_000);
     assert_eq!(scenario.steps[31_999].line, 5 + 3 * 31_999);
-    assert!(elapsed.as_secs() < 10, "took {elapsed:?}");
 }
 
 #[test]
