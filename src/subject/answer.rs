@@ -44,6 +44,11 @@ pub fn judge_answer(
     }
     let (observed, trace) =
         decode::observed(&message, &capabilities.events, &capabilities.packages)?;
+    decode::numerics(
+        observed.numerics.as_ref(),
+        step.action.kernel(),
+        &capabilities.declared,
+    )?;
     let mut judge = Judge::for_host(capabilities, &scenario.host);
     let mismatches = judge.step(step, &message, &observed, &trace);
     let trace_mismatches = judge.scenario(&scenario.trace_rules, &scenario.trace_levels, &trace);

@@ -3,8 +3,9 @@
 //! `encode`.
 
 use crate::dispatch::DispatchError;
+use crate::output::NumericsOutput;
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
-use crate::subject::protocol::{DecidedBy, ObservedMessage};
+use crate::subject::protocol::{DecidedBy, KernelDeclaration, ObservedMessage};
 use crate::trace::{Entry, Event};
 
 /// An answer devsim cannot accept as an observation.
@@ -84,6 +85,61 @@ pub fn observed(
         decided_by: message.decided_by.clone(),
     };
     Ok((observed, entries))
+}
+
+/// A live forward's numerics must be judged by what the handshake declared for the step's kernel and the
+/// forward's dtype: the project's tolerance against its reference where it states one, else the seed's
+/// `rtol = atol = 2e-3` against the FP64 oracle. A subject that applies any other has not judged the project
+/// by the project's own contract, so its answer is refused.
+pub fn numerics(
+    numerics: Option<&NumericsOutput>,
+    kernel: Option<&str>,
+    declared: &[KernelDeclaration],
+) -> Result<(), Invalid> {
+    let Some(numerics) = numerics else {
+        return Ok(());
+    };
+    let kernel = kernel.unwrap_or("(no kernel)");
+    let dtype = numerics.dtype();
+    let stated = declared
+        .iter()
+        .find(|d| d.name == kernel)
+        .and_then(|d| d.tolerances.iter().find(|t| t.dtype == dtype));
+    let applied = format!(
+        "rtol = {}, atol = {} against {}",
+        numerics.rtol,
+        numerics.atol,
+        numerics.reference.as_deref().unwrap_or("fp64_oracle")
+    );
+    match stated {
+        Some(t) => {
+            let reference = (t.reference != "fp64_oracle").then_some(t.reference.as_str());
+            let agrees = numerics.rtol == t.rtol
+                && numerics.atol == t.atol
+                && numerics.reference.as_deref() == reference
+                && numerics.tolerance_source.as_deref() == Some(t.source.as_str())
+                && (reference.is_none() || numerics.reference_max_abs_error.is_some());
+            if !agrees {
+                return Err(format!(
+                    "`numerics` of {kernel} in {dtype} were judged at {applied}, not by the tolerance the handshake declares (rtol = {}, atol = {} against {}, from {}) with the error against it",
+                    t.rtol, t.atol, t.reference, t.source
+                ));
+            }
+        }
+        None => {
+            let seed = NumericsOutput::SEED_TOLERANCE;
+            let agrees = numerics.rtol == seed
+                && numerics.atol == seed
+                && numerics.reference.is_none()
+                && numerics.tolerance_source.is_none();
+            if !agrees {
+                return Err(format!(
+                    "`numerics` of {kernel} in {dtype} were judged at {applied}, but the handshake declares no tolerance for it (then the seed's rtol = atol = {seed} against the FP64 oracle applies)"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Whether `module` is `package` or one of its submodules.
@@ -177,5 +233,73 @@ mod tests {
                 Err(problem.to_string())
             );
         }
+    }
+
+    /// A float16 forward of `gptq_marlin`, judged at `rtol`/`atol` against `reference` (from `source`).
+    fn forward(
+        rtol: f64,
+        atol: f64,
+        reference: Option<&str>,
+        source: Option<&str>,
+    ) -> NumericsOutput {
+        NumericsOutput {
+            max_abs_error: 1.2e-3,
+            rtol,
+            atol,
+            within: true,
+            shape: None,
+            dtype: None,
+            reference: reference.map(Into::into),
+            reference_max_abs_error: reference.map(|_| 4e-4),
+            tolerance_source: source.map(Into::into),
+        }
+    }
+
+    #[test]
+    fn numerics_are_judged_by_the_declared_tolerance_or_else_the_seeds() {
+        let declared: Vec<KernelDeclaration> = serde_json::from_str(
+            r#"[{"name": "gptq_torch", "families": ["all"]},
+                {"name": "gptq_marlin", "families": ["cuda"], "tolerances": [
+                  {"dtype": "float16", "rtol": 0.15, "atol": 0.001, "reference": "gptq_torch", "source": "t.py::T"}]}]"#,
+        )
+        .expect("declarations");
+        let project = forward(0.15, 0.001, Some("gptq_torch"), Some("t.py::T"));
+        let seed = forward(2e-3, 2e-3, None, None);
+        assert_eq!(numerics(None, Some("gptq_marlin"), &declared), Ok(()));
+        assert_eq!(
+            numerics(Some(&project), Some("gptq_marlin"), &declared),
+            Ok(())
+        );
+        assert_eq!(numerics(Some(&seed), Some("gptq_torch"), &declared), Ok(()));
+        let mut bfloat16 = seed.clone();
+        bfloat16.dtype = Some("bfloat16".into());
+        assert_eq!(
+            numerics(Some(&bfloat16), Some("gptq_marlin"), &declared),
+            Ok(()),
+            "no bfloat16 tolerance declared: the seed's"
+        );
+        for (numbers, kernel, problem) in [
+            (
+                &seed,
+                "gptq_marlin",
+                "`numerics` of gptq_marlin in float16 were judged at rtol = 0.002, atol = 0.002 against fp64_oracle, not by the tolerance the handshake declares (rtol = 0.15, atol = 0.001 against gptq_torch, from t.py::T)",
+            ),
+            (
+                &forward(0.15, 0.01, Some("gptq_torch"), Some("t.py::T")),
+                "gptq_marlin",
+                "not by the tolerance the handshake declares",
+            ),
+            (
+                &forward(0.15, 0.001, Some("gptq_torch"), Some("t.py::T")),
+                "gptq_torch",
+                "but the handshake declares no tolerance for it (then the seed's rtol = atol = 0.002 against the FP64 oracle applies)",
+            ),
+        ] {
+            let refused = numerics(Some(numbers), Some(kernel), &declared).expect_err(problem);
+            assert!(refused.contains(problem), "{refused}");
+        }
+        let mut no_reference_error = project.clone();
+        no_reference_error.reference_max_abs_error = None;
+        assert!(numerics(Some(&no_reference_error), Some("gptq_marlin"), &declared).is_err());
     }
 }

@@ -15,7 +15,7 @@ use crate::trace::is_event_name;
 use super::session::clip;
 
 /// What a subject said it can do.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Capabilities {
     /// The protocol version it speaks.
     pub protocol: u32,
@@ -168,6 +168,9 @@ pub(super) fn capabilities(
             }
         }
     }
+    for declaration in &declared {
+        tolerances(declaration, &names)?;
+    }
     if protocol < 2 && (!levels.is_empty() || observes.is_some() || live) {
         return Err("`levels`, `observes` and `live` are protocol 2 fields".into());
     }
@@ -190,6 +193,49 @@ pub(super) fn capabilities(
         live,
         packages: Vec::new(),
     })
+}
+
+/// The dtypes a declared tolerance may name.
+const TOLERANCE_DTYPES: [&str; 3] = ["float16", "bfloat16", "float32"];
+
+/// A kernel's declared tolerances: each for a known dtype, once, finite and non-negative, against a declared
+/// kernel or `fp64_oracle`, and saying where the project states it.
+fn tolerances(declaration: &KernelDeclaration, kernels: &[String]) -> Result<(), String> {
+    let kernel = &declaration.name;
+    let mut seen = BTreeSet::new();
+    for tolerance in &declaration.tolerances {
+        let dtype = &tolerance.dtype;
+        if !TOLERANCE_DTYPES.contains(&dtype.as_str()) {
+            return Err(format!(
+                "kernel `{kernel}` declares a tolerance for dtype `{dtype}` (expected {})",
+                TOLERANCE_DTYPES.join(", ")
+            ));
+        }
+        if !seen.insert(dtype.as_str()) {
+            return Err(format!(
+                "kernel `{kernel}` declares its {dtype} tolerance twice"
+            ));
+        }
+        if tolerance.source.trim().is_empty() {
+            return Err(format!(
+                "kernel `{kernel}` declares a {dtype} tolerance without a `source` (where the project states it: its file and test)"
+            ));
+        }
+        for (name, value) in [("rtol", tolerance.rtol), ("atol", tolerance.atol)] {
+            if !value.is_finite() || value < 0.0 {
+                return Err(format!(
+                    "kernel `{kernel}` declares a {dtype} `{name}` of {value} (expected a finite number >= 0)"
+                ));
+            }
+        }
+        let reference = &tolerance.reference;
+        if reference != "fp64_oracle" && !kernels.contains(reference) {
+            return Err(format!(
+                "kernel `{kernel}` declares its {dtype} tolerance against `{reference}`, which is neither a declared kernel nor `fp64_oracle`"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `capabilities` with the project's packages: dotted Python package names (`gptqmodel`), protocol 2 only.
@@ -296,6 +342,58 @@ mod tests {
             (2, r#"[""]"#, "package `` is not a dotted package name"),
         ] {
             let refused = with(protocol, packages).expect_err(packages).to_string();
+            assert!(refused.contains(problem), "{refused}");
+        }
+    }
+
+    /// A handshake whose `gptq_marlin` declares `tolerance` (and `gptq_torch`, its reference, none).
+    fn tolerating(tolerance: &str) -> Result<Capabilities, SubjectError> {
+        handshake(
+            "s",
+            &format!(
+                r#"{{"type": "handshake", "protocol": 2, "subject": {{"name": "s", "version": "1"}},
+                "actions": ["warmup"], "events": [], "kernels": [
+                  {{"name": "gptq_torch", "families": ["all"]}},
+                  {{"name": "gptq_marlin", "families": ["cuda"], "tolerances": [{tolerance}]}}]}}"#
+            ),
+        )
+    }
+
+    #[test]
+    fn a_declared_tolerance_says_where_the_project_states_it() {
+        let stated = r#"{"dtype": "float16", "rtol": 0.15, "atol": 0.001, "reference": "gptq_torch",
+            "source": "tests/kernels/test_gptq.py::TestKernelOutput.float16_cases"}"#;
+        let accepted = tolerating(stated).expect("accepted");
+        assert_eq!(accepted.declared[1].tolerances[0].atol, 0.001);
+        let against_oracle = r#"{"dtype": "bfloat16", "rtol": 0, "atol": 0.008, "reference": "fp64_oracle", "source": "t.py::T"}"#;
+        assert!(tolerating(against_oracle).is_ok());
+        for (tolerance, problem) in [
+            (
+                r#"{"dtype": "float16", "rtol": 0.15, "atol": 0.001, "reference": "gptq_torch", "source": " "}"#,
+                "kernel `gptq_marlin` declares a float16 tolerance without a `source`",
+            ),
+            (
+                r#"{"dtype": "float16", "rtol": 0.15, "atol": 0.001, "reference": "gptq_torch"}"#,
+                "missing field `source`",
+            ),
+            (
+                r#"{"dtype": "half", "rtol": 0.15, "atol": 0.001, "reference": "gptq_torch", "source": "t"}"#,
+                "declares a tolerance for dtype `half` (expected float16, bfloat16, float32)",
+            ),
+            (
+                r#"{"dtype": "float16", "rtol": -1, "atol": 0.001, "reference": "gptq_torch", "source": "t"}"#,
+                "declares a float16 `rtol` of -1 (expected a finite number >= 0)",
+            ),
+            (
+                r#"{"dtype": "float16", "rtol": 0.1, "atol": 0.001, "reference": "awq_torch", "source": "t"}"#,
+                "against `awq_torch`, which is neither a declared kernel nor `fp64_oracle`",
+            ),
+            (
+                &format!("{stated}, {stated}"),
+                "kernel `gptq_marlin` declares its float16 tolerance twice",
+            ),
+        ] {
+            let refused = tolerating(tolerance).expect_err(tolerance).to_string();
             assert!(refused.contains(problem), "{refused}");
         }
     }

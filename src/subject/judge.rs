@@ -421,19 +421,38 @@ fn declares(declaration: &KernelDeclaration, family: Family) -> bool {
         .any(|f| f == "all" || f == family.as_str())
 }
 
-/// A live warmup's forward against the FP64 oracle: outside the tolerance is a failure of the kernel's own
-/// contract (it computes the wrong result), whatever the scenario expects.
+/// A live warmup's forward outside the tolerance it is judged by (the project's own against its reference
+/// kernel, where the project states one; else the seed's against the FP64 oracle) is a failure of the
+/// kernel's own contract (it computes the wrong result), whatever the scenario expects. Both errors are
+/// named.
 fn numerics(observed: &Observed) -> Option<Mismatch> {
     let numerics = observed.numerics.as_ref()?;
-    let finite = numerics.max_abs_error.is_finite();
-    (!numerics.within || !finite).then(|| Mismatch {
-        key: "numerics".into(),
-        expected: format!(
-            "the forward within atol + rtol·|oracle| of the FP64 dequantize-and-matmul oracle (rtol = {}, atol = {})",
+    let finite = numerics.max_abs_error.is_finite()
+        && numerics.reference_max_abs_error.is_none_or(f64::is_finite);
+    let dtype = numerics.dtype();
+    let expected = match (&numerics.reference, &numerics.tolerance_source) {
+        (Some(reference), Some(source)) => format!(
+            "the {dtype} forward within atol + rtol·|reference| of {reference}'s output, the project's own tolerance (rtol = {}, atol = {}; {source})",
             numerics.rtol, numerics.atol
         ),
+        (None, Some(source)) => format!(
+            "the {dtype} forward within atol + rtol·|oracle| of the FP64 dequantize-and-matmul oracle, the project's own tolerance (rtol = {}, atol = {}; {source})",
+            numerics.rtol, numerics.atol
+        ),
+        _ => format!(
+            "the {dtype} forward within atol + rtol·|oracle| of the FP64 dequantize-and-matmul oracle (the seed's rtol = {}, atol = {}: the project states no tolerance for it)",
+            numerics.rtol, numerics.atol
+        ),
+    };
+    let against_reference = match (&numerics.reference, numerics.reference_max_abs_error) {
+        (Some(reference), Some(error)) => format!("max |error| {error:e} against {reference}, "),
+        _ => String::new(),
+    };
+    (!numerics.within || !finite).then(|| Mismatch {
+        key: "numerics".into(),
+        expected,
         actual: format!(
-            "max |error| {:e}{}",
+            "{against_reference}max |error| {:e} against the FP64 oracle{}",
             numerics.max_abs_error,
             numerics
                 .shape

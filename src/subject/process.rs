@@ -288,6 +288,14 @@ impl ProcessSubject {
                         if message.scenario == name && message.number == step.number =>
                     {
                         let (observed, trace) = decode::observed(&message, &events, &packages)
+                            .and_then(|(observed, trace)| {
+                                decode::numerics(
+                                    observed.numerics.as_ref(),
+                                    step.action.kernel(),
+                                    &self.capabilities.declared,
+                                )
+                                .map(|()| (observed, trace))
+                            })
                             .map_err(|why| Fault {
                                 expected: expected.clone(),
                                 problem: format!("{why} in `{}`", clip(&line)),

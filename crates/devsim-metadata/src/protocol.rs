@@ -129,7 +129,7 @@ pub enum FromSubject {
 }
 
 /// One kernel of a handshake: a devsim name (protocol 1) or a declaration (protocol 2).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum KernelEntry {
     /// Protocol 1: the devsim catalog name only.
@@ -162,7 +162,7 @@ impl KernelEntry {
 }
 
 /// A kernel's contract as the subject's own code declares it (read from its classes, never typed by hand).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KernelDeclaration {
     /// The devsim catalog name it maps to.
@@ -184,6 +184,30 @@ pub struct KernelDeclaration {
     /// Where the declaration was read: `module:Class`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The numerics tolerances the project itself states for this kernel, one per dtype, each with where
+    /// it states them. A live forward in a dtype listed here is judged by it; any other by the seed's
+    /// `rtol = atol = 2e-3` against the FP64 oracle.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerances: Vec<ToleranceDeclaration>,
+}
+
+/// A tolerance the project under test states for one kernel and dtype: a forward passes where every element
+/// is within `atol + rtol * |reference|` of the reference's output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToleranceDeclaration {
+    /// The forward's dtype: `float16`, `bfloat16` or `float32`.
+    pub dtype: String,
+    /// The relative tolerance.
+    pub rtol: f64,
+    /// The absolute tolerance.
+    pub atol: f64,
+    /// What the output is compared with: a declared kernel's devsim name (the project's own reference
+    /// kernel, run on the same weights and input), or `fp64_oracle`.
+    pub reference: String,
+    /// Where the project states it, read from the project's own files: `path::Test (revision)`. Required:
+    /// a tolerance without a source is refused at the handshake.
+    pub source: String,
 }
 
 /// A subject's name and version.
@@ -429,7 +453,7 @@ pub struct TraceEvent {
 /// Any line of the protocol, in either direction: the root of the JSON Schema.
 #[derive(JsonSchema)]
 #[serde(untagged)]
-#[allow(dead_code)]
+#[allow(dead_code, clippy::large_enum_variant)] // a schema root only, never built
 enum ProtocolLine {
     /// devsim to the subject.
     ToSubject(ToSubject),

@@ -72,6 +72,10 @@ fn forward(max_abs_error: f64, within: bool) -> Observed {
             atol: 2e-3,
             within,
             shape: Some("64x512x128".into()),
+            dtype: None,
+            reference: None,
+            reference_max_abs_error: None,
+            tolerance_source: None,
         }),
         ..Observed::default()
     }
@@ -90,4 +94,45 @@ fn a_forward_outside_the_oracle_tolerance_fails_the_kernels_contract() {
     assert!(outside.actual.contains("5.1e-3") && outside.actual.contains("64x512x128"));
     // A subject that says `within` of a NaN is not believed.
     assert!(numerics(&forward(f64::NAN, true)).is_some());
+    assert!(
+        outside.expected.contains("the seed's rtol = 0.002")
+            && outside
+                .expected
+                .contains("the project states no tolerance for it"),
+        "{}",
+        outside.expected
+    );
+}
+
+#[test]
+fn a_forward_outside_the_projects_own_tolerance_names_both_errors_and_the_source() {
+    let mut observed = forward(5.11e-3, false);
+    if let Some(numerics) = observed.numerics.as_mut() {
+        (numerics.rtol, numerics.atol) = (0.15, 0.0068);
+        numerics.reference = Some("gptq_torch".into());
+        numerics.reference_max_abs_error = Some(7.5e-3);
+        numerics.tolerance_source =
+            Some("tests/kernels/test_gptq.py::TestKernelOutput.float16_cases".into());
+    }
+    let outside = numerics(&observed).expect("a mismatch");
+    assert!(
+        outside.expected.contains("of gptq_torch's output, the project's own tolerance (rtol = 0.15, atol = 0.0068; tests/kernels/test_gptq.py::TestKernelOutput.float16_cases)"),
+        "{}",
+        outside.expected
+    );
+    assert!(
+        outside.actual.starts_with(
+            "max |error| 7.5e-3 against gptq_torch, max |error| 5.11e-3 against the FP64 oracle"
+        ),
+        "{}",
+        outside.actual
+    );
+    if let Some(numerics) = observed.numerics.as_mut() {
+        numerics.reference_max_abs_error = Some(f64::INFINITY);
+        numerics.within = true;
+    }
+    assert!(
+        numerics(&observed).is_some(),
+        "an infinite error is never within"
+    );
 }

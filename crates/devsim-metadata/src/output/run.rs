@@ -189,22 +189,47 @@ pub struct ObservedOutput {
     pub decided_by: BTreeMap<String, crate::protocol::DecidedBy>,
 }
 
-/// A kernel's forward output compared with an independent FP64 dequantize-and-matmul oracle (the seed's
-/// check: `rtol = atol = 2e-3`).
+/// A kernel's forward output compared with an independent FP64 dequantize-and-matmul oracle and, where the
+/// project states a tolerance of its own, with the project's reference kernel (absent fields: the seed's
+/// check, `rtol = atol = 2e-3` against the oracle).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NumericsOutput {
-    /// The largest absolute difference between the kernel's output and the oracle's.
+    /// The largest absolute difference between the kernel's output and the FP64 oracle's.
     pub max_abs_error: f64,
     /// The relative tolerance applied.
     pub rtol: f64,
     /// The absolute tolerance applied.
     pub atol: f64,
-    /// Whether every element was within `atol + rtol * |oracle|`.
+    /// Whether every element was within `atol + rtol * |reference|` of what it was judged against: the
+    /// `reference` kernel's output where one is named, else the oracle's.
     pub within: bool,
     /// The problem shape, `MxKxN`, and the input dtype (`float16`), in the subject's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<String>,
+    /// The forward's dtype (`float16`); absent: `float16`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    /// The project's reference kernel the output was judged against (its devsim name); absent: the FP64
+    /// oracle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// The largest absolute difference between the kernel's output and the reference kernel's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_max_abs_error: Option<f64>,
+    /// Where the project states the tolerance applied; absent: it states none, and the seed's applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerance_source: Option<String>,
+}
+
+impl NumericsOutput {
+    /// The seed's tolerance, applied against the FP64 oracle where the project states none.
+    pub const SEED_TOLERANCE: f64 = 2e-3;
+
+    /// The forward's dtype, `float16` where the subject does not say.
+    pub fn dtype(&self) -> &str {
+        self.dtype.as_deref().unwrap_or("float16")
+    }
 }
 
 /// One trace entry; `call` and `gate` are the names trace rules use.

@@ -230,6 +230,9 @@ class Subject:
         # bits -> the GPTQ checkpoint a warmup loads (weights and saved state), packed once by the parent at load,
         # or why it could not be packed
         self._checkpoints: dict[int, tuple[Any, dict] | Exception] = {}
+        # per devsim kernel name and dtype, the tolerance GPTQModel's own kernel tests state (`tolerances`)
+        self.tolerances: dict[str, dict[str, Any]] = {}
+        self.tolerance_note = "GPTQModel's kernel tests were not read"
 
     # ------------------------------------------------------------------------------------------- loading
 
@@ -261,7 +264,7 @@ class Subject:
         self._missing = _MissingPackageFinder({pkg for pkg in required if importlib.util.find_spec(pkg) is None})
         sys.meta_path.insert(0, self._missing)
         import gptqmodel
-        import gptqmodel.utils.importer  # noqa: F401
+        import gptqmodel.utils.importer
         import torch
         from gptqmodel.version import __version__
 
@@ -296,6 +299,7 @@ class Subject:
         tables = load_toml("constants.toml")
         self._preload(tables.get("preload", []))
         self._pack_checkpoints()
+        self._read_tolerances(Path(gptqmodel.__file__).resolve().parent)
         # The seed-fix overlay (seedfix.py) replaces GPTQModel functions before any hook below wraps them, so the
         # subject observes the overlay exactly as it observes GPTQModel.
         # Imported here, before any child is forked: a module first imported in a child changes sys.modules,
@@ -552,14 +556,38 @@ class Subject:
         return answer
 
     def declaration(self, kernel: Kernel) -> dict:
-        """A v2 kernel declaration, read from the GPTQModel class itself (never typed here)."""
-        return {
+        """A v2 kernel declaration, read from the GPTQModel class itself (never typed here); its tolerances
+        from GPTQModel's own kernel tests (`tolerances`), where they state one."""
+        declaration = {
             "name": kernel.name,
             "families": declared_families(kernel.cls),
             "methods": self.declared_methods(kernel.cls),
             "bits": sorted(int(b) for b in (getattr(kernel.cls, "SUPPORTS_BITS", None) or [])),
             "source": f"{kernel.cls.__module__}:{kernel.cls.__qualname__}",
         }
+        stated = self.tolerances.get(kernel.name)
+        if stated:
+            declaration["tolerances"] = [
+                {"dtype": dtype, "rtol": t.rtol, "atol": t.atol, "reference": t.reference, "source": t.source}
+                for dtype, t in sorted(stated.items())
+            ]
+        return declaration
+
+    def _read_tolerances(self, package_dir: Path) -> None:
+        """The tolerances GPTQModel's kernel tests state, by devsim kernel name and dtype, each against the
+        reference kernel the tests compare with (mapped by class name). A kernel's comparison with itself
+        states nothing and is left out."""
+        from . import livewarmup, tolerances
+
+        stated, self.tolerance_note = tolerances.read(tolerances.tests_folder(package_dir))
+        by_class = {kernel.cls_name: name for name, kernel in self.kernels.items()}
+        for row in stated:
+            name, reference = by_class.get(row.cls_name), by_class.get(row.reference_cls)
+            if name is None or reference is None or name == reference:
+                continue
+            self.tolerances.setdefault(name, {})[row.dtype] = livewarmup.Tolerance(
+                row.rtol, row.atol, reference, row.source
+            )
 
     def declared_methods(self, cls: Any) -> list[str]:
         """devsim's method names for the class's SUPPORTS_METHODS (a contract-less wrapper: its QUANT_TYPE, when
@@ -1026,8 +1054,16 @@ class Subject:
                 weights, module = self._gptq_module(kernel)
         except livewarmup.Unbuildable as exc:
             raise StepUnsupported(str(exc)) from exc
-        forward = livewarmup.run(module, weights, target)
-        del module
+        tolerance = self.tolerances.get(kernel.name, {}).get("float16", livewarmup.SEED_TOLERANCE)
+        reference = None
+        if tolerance.reference is not None:
+            try:
+                with self.recorder.quiet():
+                    reference = self._gptq_module(self.kernels[tolerance.reference])[1]
+            except livewarmup.Unbuildable as exc:
+                raise StepUnsupported(f"the project's reference kernel {tolerance.reference}: {exc}") from exc
+        forward = livewarmup.run(module, weights, target, tolerance, reference, quiet=self.recorder.quiet)
+        del module, reference
         obs["ran_on"] = forward.ran_on
         obs["numerics"] = livewarmup.numerics(forward)
 

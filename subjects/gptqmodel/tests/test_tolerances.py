@@ -1,0 +1,117 @@
+"""A live forward is judged by the tolerance GPTQModel's own kernel tests state, read from the test file.
+
+The test file here is a stand-in written for these tests in the shape of GPTQModel's
+`tests/kernels/test_gptq.py` (a `BACKEND.X: Class` map, `float16_cases` rows, `torch.isclose(..., rtol=...)` in
+`_summarize_results`, the reference backend's forward feeding `reference_outputs`): each test removes or
+changes one piece and says what the subject then declares.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fakedevsim import Driver, s
+
+from devsim_subject_gptqmodel import tolerances
+
+STAND_IN = '''
+class TestKernelOutput(unittest.TestCase):
+    backend_classes = {
+        BACKEND.TORCH: TorchLinear,
+        BACKEND.TORCH_FUSED: TorchFusedLinear,
+        BACKEND.EXLLAMA_V2: ExllamaV2Linear,
+    }
+
+    @classmethod
+    def setUpClass(cls):
+        data.torch_kernel = cls.forward(cls, backend=BACKEND.TORCH, dtype=dtype)
+
+    def _summarize_results(self, reference_outputs, actual_outputs, atol):
+        is_close_tensor = torch.isclose(reference_fp32, actual_fp32, rtol=0.15, atol=atol)
+
+    float16_cases = [
+        (BACKEND.TORCH, torch.float16, 0.0000),
+        (BACKEND.TORCH_FUSED, torch.float16, ATOL_FUSED),
+        (BACKEND.EXLLAMA_V2, torch.float16, 0.0068),
+    ]
+    bfloat16_cases = [
+        (BACKEND.EXLLAMA_V2, torch.bfloat16, 0.0080),
+    ]
+
+    def test_kernel_float16(self, backend, dtype, a_tolerance):
+        self._summarize_results(reference_outputs=data.torch_kernel.outputs, actual_outputs=out.outputs, atol=a_tolerance)
+'''
+
+CPU_HOST = {"torch": "cpu", "gpus": [], "foreign_gpus": [], "env": {}, "visible": [], "current": 0}
+
+
+def write_tests(root: Path, text: str) -> Path:
+    (root / "kernels").mkdir(parents=True)
+    (root / "kernels" / "test_gptq.py").write_text(text)
+    return root
+
+
+def test_the_tolerance_table_is_read_with_its_rtol_reference_and_line(tmp_path):
+    stated, note = tolerances.read(write_tests(tmp_path, STAND_IN.replace("ATOL_FUSED", "0.0010")))
+    assert "tolerances read from" in note
+    rows = {(row.cls_name, row.dtype): row for row in stated}
+    exllama = rows[("ExllamaV2Linear", "float16")]
+    assert (exllama.rtol, exllama.atol, exllama.reference_cls) == (0.15, 0.0068, "TorchLinear")
+    line = 1 + STAND_IN.splitlines().index("        (BACKEND.EXLLAMA_V2, torch.float16, 0.0068),")
+    assert exllama.source.startswith(f"tests/kernels/test_gptq.py::TestKernelOutput.float16_cases (line {line};")
+    assert rows[("ExllamaV2Linear", "bfloat16")].atol == 0.0080
+
+
+@pytest.mark.parametrize(
+    ("change", "note"),
+    [
+        # no rtol where the comparison is made: no tolerance can be read, the seed's applies
+        (("rtol=0.15, ", ""), "states no per-backend tolerance table"),
+        # the reference backend is not in the class map
+        (("BACKEND.TORCH: TorchLinear,", ""), "states no per-backend tolerance table"),
+        # what feeds reference_outputs cannot be found
+        (("reference_outputs=", "expected="), "states no per-backend tolerance table"),
+        (("class TestKernelOutput", "class TestKernelOutput("), "were not read"),  # a syntax error
+    ],
+)
+def test_a_table_missing_a_piece_states_nothing_and_says_so(tmp_path, change, note):
+    text = STAND_IN.replace("ATOL_FUSED", "0.0010").replace(*change)
+    stated, said = tolerances.read(write_tests(tmp_path, text))
+    assert stated == [] and note in said and "the seed's tolerance applies" in said
+
+
+def test_no_tests_folder_states_nothing(tmp_path):
+    stated, note = tolerances.read(tmp_path / "absent")
+    assert stated == [] and "were not read" in note
+
+
+def driver_with_tests(env: dict[str, str], tests: Path) -> Driver:
+    driver = Driver({**env, "DEVSIM_GPTQMODEL_TESTS": str(tests)})
+    driver.hello(protocol=2, live=True)
+    return driver
+
+
+@pytest.mark.parametrize(("atol", "within"), [("0.0068", True), ("0.0", False)])
+def test_a_live_forward_is_judged_against_the_projects_reference_at_its_tolerance(tmp_path, env, atol, within):
+    # TorchFusedLinear runs on this machine's CPU; its stated tolerance is against TorchLinear's forward.
+    # With an atol of 0 and an rtol of 0 the two kernels' float16 outputs must agree exactly, which they do not:
+    # the same check can fail.
+    text = STAND_IN.replace("ATOL_FUSED", atol)
+    if atol == "0.0":
+        text = text.replace("rtol=0.15", "rtol=0.0")
+    driver = driver_with_tests(env, write_tests(tmp_path, text))
+    try:
+        declared = {k["name"]: k for k in driver.handshake["kernels"]}
+        assert "tolerances" not in declared["gptq_torch"], "a reference is not compared with itself"
+        (fused,) = declared["gptq_torch_fused"]["tolerances"]
+        assert fused["reference"] == "gptq_torch" and fused["atol"] == float(atol)
+        answer = driver.step(CPU_HOST, {"action": "warmup", "kernel": "gptq_torch_fused", "device": s("cpu")})
+        if answer["type"] == "unsupported":
+            pytest.skip(f"TorchFusedLinear cannot run on this CPU: {answer['reason']}")
+        numerics = answer["numerics"]
+        assert numerics["reference"] == "gptq_torch" and numerics["tolerance_source"] == fused["source"]
+        assert numerics["reference_max_abs_error"] is not None and numerics["max_abs_error"] > 0
+        assert numerics["within"] is within, numerics
+    finally:
+        assert driver.close() == 0, driver.stderr_text()[-4000:]
