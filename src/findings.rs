@@ -344,9 +344,10 @@ pub fn findings<'a>(
 }
 
 /// What the findings of a run's failures are, for a terminal: a heading, then each distinct finding with
+/// its mark (`marks[n]` for `findings[n]`: confirmed on a real GPU or simulated, [`crate::live_record`]) and
 /// the first scenarios that show it; nothing when no scenario failed. User text goes through
 /// [`crate::shown::field`].
-pub fn human(failed: usize, findings: &[Finding]) -> String {
+pub fn human(failed: usize, findings: &[Finding], marks: &[crate::live_record::Mark]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     if failed == 0 {
@@ -365,11 +366,16 @@ pub fn human(failed: usize, findings: &[Finding]) -> String {
             ),
             None => (finding.signature.to_string(), "\n    location unknown"),
         };
+        let mark = marks.get(n).map_or_else(
+            || crate::live_record::Mark::Simulated.human(),
+            |m| m.human(),
+        );
         let _ = writeln!(
             out,
-            "  finding {}: {}{unknown}\n    shown by {} scenario(s): {}",
+            "  finding {}: {} — {}{unknown}\n    shown by {} scenario(s): {}",
             n + 1,
             crate::shown::field(&heading),
+            crate::shown::field(&mark),
             finding.scenarios.len(),
             first_names(&finding.scenarios, 5)
         );

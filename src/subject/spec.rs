@@ -35,6 +35,9 @@ pub struct SubjectSpec {
     /// The project's source tree to judge (`source`, or `--subject-src`), absolute: the subject gets it as
     /// `DEVSIM_SUBJECT_SRC`, first on its `PYTHONPATH`.
     pub source: Option<PathBuf>,
+    /// The live record a simulated run marks its findings with (`live_record`, relative to the subject file;
+    /// `--live-record` wins), `crate::live_record`.
+    pub live_record: Option<PathBuf>,
 }
 
 /// The variable that tells a subject which source tree of its project to judge.
@@ -54,6 +57,8 @@ struct SubjectFile {
     max_jobs: Option<NonZeroUsize>,
     #[serde(default)]
     source: Option<PathBuf>,
+    #[serde(default)]
+    live_record: Option<PathBuf>,
 }
 
 /// `path` made absolute against devsim's working folder, without resolving links.
@@ -86,6 +91,7 @@ impl SubjectSpec {
             start_timeout: DEFAULT_START_TIMEOUT,
             max_jobs: None,
             source: None,
+            live_record: None,
         })
     }
 
@@ -138,7 +144,7 @@ impl SubjectSpec {
         env
     }
 
-    /// Loads a subject file; `cwd` and `source` are relative to the file's folder, which is also the
+    /// Loads a subject file; `cwd`, `source` and `live_record` are relative to the file's folder, which is also the
     /// default `cwd`.
     pub fn load(path: &Path) -> Result<Self, SubjectError> {
         let text = crate::scenario::load::corpus::read_in_folder(path).map_err(|error| {
@@ -186,6 +192,7 @@ impl SubjectSpec {
                 .source
                 .map(|source| absolute(&folder.join(source)))
                 .transpose()?,
+            live_record: file.live_record.map(|record| folder.join(record)),
         })
     }
 
