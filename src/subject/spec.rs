@@ -233,16 +233,18 @@ mod tests {
     }
 
     #[test]
-    fn a_subject_file_resolves_cwd_beside_itself_and_reports_a_bad_key_with_its_line() {
+    fn a_subject_file_resolves_cwd_and_live_record_beside_itself_and_reports_a_bad_key_with_its_line()
+     {
         let dir = tempfile::tempdir().expect("scratch");
         let good = dir.path().join("good.toml");
         std::fs::write(
             &good,
-            "name = \"x\"\ncommand = [\"python3\", \"-m\", \"x\"]\ncwd = \"sub\"\nenv = { A = \"1\" }\nstep_timeout_s = 2\n",
+            "name = \"x\"\ncommand = [\"python3\", \"-m\", \"x\"]\ncwd = \"sub\"\nenv = { A = \"1\" }\nstep_timeout_s = 2\nlive_record = \"x/live.toml\"\n",
         )
         .expect("write");
         let spec = SubjectSpec::load(&good).expect("loads");
         assert_eq!(spec.cwd, Some(dir.path().join("sub")));
+        assert_eq!(spec.live_record, Some(dir.path().join("x/live.toml")));
         assert_eq!(spec.step_timeout, Duration::from_secs(2));
         assert_eq!(spec.start_timeout, DEFAULT_START_TIMEOUT);
         assert_eq!(spec.env.get("A").map(String::as_str), Some("1"));
