@@ -111,6 +111,58 @@ impl Finding {
     }
 }
 
+/// Where a finding stands against a live run (`crate::live_record`): confirmed on a real GPU, or simulated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mark {
+    /// A scenario of the finding failed live with the same signature.
+    Confirmed {
+        /// The record's devices.
+        devices: Vec<String>,
+        /// The record's date.
+        date: String,
+        /// The record was written through a fake driver.
+        fake_driver: bool,
+    },
+    /// No live run showed it.
+    Simulated,
+}
+
+impl Mark {
+    /// For people: `confirmed on a real GPU (NVIDIA H100 80GB HBM3, 2026-12-06)` or `simulated (no live run
+    /// showed it)`.
+    pub fn human(&self) -> String {
+        match self {
+            Mark::Simulated => "simulated (no live run showed it)".into(),
+            Mark::Confirmed {
+                devices,
+                date,
+                fake_driver: true,
+            } => format!(
+                "confirmed live through devsim's FAKE DRIVER, not a real GPU ({}, {date})",
+                devices_or_cpu(devices)
+            ),
+            Mark::Confirmed { devices, date, .. } if devices.is_empty() => {
+                format!("confirmed live on a machine without GPUs ({date})")
+            }
+            Mark::Confirmed { devices, date, .. } => {
+                format!("confirmed on a real GPU ({}, {date})", devices.join(", "))
+            }
+        }
+    }
+
+    /// Whether a live run showed it.
+    pub fn is_confirmed(&self) -> bool {
+        matches!(self, Mark::Confirmed { .. })
+    }
+}
+
+fn devices_or_cpu(devices: &[String]) -> String {
+    match devices.is_empty() {
+        true => "no GPU".into(),
+        false => devices.join(", "),
+    }
+}
+
 /// The observed value with the subject's own message removed: `false (unsupported-arch: …)` →
 /// `false (unsupported-arch)`, `unsupported-family: …` → `unsupported-family`.
 fn without_wording(actual: &str) -> String {
@@ -347,7 +399,7 @@ pub fn findings<'a>(
 /// its mark (`marks[n]` for `findings[n]`: confirmed on a real GPU or simulated, [`crate::live_record`]) and
 /// the first scenarios that show it; nothing when no scenario failed. User text goes through
 /// [`crate::shown::field`].
-pub fn human(failed: usize, findings: &[Finding], marks: &[crate::live_record::Mark]) -> String {
+pub fn human(failed: usize, findings: &[Finding], marks: &[Mark]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     if failed == 0 {
@@ -366,10 +418,9 @@ pub fn human(failed: usize, findings: &[Finding], marks: &[crate::live_record::M
             ),
             None => (finding.signature.to_string(), "\n    location unknown"),
         };
-        let mark = marks.get(n).map_or_else(
-            || crate::live_record::Mark::Simulated.human(),
-            |m| m.human(),
-        );
+        let mark = marks
+            .get(n)
+            .map_or_else(|| Mark::Simulated.human(), |m| m.human());
         let _ = writeln!(
             out,
             "  finding {}: {} — {}{unknown}\n    shown by {} scenario(s): {}",

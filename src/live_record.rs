@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::findings::Finding;
+pub use crate::findings::Mark;
 use crate::runner::{ScenarioReport, Status};
 
 /// The record format this devsim writes and reads.
@@ -64,58 +65,6 @@ pub enum LiveStatus {
     Passed,
     /// At least one expectation failed on the device.
     Failed,
-}
-
-/// Where a finding stands against a live record.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Mark {
-    /// A scenario of the finding failed live with the same signature.
-    Confirmed {
-        /// The record's devices.
-        devices: Vec<String>,
-        /// The record's date.
-        date: String,
-        /// The record was written through a fake driver.
-        fake_driver: bool,
-    },
-    /// No live run showed it.
-    Simulated,
-}
-
-impl Mark {
-    /// For people: `confirmed on a real GPU (NVIDIA H100 80GB HBM3, 2026-12-06)` or `simulated (no live run
-    /// showed it)`.
-    pub fn human(&self) -> String {
-        match self {
-            Mark::Simulated => "simulated (no live run showed it)".into(),
-            Mark::Confirmed {
-                devices,
-                date,
-                fake_driver: true,
-            } => format!(
-                "confirmed live through devsim's FAKE DRIVER, not a real GPU ({}, {date})",
-                devices_or_cpu(devices)
-            ),
-            Mark::Confirmed { devices, date, .. } if devices.is_empty() => {
-                format!("confirmed live on a machine without GPUs ({date})")
-            }
-            Mark::Confirmed { devices, date, .. } => {
-                format!("confirmed on a real GPU ({}, {date})", devices.join(", "))
-            }
-        }
-    }
-
-    /// Whether a live run showed it.
-    pub fn is_confirmed(&self) -> bool {
-        matches!(self, Mark::Confirmed { .. })
-    }
-}
-
-fn devices_or_cpu(devices: &[String]) -> String {
-    match devices.is_empty() {
-        true => "no GPU".into(),
-        false => devices.join(", "),
-    }
 }
 
 /// The mark of each finding, in order: [`LiveRecord::mark`], or every one simulated without a record.
