@@ -111,6 +111,58 @@ impl Finding {
     }
 }
 
+/// Where a finding stands against a live run (`crate::live_record`): confirmed on a real GPU, or simulated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mark {
+    /// A scenario of the finding failed live with the same signature.
+    Confirmed {
+        /// The record's devices.
+        devices: Vec<String>,
+        /// The record's date.
+        date: String,
+        /// The record was written through a fake driver.
+        fake_driver: bool,
+    },
+    /// No live run showed it.
+    Simulated,
+}
+
+impl Mark {
+    /// For people: `confirmed on a real GPU (NVIDIA H100 80GB HBM3, 2026-12-06)` or `simulated (no live run
+    /// showed it)`.
+    pub fn human(&self) -> String {
+        match self {
+            Mark::Simulated => "simulated (no live run showed it)".into(),
+            Mark::Confirmed {
+                devices,
+                date,
+                fake_driver: true,
+            } => format!(
+                "confirmed live through devsim's FAKE DRIVER, not a real GPU ({}, {date})",
+                devices_or_cpu(devices)
+            ),
+            Mark::Confirmed { devices, date, .. } if devices.is_empty() => {
+                format!("confirmed live on a machine without GPUs ({date})")
+            }
+            Mark::Confirmed { devices, date, .. } => {
+                format!("confirmed on a real GPU ({}, {date})", devices.join(", "))
+            }
+        }
+    }
+
+    /// Whether a live run showed it.
+    pub fn is_confirmed(&self) -> bool {
+        matches!(self, Mark::Confirmed { .. })
+    }
+}
+
+fn devices_or_cpu(devices: &[String]) -> String {
+    match devices.is_empty() {
+        true => "no GPU".into(),
+        false => devices.join(", "),
+    }
+}
+
 /// The observed value with the subject's own message removed: `false (unsupported-arch: …)` →
 /// `false (unsupported-arch)`, `unsupported-family: …` → `unsupported-family`.
 fn without_wording(actual: &str) -> String {
@@ -344,9 +396,10 @@ pub fn findings<'a>(
 }
 
 /// What the findings of a run's failures are, for a terminal: a heading, then each distinct finding with
+/// its mark (`marks[n]` for `findings[n]`: confirmed on a real GPU or simulated, [`crate::live_record`]) and
 /// the first scenarios that show it; nothing when no scenario failed. User text goes through
 /// [`crate::shown::field`].
-pub fn human(failed: usize, findings: &[Finding]) -> String {
+pub fn human(failed: usize, findings: &[Finding], marks: &[Mark]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     if failed == 0 {
@@ -365,11 +418,15 @@ pub fn human(failed: usize, findings: &[Finding]) -> String {
             ),
             None => (finding.signature.to_string(), "\n    location unknown"),
         };
+        let mark = marks
+            .get(n)
+            .map_or_else(|| Mark::Simulated.human(), |m| m.human());
         let _ = writeln!(
             out,
-            "  finding {}: {}{unknown}\n    shown by {} scenario(s): {}",
+            "  finding {}: {} — {}{unknown}\n    shown by {} scenario(s): {}",
             n + 1,
             crate::shown::field(&heading),
+            crate::shown::field(&mark),
             finding.scenarios.len(),
             first_names(&finding.scenarios, 5)
         );

@@ -85,6 +85,7 @@ pub mod findings;
 pub mod harness;
 pub mod host;
 pub mod kernel;
+pub mod live_record;
 pub mod pool;
 pub mod replay;
 pub mod report;

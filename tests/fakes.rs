@@ -1242,6 +1242,87 @@ fn live_subject_without_live_in_its_handshake_is_refused() {
     );
 }
 
+/// A warmup on GPU 1 expected on GPU 0: it fails wherever it runs, simulated or live.
+const FLIPPED_WARMUP: &str = r#"format = 1
+description = "a warmup on GPU 1 from a GPU-0 context, expected on GPU 0"
+
+[host]
+profile = "h200x2"
+
+[[step]]
+action = "warmup"
+kernel = "gptq_marlin"
+device = "cuda:1"
+
+[step.expect]
+ran_on = 0
+"#;
+
+/// `devsim run --live --write-live-record` through the CUDA fake, then a simulated run given that record: the
+/// finding of the scenario that failed live is confirmed (through the fake, which the mark names), the one of
+/// the scenario the fake machine could not run (a HIP host) stays simulated.
+fn a_live_record_confirms_what_failed_live_and_nothing_else() {
+    let scratch = tempfile::tempdir().expect("a scratch folder");
+    let root = scratch.path().join("scenarios");
+    std::fs::create_dir_all(&root).expect("dir");
+    std::fs::write(root.join("cuda.toml"), FLIPPED_WARMUP).expect("write");
+    let on_hip = FLIPPED_WARMUP
+        .replace("h200x2", "r9700x2")
+        .replace("gptq_marlin", "gptq_torch");
+    std::fs::write(root.join("hip.toml"), on_hip).expect("write");
+    let record = scratch.path().join("live.toml");
+    let (root, record) = (
+        root.to_str().expect("a UTF-8 path"),
+        record.to_str().expect("a UTF-8 path"),
+    );
+    let date = [("DEVSIM_LIVE_RECORD_DATE", "2026-12-06")];
+    let host = profile_path("h200x2");
+    let live = devsim(
+        Fake::Cuda,
+        &host,
+        &date,
+        &["run", "--live", "--write-live-record", record, root],
+    );
+    assert_eq!(live.status.code(), Some(1), "{}", text(&live.stderr));
+    let simulated = devsim(
+        Fake::Cuda,
+        &host,
+        &[],
+        &["run", "--format", "json", "--live-record", record, root],
+    );
+    let (value, _) = reports(&simulated);
+    let marks: BTreeMap<String, Value> = value["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (
+                f["scenarios"][0].as_str().unwrap_or_default().to_string(),
+                f["live"].clone(),
+            )
+        })
+        .collect();
+    let h200 = load_profile(&host).expect("the profile").gpus[0]
+        .name
+        .clone();
+    let expected = BTreeMap::from([
+        (
+            "cuda.toml".to_string(),
+            serde_json::json!({
+                "status": "confirmed",
+                "devices": [h200],
+                "date": "2026-12-06",
+                "fake_driver": true
+            }),
+        ),
+        (
+            "hip.toml".to_string(),
+            serde_json::json!({ "status": "simulated" }),
+        ),
+    ]);
+    assert_eq!(marks, expected, "{value:#}");
+}
+
 /// A trial whose body panics on failure; the panic message is the failure.
 fn trial(name: impl Into<String>, body: impl FnOnce() + Send + 'static) -> Trial {
     Trial::test(name, move || {
@@ -1282,7 +1363,11 @@ fn main() {
         .into_iter()
         .map(|(profile, fake)| trial(format!("replay::{profile}"), move || replay(fake, &profile)))
         .collect();
-    let others: [(&str, fn()); 16] = [
+    let others: [(&str, fn()); 17] = [
+        (
+            "a_live_record_confirms_what_failed_live_and_nothing_else",
+            a_live_record_confirms_what_failed_live_and_nothing_else,
+        ),
         (
             "live_subject::runs_what_the_fake_machine_satisfies_and_skips_the_rest",
             live_subject_runs_what_the_fake_machine_satisfies_and_skips_the_rest,

@@ -331,6 +331,14 @@ pub(super) struct RunArgs {
     /// Write each scenario's outcome to this baseline file.
     #[arg(long, value_name = "FILE")]
     pub(super) write_baseline: Option<PathBuf>,
+    /// With --live: write what ran live (device, date, subject, each scenario's outcome and findings) to
+    /// this live record file (docs/live-record.md; the date is DEVSIM_LIVE_RECORD_DATE when set).
+    #[arg(long, value_name = "FILE", requires = "live")]
+    pub(super) write_live_record: Option<PathBuf>,
+    /// Mark each finding confirmed on a real GPU when this live record shows one of its scenarios failed
+    /// live with the same signature, simulated otherwise (default: the subject file's `live_record`).
+    #[arg(long, value_name = "FILE", conflicts_with = "live")]
+    pub(super) live_record: Option<PathBuf>,
     /// Write what each failing step observed into its scenario's expectations, as a pending copy
     /// (`<file>.toml.pending`) for `devsim review`. The catalog's observations only: a subject's are
     /// findings, not expectations.

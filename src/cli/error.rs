@@ -147,6 +147,9 @@ pub enum CliError {
     /// A baseline file could not be read or written.
     #[error(transparent)]
     Baseline(#[from] BaselineError),
+    /// A live record could not be read, written or used (`crate::live_record`).
+    #[error(transparent)]
+    LiveRecord(#[from] crate::live_record::LiveRecordError),
     /// Outcomes differ from the baseline.
     #[error("match baseline {path}: {count} scenario(s) changed outcome")]
     BaselineDiffers {
@@ -234,6 +237,7 @@ impl CliError {
             | Self::Io(_)
             | Self::Subject(_)
             | Self::Baseline(_)
+            | Self::LiveRecord(_)
             | Self::EmptySelection { .. }
             | Self::BaselineSubject { .. }
             | Self::Json(_)

@@ -1,7 +1,8 @@
 //! `devsim run --format junit`: one test case per scenario (classname: its topic folder), skips as
 //! `<skipped message=…>`, failures with the human diff, files that failed to load as failures. The suite's
 //! `<properties>` say what was judged where (subject, mode, machine, driver); a live run through one of devsim's
-//! fake drivers says so in the suite's name and in every case's output.
+//! fake drivers says so in the suite's name and in every case's output. A failure's message ends with whether
+//! a live run showed it (confirmed on a real GPU, or simulated; `crate::live_record`).
 
 use std::time::Duration;
 
@@ -21,6 +22,9 @@ pub struct RunInfo<'a> {
     pub machine: Option<&'a str>,
     /// Live through one of devsim's fake drivers.
     pub fake_driver: bool,
+    /// Each failed scenario → whether a live run showed what it shows (`crate::live_record::Mark::human`:
+    /// confirmed when one of its findings was, else simulated); it follows the failure's message.
+    pub marks: std::collections::BTreeMap<String, String>,
 }
 
 /// What every case of a run through a fake driver carries.
@@ -63,7 +67,12 @@ pub fn render(
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
                 // The message is what failed, with its level; the description and the full diff follow.
                 let outcome = crate::baseline::outcome(scenario);
-                status.set_message(xml(outcome.strip_prefix("failed: ").unwrap_or(&outcome)));
+                let what = outcome.strip_prefix("failed: ").unwrap_or(&outcome);
+                let message = match run.marks.get(&scenario.name) {
+                    Some(mark) => format!("{what} — {mark}"),
+                    None => what.to_string(),
+                };
+                status.set_message(xml(&message));
                 status.set_type("scenario-failure");
                 status.set_description(xml_text(&report::human(scenario)));
                 status

@@ -100,9 +100,32 @@ fn mismatch(m: &Mismatch) -> MismatchOutput {
     }
 }
 
-/// One distinct finding.
-pub fn finding(finding: &crate::findings::Finding) -> crate::output::FindingOutput {
+/// One distinct finding, with whether a live run showed it.
+pub fn finding(
+    finding: &crate::findings::Finding,
+    mark: &crate::live_record::Mark,
+) -> crate::output::FindingOutput {
+    use crate::live_record::Mark;
+    use crate::output::{LiveMarkOutput, LiveStatusOutput};
     let s = &finding.signature;
+    let live = match mark {
+        Mark::Simulated => LiveMarkOutput {
+            status: LiveStatusOutput::Simulated,
+            devices: Vec::new(),
+            date: None,
+            fake_driver: false,
+        },
+        Mark::Confirmed {
+            devices,
+            date,
+            fake_driver,
+        } => LiveMarkOutput {
+            status: LiveStatusOutput::Confirmed,
+            devices: devices.clone(),
+            date: Some(date.clone()),
+            fake_driver: *fake_driver,
+        },
+    };
     crate::output::FindingOutput {
         check: s.check.clone(),
         action: s.action.clone(),
@@ -114,6 +137,7 @@ pub fn finding(finding: &crate::findings::Finding) -> crate::output::FindingOutp
         actual: s.actual.clone(),
         decided_by: finding.decided_by(),
         scenarios: finding.scenarios.clone(),
+        live: Some(live),
     }
 }
 

@@ -7,6 +7,7 @@ use super::select::{contained, contained_subject, load_selected, print_load_erro
 use super::{CliError, color, junit, output, review};
 use crate::baseline::Baseline;
 use crate::kernel::Catalog;
+use crate::live_record::LiveRecord;
 use crate::output::{Mode, RunOutput, SubjectOutput};
 use crate::replay::LiveContext;
 use crate::report;
@@ -24,6 +25,10 @@ pub(super) struct Judged {
     pub(super) driver_failing: Option<String>,
     /// The live driver is one of devsim's fakes.
     pub(super) fake_driver: bool,
+    /// Live: the GPU name of each visible GPU, in ordinal order.
+    pub(super) live_devices: Vec<String>,
+    /// The subject file's `live_record`, if any.
+    pub(super) live_record: Option<std::path::PathBuf>,
 }
 
 /// The subject `devsim run` judges: the given process, or the binary's own catalog (live or simulated).
@@ -45,6 +50,8 @@ pub(super) fn subject_for(
                 live_description: None,
                 driver_failing: None,
                 fake_driver: false,
+                live_devices: Vec::new(),
+                live_record: spec.live_record.clone(),
             });
         }
         // The subject runs the scenarios itself, on the real torch: one process, no workers of devsim's.
@@ -54,6 +61,7 @@ pub(super) fn subject_for(
             .driver_failing()
             .then(|| context.unavailable.join("; "));
         let description = context.describe();
+        let live_devices = gpu_names(&context);
         let subject = ProcessSubject::start_live(spec, context)?;
         let live_description = Some(format!(
             "{description} (subject {} runs them on the real torch)",
@@ -67,15 +75,19 @@ pub(super) fn subject_for(
             live_description,
             driver_failing,
             fake_driver,
+            live_devices,
+            live_record: None,
         });
     }
     let mut subject = catalog_subject(catalog);
     let mut live_description = None;
     let mut driver_failing = None;
     let mut fake_driver = false;
+    let mut live_devices = Vec::new();
     if args.live {
         let context = LiveContext::detect(std::env::current_exe().ok());
         fake_driver = context.machine.fake;
+        live_devices = gpu_names(&context);
         live_description = Some(context.describe());
         driver_failing = context
             .driver_failing()
@@ -87,7 +99,19 @@ pub(super) fn subject_for(
         live_description,
         driver_failing,
         fake_driver,
+        live_devices,
+        live_record: None,
     })
+}
+
+/// The name of each GPU the live machine shows, in ordinal order.
+fn gpu_names(context: &LiveContext) -> Vec<String> {
+    context
+        .machine
+        .gpus
+        .iter()
+        .map(|gpu| gpu.name.clone())
+        .collect()
 }
 
 /// The binary's own catalog as a subject, under the catalog's own name.
@@ -110,6 +134,17 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     if let Some(path) = &args.write_baseline {
         contained("--write-baseline", path)?;
     }
+    if let Some(path) = &args.live_record {
+        contained("--live-record", path)?;
+    }
+    if let Some(path) = &args.write_live_record {
+        contained("--write-live-record", path)?;
+    }
+    // The date a live record is written with, read first: a wrong override fails before anything runs.
+    let today = match args.live {
+        true => Some(crate::live_record::today()?),
+        false => None,
+    };
     let baseline = args.baseline.as_deref().map(Baseline::read).transpose()?;
     // A process subject's kernels are named by devsim's reference catalog.
     let (scenarios, errors) = if args.subject.is_some() {
@@ -131,7 +166,16 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         live_description,
         driver_failing,
         fake_driver,
+        live_devices,
+        live_record,
     } = subject_for(catalog, &args, &scenarios)?;
+    // The live record a simulated run marks its findings with: the flag's, else the subject file's.
+    let record = match args.live_record.as_ref().or(live_record.as_ref()) {
+        Some(path) if !args.live => {
+            Some(LiveRecord::read(path)?.for_subject(path, subject.name())?)
+        }
+        _ => None,
+    };
     if human {
         say!("subject: {}", field(subject.describe()));
         if let Some(line) = &live_description {
@@ -148,6 +192,28 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     let plain = suite.plain_reports();
     let failed = suite.failed();
     let (summary, findings, reports) = (&suite.summary, &suite.findings, &suite.reports);
+    // A live run's findings are confirmed by its own record: they failed on this machine.
+    let record = match today {
+        Some(date) => {
+            let own = LiveRecord {
+                fake_driver,
+                ..LiveRecord::of(
+                    subject.name(),
+                    subject.version(),
+                    live_devices,
+                    date,
+                    &plain,
+                    findings,
+                )
+            };
+            if let Some(path) = &args.write_live_record {
+                own.write(path)?;
+            }
+            Some(own)
+        }
+        None => record,
+    };
+    let marks = crate::live_record::marks(findings, record.as_ref());
     let differences = match (&args.baseline, &baseline) {
         (Some(path), Some(baseline)) => Some(
             suite
@@ -179,7 +245,10 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
             if let Some(path) = &args.write_baseline {
                 say!("baseline written to {}", field(path.display()));
             }
-            let findings = crate::findings::human(failed, findings);
+            if let Some(path) = &args.write_live_record {
+                say!("live record written to {}", field(path.display()));
+            }
+            let findings = crate::findings::human(failed, findings, &marks);
             if !findings.is_empty() {
                 say!("{}", findings.trim_end());
             }
@@ -209,7 +278,11 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
                     .collect(),
                 load_errors: errors.iter().map(output::load_error).collect(),
                 summary: output::summary(summary, errors.len()),
-                findings: findings.iter().map(output::finding).collect(),
+                findings: findings
+                    .iter()
+                    .zip(&marks)
+                    .map(|(finding, mark)| output::finding(finding, mark))
+                    .collect(),
             };
             document!("{}", serde_json::to_string_pretty(&document)?);
         }
@@ -219,6 +292,7 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
                 mode: if args.live { "live" } else { "simulated" },
                 machine: live_description.as_deref(),
                 fake_driver,
+                marks: scenario_marks(findings, &marks),
             };
             document!("{}", junit::render(reports, &errors, &run)?.trim_end());
         }
@@ -248,6 +322,22 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         Verdict::Errored { count } => Err(CliError::Errored { count }),
         Verdict::Failed { count } => Err(CliError::Failed { failed: count }),
     }
+}
+
+/// Each scenario that shows a finding → its mark for people: confirmed when any of its findings is.
+fn scenario_marks(
+    findings: &[crate::findings::Finding],
+    marks: &[crate::live_record::Mark],
+) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for (finding, mark) in findings.iter().zip(marks) {
+        for scenario in &finding.scenarios {
+            if mark.is_confirmed() || !out.contains_key(scenario) {
+                out.insert(scenario.clone(), mark.human());
+            }
+        }
+    }
+    out
 }
 
 /// What `devsim run` shows while the suite runs: the progress bar, and each report (failures always,

@@ -1,7 +1,8 @@
 //! `devsim bench --subject A [--subject B …]`: the corpus through the reference catalog and each subject, side
 //! by side. The first table times them (per-step median, the corpus without and with start-up, start-up
 //! alone, and each against the reference). The second is a conformance table: each subject's outcomes and its
-//! distinct findings, with the findings counted by the rule or level they break.
+//! distinct findings, with the findings counted by the rule or level they break, and how many of them the
+//! subject file's live record (`live_record`) confirms on a real GPU (`-`: no record; the rest are simulated).
 
 use crate::shown::field;
 use std::collections::BTreeMap;
@@ -13,6 +14,7 @@ use crate::cli::CliError;
 use crate::cli::bench::ms;
 use crate::findings::findings;
 use crate::kernel::Catalog;
+use crate::live_record::LiveRecord;
 use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;
 use crate::subject::{CatalogSubject, Lanes, Subject, SubjectSpec, useful_lanes};
@@ -32,9 +34,17 @@ struct Figures {
     /// Distinct findings by the check they break (`policy:<rule>`, `contract`, `reference`, `breakdown`).
     findings: BTreeMap<String, usize>,
     distinct: usize,
+    /// How many distinct findings its live record confirms; `None`: it has no live record.
+    confirmed: Option<usize>,
 }
 
-fn measure(subject: &mut dyn Subject, start: f64, scenarios: &[Scenario], rounds: u32) -> Figures {
+fn measure(
+    subject: &mut dyn Subject,
+    start: f64,
+    scenarios: &[Scenario],
+    rounds: u32,
+    record: Option<&LiveRecord>,
+) -> Figures {
     let mut best_corpus = f64::MAX;
     let mut step_times = Vec::new();
     let mut last: Vec<ScenarioReport> = Vec::new();
@@ -65,6 +75,12 @@ fn measure(subject: &mut dyn Subject, start: f64, scenarios: &[Scenario], rounds
         summary: Summary::of(&last, 0),
         findings: by_check,
         distinct: found.len(),
+        confirmed: record.map(|record| {
+            crate::live_record::marks(&found, Some(record))
+                .iter()
+                .filter(|mark| mark.is_confirmed())
+                .count()
+        }),
     }
 }
 
@@ -104,11 +120,28 @@ pub fn run_subjects(
     let started = Instant::now();
     let mut reference = CatalogSubject::reference();
     let reference_start = started.elapsed().as_secs_f64();
-    let mut all = vec![measure(&mut reference, reference_start, &scenarios, rounds)];
+    let mut all = vec![measure(
+        &mut reference,
+        reference_start,
+        &scenarios,
+        rounds,
+        None,
+    )];
     for spec in specs {
         let mut lanes = Lanes::start(&spec, useful_lanes(&scenarios, jobs))?;
+        // A subject file's `live_record` marks its findings confirmed on a real GPU or simulated.
+        let record = match &spec.live_record {
+            Some(path) => Some(LiveRecord::read(path)?.for_subject(path, lanes.name())?),
+            None => None,
+        };
         let start = lanes.start_time().as_secs_f64();
-        all.push(measure(&mut lanes, start, &scenarios, rounds));
+        all.push(measure(
+            &mut lanes,
+            start,
+            &scenarios,
+            rounds,
+            record.as_ref(),
+        ));
     }
     say!(
         "bench: {} scenarios ({} failed to load), best of {} round(s)",
@@ -190,6 +223,14 @@ pub fn run_subjects(
         row(
             "distinct findings",
             all.iter().map(|f| f.distinct.to_string())
+        )
+    );
+    say!(
+        "{}",
+        row(
+            "  confirmed on a real GPU",
+            all.iter()
+                .map(|f| f.confirmed.map_or("-".into(), |n| n.to_string()))
         )
     );
     let checks: std::collections::BTreeSet<&String> =

@@ -35,6 +35,9 @@ pub struct SubjectSpec {
     /// The project's source tree to judge (`source`, or `--subject-src`), absolute: the subject gets it as
     /// `DEVSIM_SUBJECT_SRC`, first on its `PYTHONPATH`.
     pub source: Option<PathBuf>,
+    /// The live record a simulated run marks its findings with (`live_record`, relative to the subject file;
+    /// `--live-record` wins), `crate::live_record`.
+    pub live_record: Option<PathBuf>,
 }
 
 /// The variable that tells a subject which source tree of its project to judge.
@@ -54,6 +57,8 @@ struct SubjectFile {
     max_jobs: Option<NonZeroUsize>,
     #[serde(default)]
     source: Option<PathBuf>,
+    #[serde(default)]
+    live_record: Option<PathBuf>,
 }
 
 /// `path` made absolute against devsim's working folder, without resolving links.
@@ -86,6 +91,7 @@ impl SubjectSpec {
             start_timeout: DEFAULT_START_TIMEOUT,
             max_jobs: None,
             source: None,
+            live_record: None,
         })
     }
 
@@ -138,7 +144,7 @@ impl SubjectSpec {
         env
     }
 
-    /// Loads a subject file; `cwd` and `source` are relative to the file's folder, which is also the
+    /// Loads a subject file; `cwd`, `source` and `live_record` are relative to the file's folder, which is also the
     /// default `cwd`.
     pub fn load(path: &Path) -> Result<Self, SubjectError> {
         let text = crate::scenario::load::corpus::read_in_folder(path).map_err(|error| {
@@ -186,6 +192,7 @@ impl SubjectSpec {
                 .source
                 .map(|source| absolute(&folder.join(source)))
                 .transpose()?,
+            live_record: file.live_record.map(|record| folder.join(record)),
         })
     }
 
@@ -226,16 +233,18 @@ mod tests {
     }
 
     #[test]
-    fn a_subject_file_resolves_cwd_beside_itself_and_reports_a_bad_key_with_its_line() {
+    fn a_subject_file_resolves_cwd_and_live_record_beside_itself_and_reports_a_bad_key_with_its_line()
+     {
         let dir = tempfile::tempdir().expect("scratch");
         let good = dir.path().join("good.toml");
         std::fs::write(
             &good,
-            "name = \"x\"\ncommand = [\"python3\", \"-m\", \"x\"]\ncwd = \"sub\"\nenv = { A = \"1\" }\nstep_timeout_s = 2\n",
+            "name = \"x\"\ncommand = [\"python3\", \"-m\", \"x\"]\ncwd = \"sub\"\nenv = { A = \"1\" }\nstep_timeout_s = 2\nlive_record = \"x/live.toml\"\n",
         )
         .expect("write");
         let spec = SubjectSpec::load(&good).expect("loads");
         assert_eq!(spec.cwd, Some(dir.path().join("sub")));
+        assert_eq!(spec.live_record, Some(dir.path().join("x/live.toml")));
         assert_eq!(spec.step_timeout, Duration::from_secs(2));
         assert_eq!(spec.start_timeout, DEFAULT_START_TIMEOUT);
         assert_eq!(spec.env.get("A").map(String::as_str), Some("1"));

@@ -545,3 +545,158 @@ fn colour_is_asked_for_and_never_reaches_a_pipe_by_default() {
     ]));
     assert!(!json.contains('\u{1b}'), "JSON is never styled");
 }
+
+/// The flipped scenario judged with each live record of `tests/fixtures/live-records/`.
+fn flipped_with_record(record: &str, format: &str) -> (TempDir, Output) {
+    let root = scratch(
+        "flipped",
+        &WARMUP_ON_GPU1.replace("ran_on = 1", "ran_on = 0"),
+    );
+    let path = format!(
+        "{}/tests/fixtures/live-records/{record}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let output = devsim_in(
+        &root,
+        &["run", "--format", format, "--live-record", &path, "."],
+    );
+    (root, output)
+}
+
+#[test]
+fn a_live_record_marks_a_finding_confirmed_only_where_it_failed_live_with_the_same_signature() {
+    // (the record, the mark of the one finding in JSON, the human heading's mark).
+    let cases = [
+        (
+            "confirms.toml",
+            serde_json::json!({
+                "status": "confirmed",
+                "devices": ["NVIDIA H100 80GB HBM3"],
+                "date": "2026-12-06"
+            }),
+            "— confirmed on a real GPU (NVIDIA H100 80GB HBM3, 2026-12-06)",
+        ),
+        (
+            "another_signature.toml",
+            serde_json::json!({ "status": "simulated" }),
+            "— simulated (no live run showed it)",
+        ),
+        (
+            "passed_live.toml",
+            serde_json::json!({ "status": "simulated" }),
+            "— simulated (no live run showed it)",
+        ),
+    ];
+    for (record, json, human) in cases {
+        let (_root, output) = flipped_with_record(record, "json");
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{record}: {}",
+            stderr(&output)
+        );
+        let document: RunOutput = serde_json::from_slice(&output.stdout).expect("a run document");
+        let marks: Vec<serde_json::Value> = document
+            .findings
+            .iter()
+            .map(|f| serde_json::to_value(&f.live).expect("serializable"))
+            .collect();
+        assert_eq!(marks, [json], "{record}");
+        let (_root, output) = flipped_with_record(record, "human");
+        let text = stdout(&output);
+        let heading = text
+            .lines()
+            .find(|line| line.trim_start().starts_with("finding 1:"))
+            .unwrap_or_default();
+        assert!(heading.ends_with(human), "{record}: {text}");
+        let (_root, output) = flipped_with_record(record, "junit");
+        assert!(
+            stdout(&output).contains(human),
+            "{record}: {}",
+            stdout(&output)
+        );
+    }
+}
+
+#[test]
+fn a_live_record_that_cannot_be_used_is_refused_naming_the_file_and_line() {
+    // (the record, what the error says after the file's path).
+    let cases = [
+        (
+            "other_subject.toml",
+            ": it records subject `gptqmodel`, this run judges `reference`",
+        ),
+        (
+            "malformed.toml",
+            ":10: invalid type: string \"one\", expected a sequence",
+        ),
+    ];
+    for (record, says) in cases {
+        let (_root, output) = flipped_with_record(record, "human");
+        assert_eq!(
+            output.status.code(),
+            Some(2),
+            "{record}: {}",
+            stdout(&output)
+        );
+        let said = stderr(&output);
+        assert!(
+            said.contains(&format!("live-records/{record}{says}")),
+            "{record}: {said}"
+        );
+    }
+}
+
+#[test]
+fn a_live_run_writes_a_record_of_what_ran_live_on_the_date_asked() {
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let path = scratch.path().join("live.toml");
+    let output = Command::new(env!("CARGO_BIN_EXE_devsim"))
+        .args([
+            "run",
+            "--live",
+            "--filter",
+            "live/cpu_moves_and_warmups.toml",
+        ])
+        .arg("--write-live-record")
+        .arg(&path)
+        .env("DEVSIM_LIVE_RECORD_DATE", "2026-12-06")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("devsim runs");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let record = devsim::live_record::LiveRecord::read(&path).expect("a live record");
+    assert_eq!(
+        (record.format, record.subject.as_str(), record.date.as_str()),
+        (1, "reference", "2026-12-06")
+    );
+    let outcomes: Vec<(&str, devsim::live_record::LiveStatus)> = record
+        .scenarios
+        .iter()
+        .map(|(name, live)| (name.as_str(), live.outcome))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [(
+            "live/cpu_moves_and_warmups.toml",
+            devsim::live_record::LiveStatus::Passed
+        )]
+    );
+    let bad_date = Command::new(env!("CARGO_BIN_EXE_devsim"))
+        .args([
+            "run",
+            "--live",
+            "--filter",
+            "live/cpu_moves_and_warmups.toml",
+        ])
+        .env("DEVSIM_LIVE_RECORD_DATE", "yesterday")
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("devsim runs");
+    assert_eq!(bad_date.status.code(), Some(2));
+    assert!(
+        stderr(&bad_date).contains("`yesterday` is not a date (YYYY-MM-DD)"),
+        "{}",
+        stderr(&bad_date)
+    );
+}

@@ -231,9 +231,10 @@ fn junit_has_one_case_per_scenario_with_skips_and_failures_with_the_diff() {
     );
     assert!(
         xml.contains(
-            "<failure message=\"step 1 ran_on [policy:target-context]: expected 0, got 1\""
+            "<failure message=\"step 1 ran_on [policy:target-context]: expected 0, got 1 \
+             — simulated (no live run showed it)\""
         ),
-        "the message names the failed expectation and its level: {xml}"
+        "the message names the failed expectation, its level and its mark: {xml}"
     );
     assert!(
         xml.contains("ran_on [policy:target-context]: expected 0, got 1"),

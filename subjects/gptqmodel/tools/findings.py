@@ -1,10 +1,14 @@
 """Writes subjects/gptqmodel/findings.md: the distinct findings of GPTQModel 7.7.0 as shipped and of the
 seed-fix overlay, per policy rule, from the committed baselines (both written by devsim, which attributes
 every failure to a rule id by data: docs/conformance.md). Run from anywhere:
-python3 subjects/gptqmodel/tools/findings.py"""
+python3 subjects/gptqmodel/tools/findings.py [--live-record FILE]
+
+Each finding ends with its mark (docs/live-record.md): confirmed on a real GPU when the live record given (of
+one of the subjects) shows one of its scenarios failed live with the same signature, simulated otherwise."""
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import re
 import sys
@@ -36,6 +40,35 @@ def load(path: pathlib.Path) -> dict:
     return tomllib.loads(path.read_text())
 
 
+def mark(signature: str, scenarios: list[str], subject: str, record: dict | None) -> str:
+    """`confirmed on a real GPU (<devices>, <date>)` when `record` is of `subject` and one of `scenarios` failed
+    live with `signature`; `simulated` otherwise (devsim's own rule, src/live_record.rs)."""
+    if record is None or record.get("subject") != subject:
+        return "simulated"
+    live = record.get("scenarios", {})
+    for scenario in scenarios:
+        seen = live.get(scenario, {})
+        if seen.get("outcome") == "failed" and signature in seen.get("findings", []):
+            devices = ", ".join(record.get("devices", [])) or "no GPU"
+            where = "live through devsim's FAKE DRIVER" if record.get("fake_driver") else "on a real GPU"
+            return f"confirmed {where} ({devices}, {record.get('date', '?')})"
+    return "simulated"
+
+
+def read_record(path: pathlib.Path | None) -> dict | None:
+    if path is None:
+        return None
+    try:
+        record = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        sys.exit(f"findings.py: failed to read live record {path}: {error}")
+    if record.get("format") != 1:
+        sys.exit(f"findings.py: failed to read live record {path}: format {record.get('format')} is not 1")
+    if record.get("subject") not in SUBJECTS:
+        sys.exit(f"findings.py: live record {path} records subject {record.get('subject')!r}, not one of {list(SUBJECTS)}")
+    return record
+
+
 def by_check(findings: dict[str, list[str]]) -> dict[str, list[tuple[str, list[str]]]]:
     grouped: dict[str, list[tuple[str, list[str]]]] = {}
     for signature, scenarios in sorted(findings.items()):
@@ -46,6 +79,9 @@ def by_check(findings: dict[str, list[str]]) -> dict[str, list[tuple[str, list[s
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description="Write subjects/gptqmodel/findings.md from the baselines.")
+    parser.add_argument("--live-record", type=pathlib.Path, help="a live record marking findings confirmed")
+    record = read_record(parser.parse_args().live_record)
     rules = tomllib.loads((REPO / "inventory" / "rules.toml").read_text())["rule"]
     runs = {name: load(path) for name, path in SUBJECTS.items()}
     grouped = {name: by_check(run.get("findings", {})) for name, run in runs.items()}
@@ -58,6 +94,8 @@ def main() -> int:
         "(`docs/conformance.md`, `inventory/rules.toml`); a finding is one signature, however many scenarios",
         "show it. Where the subject names the GPTQModel function that decided the failing value (`decided_by`,",
         "docs/subject-protocol.md), the signature is the rule and that function; elsewhere the location is unknown.",
+        "Each finding ends with its mark (docs/live-record.md): confirmed on a real GPU where a live record",
+        "(`--live-record FILE`) shows one of its scenarios failed live with the same signature, else simulated.",
         "",
     ]
     for name, run in runs.items():
@@ -97,7 +135,10 @@ def main() -> int:
             for signature, scenarios in found:
                 first = ", ".join(f"`{s}`" for s in scenarios[:3])
                 more = f" and {len(scenarios) - 3} more" if len(scenarios) > 3 else ""
-                lines.append(f"- {signature.replace('|', '/')} — {len(scenarios)} scenario(s): {first}{more}")
+                marked = mark(signature, scenarios, name, record)
+                lines.append(
+                    f"- {signature.replace('|', '/')} — {len(scenarios)} scenario(s): {first}{more} — {marked}"
+                )
     (HERE / "findings.md").write_text("\n".join(lines) + "\n")
     return 0
 

@@ -17,9 +17,9 @@ pub use inventory::{
     FaultOutput, GpuOutput, HostOutput, HostsOutput, KernelOutput, KernelsOutput, NvidiaRuleOutput,
 };
 pub use run::{
-    ElidedOutput, ErrorOutput, FindingOutput, LoadErrorOutput, MismatchOutput, NumericsOutput,
-    ObservedOutput, Outcome, RunOutput, ScenarioOutput, StepOutput, SubjectOutput, SummaryOutput,
-    TraceEntryOutput,
+    ElidedOutput, ErrorOutput, FindingOutput, LiveMarkOutput, LiveStatusOutput, LoadErrorOutput,
+    MismatchOutput, NumericsOutput, ObservedOutput, Outcome, RunOutput, ScenarioOutput, StepOutput,
+    SubjectOutput, SummaryOutput, TraceEntryOutput,
 };
 
 /// The version of these documents.

@@ -321,6 +321,36 @@ pub struct FindingOutput {
     pub decided_by: Option<String>,
     /// Every scenario that shows it.
     pub scenarios: Vec<String>,
+    /// Whether a live run showed it (docs/live-record.md); absent in documents written before devsim marked
+    /// findings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<LiveMarkOutput>,
+}
+
+/// Whether a live run showed a finding: a scenario of it failed live with the same signature.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveMarkOutput {
+    /// `confirmed` (a live run showed it) or `simulated` (none did).
+    pub status: LiveStatusOutput,
+    /// Confirmed: the GPU name(s) of the live run (empty on a machine without GPUs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
+    /// Confirmed: the live run's UTC date, `YYYY-MM-DD`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
+    /// Confirmed through one of devsim's fake drivers: no real GPU showed it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fake_driver: bool,
+}
+
+/// Whether a finding was seen live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LiveStatusOutput {
+    /// A live run showed it.
+    Confirmed,
+    /// No live run showed it: only the simulated runtime did.
+    Simulated,
 }
 
 /// A file that failed to load.

@@ -1,0 +1,339 @@
+//! Live records: what a live run (`devsim run --live --write-live-record FILE`) showed on which device, so a
+//! later simulated run (`devsim run --live-record FILE`) can tell each of its findings *confirmed on a real
+//! GPU* from *simulated* (docs/live-record.md).
+//!
+//! A finding is confirmed when at least one of its scenarios failed live with the same signature (its
+//! [`Signature`](crate::findings::Signature) as text, the key baselines use too); otherwise it is simulated.
+//! A finding of a live run is confirmed on that run's device by the run's own record.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::findings::Finding;
+pub use crate::findings::Mark;
+use crate::runner::{ScenarioReport, Status};
+
+/// The record format this devsim writes and reads.
+pub const FORMAT: u32 = 1;
+
+/// The variable that, when set, is the date a live record is written with (`YYYY-MM-DD`), instead of the
+/// system clock's UTC date: for deterministic tests and reproducible records.
+pub const DATE_VARIABLE: &str = "DEVSIM_LIVE_RECORD_DATE";
+
+/// What one live run showed: the device, the date, the subject and each scenario that ran live.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveRecord {
+    /// The record format, [`FORMAT`].
+    pub format: u32,
+    /// The subject's name.
+    pub subject: String,
+    /// The subject's version.
+    pub version: String,
+    /// The GPU name(s) the driver showed, distinct, in ordinal order; empty on a machine without GPUs.
+    pub devices: Vec<String>,
+    /// The live run went through one of devsim's fake drivers: nothing in it is a real GPU.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fake_driver: bool,
+    /// The UTC date of the run, `YYYY-MM-DD`.
+    pub date: String,
+    /// Each scenario that ran live (passed or failed) → its outcome.
+    #[serde(default)]
+    pub scenarios: BTreeMap<String, LiveOutcome>,
+}
+
+/// How one scenario ended live.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveOutcome {
+    /// `passed` or `failed`.
+    pub outcome: LiveStatus,
+    /// For a failed scenario, the signature of each finding it shows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
+}
+
+/// A live scenario's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LiveStatus {
+    /// Every expectation held on the device.
+    Passed,
+    /// At least one expectation failed on the device.
+    Failed,
+}
+
+/// The mark of each finding, in order: [`LiveRecord::mark`], or every one simulated without a record.
+pub fn marks(findings: &[Finding], record: Option<&LiveRecord>) -> Vec<Mark> {
+    findings
+        .iter()
+        .map(|finding| record.map_or(Mark::Simulated, |record| record.mark(finding)))
+        .collect()
+}
+
+/// A live record that cannot be read, written or used.
+#[derive(Debug, Error)]
+pub enum LiveRecordError {
+    /// Reading or writing failed.
+    #[error("{action} live record {path}: {source}")]
+    Io {
+        /// `read` or `write`.
+        action: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file cannot be read: not a regular file inside its folder, too large, not UTF-8.
+    #[error("read live record {path}: {message}")]
+    Refused {
+        /// The file.
+        path: PathBuf,
+        /// Why, without any of its content.
+        message: String,
+    },
+    /// The file is not a live record.
+    #[error("parse live record {}:{line}: {message}", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line the error is on.
+        line: usize,
+        /// What was wrong.
+        message: String,
+    },
+    /// The record is of a format this devsim does not read.
+    #[error("read live record {}: format {found} is not one this devsim reads (it reads format {FORMAT})", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The format it says.
+        found: u32,
+    },
+    /// The record is of another subject.
+    #[error(
+        "use live record {}: it records subject `{recorded}`, this run judges `{judged}`",
+        path.display()
+    )]
+    OtherSubject {
+        /// The file.
+        path: PathBuf,
+        /// The subject it records.
+        recorded: String,
+        /// The subject judged now.
+        judged: String,
+    },
+    /// The date override is not a date.
+    #[error("read {DATE_VARIABLE}: `{value}` is not a date (YYYY-MM-DD)")]
+    Date {
+        /// What the variable held.
+        value: String,
+    },
+}
+
+impl LiveRecord {
+    /// The record of a live run of `subject` (`version`) on `devices`, dated `date`: every scenario that
+    /// passed or failed (the others did not run live), each failed one with its findings' signatures.
+    pub fn of(
+        subject: &str,
+        version: &str,
+        devices: Vec<String>,
+        date: String,
+        reports: &[ScenarioReport],
+        findings: &[Finding],
+    ) -> Self {
+        let mut shown: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+        for finding in findings {
+            for scenario in &finding.scenarios {
+                shown
+                    .entry(scenario.as_str())
+                    .or_default()
+                    .push(finding.signature.to_string());
+            }
+        }
+        let scenarios = reports
+            .iter()
+            .filter_map(|report| {
+                let outcome = match report.status {
+                    Status::Passed => LiveStatus::Passed,
+                    Status::Failed => LiveStatus::Failed,
+                    _ => return None,
+                };
+                let mut findings = match outcome {
+                    LiveStatus::Failed => shown.remove(report.name.as_str()).unwrap_or_default(),
+                    LiveStatus::Passed => Vec::new(),
+                };
+                findings.sort();
+                Some((report.name.clone(), LiveOutcome { outcome, findings }))
+            })
+            .collect();
+        let mut distinct: Vec<String> = Vec::new();
+        for device in devices {
+            if !distinct.contains(&device) {
+                distinct.push(device);
+            }
+        }
+        Self {
+            format: FORMAT,
+            subject: subject.to_string(),
+            version: version.to_string(),
+            devices: distinct,
+            fake_driver: false,
+            date,
+            scenarios,
+        }
+    }
+
+    /// Where `finding` stands: confirmed when at least one of its scenarios failed live with its signature.
+    pub fn mark(&self, finding: &Finding) -> Mark {
+        let signature = finding.signature.to_string();
+        let shown_live = finding.scenarios.iter().any(|name| {
+            self.scenarios.get(name).is_some_and(|live| {
+                live.outcome == LiveStatus::Failed && live.findings.contains(&signature)
+            })
+        });
+        match shown_live {
+            true => Mark::Confirmed {
+                devices: self.devices.clone(),
+                date: self.date.clone(),
+                fake_driver: self.fake_driver,
+            },
+            false => Mark::Simulated,
+        }
+    }
+
+    /// The record, refused unless it is of `subject`.
+    pub fn for_subject(self, path: &Path, subject: &str) -> Result<Self, LiveRecordError> {
+        match self.subject == subject {
+            true => Ok(self),
+            false => Err(LiveRecordError::OtherSubject {
+                path: path.to_path_buf(),
+                recorded: self.subject,
+                judged: subject.to_string(),
+            }),
+        }
+    }
+
+    /// Reads a live record file (TOML).
+    pub fn read(path: &Path) -> Result<Self, LiveRecordError> {
+        // Contained like every file devsim reads from a user's tree.
+        let text = crate::scenario::load::corpus::read_in_folder(path).map_err(|error| {
+            LiveRecordError::Refused {
+                path: path.to_path_buf(),
+                message: error.message,
+            }
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses a live record's text; `path` names it in errors.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, LiveRecordError> {
+        let line_of = |span: Option<std::ops::Range<usize>>| {
+            span.map_or(1, |span| {
+                let before = &text.as_bytes()[..span.start.min(text.len())];
+                before.iter().filter(|b| **b == b'\n').count() + 1
+            })
+        };
+        // The format first, so a newer record says so instead of failing on a field it added.
+        #[derive(Deserialize)]
+        struct Versioned {
+            format: Option<toml::Spanned<u32>>,
+        }
+        let parse_error = |error: toml::de::Error| LiveRecordError::Parse {
+            path: path.to_path_buf(),
+            line: line_of(error.span()),
+            message: error.message().trim().replace('\n', " "),
+        };
+        let versioned: Versioned = toml::from_str(text).map_err(parse_error)?;
+        match versioned.format {
+            Some(format) if *format.get_ref() != FORMAT => {
+                return Err(LiveRecordError::Format {
+                    path: path.to_path_buf(),
+                    found: *format.get_ref(),
+                });
+            }
+            _ => {}
+        }
+        let record: LiveRecord = toml::from_str(text).map_err(parse_error)?;
+        if !is_date(&record.date) {
+            let line = text
+                .lines()
+                .position(|line| line.trim_start().starts_with("date"))
+                .map_or(1, |n| n + 1);
+            return Err(LiveRecordError::Parse {
+                path: path.to_path_buf(),
+                line,
+                message: format!("`{}` is not a date (YYYY-MM-DD)", record.date),
+            });
+        }
+        Ok(record)
+    }
+
+    /// Writes the record as TOML.
+    pub fn write(&self, path: &Path) -> Result<(), LiveRecordError> {
+        let text = toml::to_string(self).map_err(|error| LiveRecordError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source: std::io::Error::other(error),
+        })?;
+        let header = "# devsim live record (docs/live-record.md): what a live run showed on which device\n# (devsim run --live … --write-live-record); a simulated run marks its findings with it (--live-record).\n";
+        std::fs::write(path, format!("{header}{text}")).map_err(|source| LiveRecordError::Io {
+            action: "write",
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}
+
+/// Today's UTC date, `YYYY-MM-DD`, or [`DATE_VARIABLE`]'s value when it is set.
+pub fn today() -> Result<String, LiveRecordError> {
+    if let Ok(value) = std::env::var(DATE_VARIABLE) {
+        return match is_date(&value) {
+            true => Ok(value),
+            false => Err(LiveRecordError::Date { value }),
+        };
+    }
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Ok(civil_date(seconds / 86_400))
+}
+
+/// `YYYY-MM-DD` of the day `days` after 1970-01-01 (Howard Hinnant's `civil_from_days`).
+fn civil_date(days: u64) -> String {
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Whether `text` is `YYYY-MM-DD` with a month 01–12 and a day 01–31.
+fn is_date(text: &str) -> bool {
+    let parts: Vec<&str> = text.split('-').collect();
+    let number = |part: &str, len: usize| {
+        (part.len() == len && part.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| part.parse::<u32>().ok())
+            .flatten()
+    };
+    match parts.as_slice() {
+        [year, month, day] => {
+            number(year, 4).is_some()
+                && number(month, 2).is_some_and(|m| (1..=12).contains(&m))
+                && number(day, 2).is_some_and(|d| (1..=31).contains(&d))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests;
