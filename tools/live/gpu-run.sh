@@ -4,7 +4,8 @@
 #   tools/live/gpu-run.sh STEP...     (in the repository root there; results under $OUT, default ./live-out)
 #
 # STEP is one of:
-#   corpus     devsim run --live --subject subjects/gptqmodel.toml over scenarios/ (no JIT build)   corpus.json
+#   corpus     devsim run --live --subject subjects/gptqmodel.toml over scenarios/ (no JIT build)   corpus.json,
+#              and its live record (docs/live-record.md)                                        live-record.toml
 #   jit        the live warmup scenarios again with GPTQModel's own JIT builds (DEVSIM_GPTQMODEL_JIT=1,
 #              step_timeout_s = 290)                                                            jit.json
 #   bnb-table  tools/live/bnb_table.py: the seed's bitsandbytes table                           bnb-table.json
@@ -44,7 +45,7 @@ setup() {
 
 corpus() {
   timed corpus devsim run --live --subject subjects/gptqmodel.toml --subject-src "$GSRC" \
-    --format json scenarios >"$OUT/corpus.json"
+    --format json --write-live-record "$OUT/live-record.toml" scenarios >"$OUT/corpus.json"
 }
 
 jit() {
