@@ -24,7 +24,8 @@ K=512, N=128, seeded weights and input shared by both implementations. Per row i
   forward (reset_peak_memory_stats before it). Each row first runs a throwaway instance of the same
   configuration so one-time cuBLAS/cuBLASLt workspaces are not counted against it.
 
-Exit status is non-zero only for a harness error; a row the device cannot run is printed as skipped.
+Exit status is non-zero only for a harness error (status `error` in a row, or no CUDA for --device cuda);
+a row the library or device cannot build or run is printed as skipped with the reason, never as a pass.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ class Row:
     impl: str
     quant_type: str
     dtype: str
-    status: str = "skipped"  # pass | fail | skipped
+    status: str = "skipped"  # pass | fail | skipped | error (harness error: exit status 1)
     reason: str | None = None
     path: str | None = None
     backend_calls: list[str] = field(default_factory=list)
@@ -405,7 +406,11 @@ def run_row(impl: str, quant_type: str, dtype_name: str, weight: torch.Tensor, x
     except Exception as exc:  # noqa: BLE001 - the device or library cannot run this row
         row.reason = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
         return row
-    check_accuracy(row, impl, module, x_dev, x)
+    try:
+        check_accuracy(row, impl, module, x_dev, x)
+    except Exception as exc:  # noqa: BLE001 - a harness error: reported in the row, exit status 1
+        row.status = "error"
+        row.reason = f"harness: {type(exc).__name__}: {exc}".splitlines()[0][:200]
     return row
 
 
@@ -451,14 +456,15 @@ def fmt(value: Any) -> str:
 def markdown(rows: list[Row]) -> str:
     cols = (
         "impl", "quant_type", "dtype", "status", "path", "naive_max_abs_err", "model_max_abs_err",
-        "within_tol", "storage_bytes", "retained_bytes", "additional_bytes_after_repeats", "peak_extra_bytes",
+        "model_max_tol_ratio", "within_tol", "storage_bytes", "retained_bytes",
+        "additional_bytes_after_repeats", "peak_extra_bytes",
     )
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in rows:
         data = asdict(row)
         cells = [fmt(data[c]) for c in cols]
-        if row.status == "skipped":
-            cells[4] = f"skipped: {row.reason}"
+        if row.status in ("skipped", "error"):
+            cells[4] = f"{row.status}: {row.reason}"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -499,7 +505,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"environment": env, "rows": [asdict(r) for r in rows]}, indent=1))
-    return 0
+    return 1 if any(row.status == "error" for row in rows) else 0
 
 
 if __name__ == "__main__":
