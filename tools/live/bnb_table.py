@@ -5,6 +5,7 @@ Run on a CUDA GPU (GPTQModel source on PYTHONPATH, bitsandbytes installed):
 
     PYTHONPATH=/path/to/gptqmodel-src python3 tools/live/bnb_table.py --json out/bnb.json
 
+Without GPTQModel importable its rows are skipped (the reason says why); bitsandbytes itself is required.
 `--device cpu` runs whatever bitsandbytes supports on the CPU (no allocator statistics there). Shape M=64,
 K=512, N=128, seeded weights and input shared by both implementations. Per row it records:
 
@@ -486,6 +487,11 @@ def main(argv: list[str] | None = None) -> int:
     device = args.device
     if device.startswith("cuda") and not torch.cuda.is_available():
         print("harness error: --device cuda but torch.cuda.is_available() is False", file=sys.stderr)
+        return 2
+    try:
+        import bitsandbytes  # noqa: F401 - checked before anything else runs
+    except Exception as exc:  # noqa: BLE001 - an environment error, not a row
+        print(f"harness error: bitsandbytes is not importable: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     started = time.monotonic()
     env = environment(device)
