@@ -2,10 +2,12 @@
 packers, loaded into a kernel's module and run for real on this machine's CPU, judged by the FP64 oracle.
 
 The bound: the oracle is exact (float64 on weights that are exact in float64), so the error is float16's own
-rounding: each dequantized weight rounded to float16 (relative 2**-11 at most, random in sign) and the output
-rounded to float16 (half an ulp: 2**-11 for |y| in [2, 4), where this shape's largest outputs are). Both stay
-under 2e-3 at this shape, the seed's atol; a checkpoint whose zero points are one off (AWQ) or whose scales are
-doubled (FP8) shifts outputs by whole scales, far more than that.
+rounding: the output rounded to float16 (half an ulp, 2**-10 ~ 9.8e-4 for |y| in [2, 4), where this shape's
+largest outputs are) plus, for AWQ, each dequantized weight `scale * (code - zero)` rounded to float16 (relative
+2**-11 at most, random in sign over K = 512 terms; FP8's codes over power-of-two scales are exact in float16).
+Together they stay under 2e-3 at this shape, the seed's atol (measured on this CPU: AWQ 1.36e-3, FP8 4.6e-4); a
+checkpoint whose zero points are one off (AWQ) or whose scales are doubled (FP8) shifts outputs by whole scales,
+far more than that (4.2 and 0.59).
 """
 
 from __future__ import annotations

@@ -1078,13 +1078,14 @@ class Subject:
         return weights, fmt.load(kernel.cls, state, kernel.bits)
 
     def _simulated_module(self, kernel: Kernel) -> Any:
-        """A simulated warmup's module on the CPU, as a model load leaves it (kernels.toml `weights`): the GPTQ
-        checkpoint, the weights packed by the kernel's own `pack_original` (bitsandbytes'), or else the empty
-        buffers its constructor gives it; the subject failing to prepare it is `fakewarmup.Unsimulable`."""
-        from . import fakewarmup, livewarmup
+        """A simulated warmup's module on the CPU, as a model load leaves it (kernels.toml `weights`): its format's
+        checkpoint (GPTQ, AWQ, FP8: the live warmup's, liveformats), the weights packed by the kernel's own
+        `pack_original` (bitsandbytes'), or else the empty buffers its constructor gives it; the subject failing to
+        prepare it is `fakewarmup.Unsimulable`."""
+        from . import fakewarmup, liveformats, livewarmup
 
         try:
-            if kernel.weights == "gptq":
+            if kernel.weights in liveformats.FORMATS:
                 return self._checkpoint_module(kernel)[1]
             if kernel.weights == "own":
                 return livewarmup.packed_by_itself(kernel.cls, livewarmup.Weights.draw(kernel.bits), kernel.bits)
