@@ -46,7 +46,8 @@ def test_a_cpu_warmup_runs_the_real_kernel_within_the_oracle_tolerance(live):
 
 
 def test_a_kernel_without_a_weight_builder_is_unsupported_not_refused(live):
-    answer = live.step(CPU_HOST, {"action": "warmup", "kernel": "awq_torch", "device": s("cpu")})
+    # GGUF: the subject builds no GGUF checkpoint
+    answer = live.step(CPU_HOST, {"action": "warmup", "kernel": "gguf_torch", "device": s("cpu")})
     assert answer["type"] == "unsupported" and "no weight builder" in answer["reason"], answer
 
 

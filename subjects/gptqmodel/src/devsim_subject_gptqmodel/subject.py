@@ -227,9 +227,9 @@ class Subject:
         self._missing = _MissingPackageFinder(set())
         self._native_ops: list[Any] = []  # nativeops.Registered by this scenario's extension loads
         self._dependent: set[tuple[str, str]] = set()  # (kernel, missing package) a verdict was seen to need
-        # bits -> the GPTQ checkpoint a warmup loads (weights and saved state), packed once by the parent at load,
-        # or why it could not be packed
-        self._checkpoints: dict[int, tuple[Any, dict] | Exception] = {}
+        # (format, bits) -> the checkpoint a warmup loads (the weights the oracle uses and the saved state), packed
+        # once by the parent at load (liveformats), or why it could not be packed
+        self._checkpoints: dict[tuple[str, int], tuple[Any, dict] | Exception] = {}
         # per devsim kernel name and dtype, the tolerance GPTQModel's own kernel tests state (`tolerances`)
         self.tolerances: dict[str, dict[str, Any]] = {}
         self.tolerance_note = "GPTQModel's kernel tests were not read"
@@ -1020,10 +1020,12 @@ class Subject:
         the observation. Simulated, an admitted kernel's module is moved to the device at the torch boundary,
         initialised and run once by GPTQModel's own code on torch's fake tensors, or on CPU-backed ones when it
         reads a value (fakewarmup; `unsupported` when its forward needs what neither can run). Live,
-        its module is built on GPTQ-packed weights, moved to the device at the torch boundary, initialised and run
-        once, and judged against the FP64 oracle (livewarmup); `ran_on` is where torch put the output."""
+        its module is built on its format's checkpoint (kernels.toml `weights`: GPTQ, AWQ or FP8, packed by
+        GPTQModel's own reference packer for the format; liveformats), moved to the device at the torch boundary,
+        initialised and run once, and judged against the FP64 oracle (livewarmup); `ran_on` is where torch put
+        the output. A kernel whose format has no builder answers `unsupported`."""
         # imported by `load` already: a first import here would change (and retire) a reused child
-        from . import fakewarmup, livewarmup
+        from . import fakewarmup, liveformats, livewarmup
 
         kernel = self.kernel(msg)
         if not self.live:
@@ -1041,17 +1043,19 @@ class Subject:
             except fakewarmup.Unsimulable as exc:
                 raise StepUnsupported(f"{WARMUP_NEEDS_GPU}: {exc}") from exc
             return
-        if kernel.weights != "gptq":
+        fmt = liveformats.FORMATS.get(kernel.weights or "")
+        if fmt is None:
             raise StepUnsupported(
-                f"the live warmup builds GPTQ-packed weights; {kernel.cls_name} takes another format, for which the "
-                "subject has no weight builder"
+                f"the live warmup builds {', '.join(sorted(liveformats.FORMATS))} checkpoints; {kernel.cls_name} "
+                f"takes another format ({kernel.weights or 'not named in kernels.toml'}), for which the subject has "
+                "no weight builder"
             )
         device = self.selector(msg["device"])
         self.gate(kernel, device)
         target = self.boundary(device)
         try:
             with self.recorder.quiet():
-                weights, module = self._gptq_module(kernel)
+                weights, module = self._checkpoint_module(kernel)
         except livewarmup.Unbuildable as exc:
             raise StepUnsupported(str(exc)) from exc
         tolerance = self.tolerances.get(kernel.name, {}).get("float16", livewarmup.SEED_TOLERANCE)
@@ -1059,55 +1063,66 @@ class Subject:
         if tolerance.reference is not None:
             try:
                 with self.recorder.quiet():
-                    reference = self._gptq_module(self.kernels[tolerance.reference])[1]
+                    reference = self._checkpoint_module(self.kernels[tolerance.reference])[1]
             except livewarmup.Unbuildable as exc:
                 raise StepUnsupported(f"the project's reference kernel {tolerance.reference}: {exc}") from exc
         forward = livewarmup.run(module, weights, target, tolerance, reference, quiet=self.recorder.quiet)
         del module, reference
         obs["ran_on"] = forward.ran_on
-        obs["numerics"] = livewarmup.numerics(forward)
+        numerics = livewarmup.numerics(forward)
+        if fmt.shape is not None and "shape" in numerics:
+            numerics["shape"] = fmt.shape
+        obs["numerics"] = numerics
 
     def _pack_checkpoints(self) -> None:
-        """Pack, once in the parent, the GPTQ checkpoint of every width a `weights = "gptq"` kernel takes (every
-        warmup of those kernels, in every child, loads the same one). A packing failure is kept to be raised
-        by the warmups that need it, as `livewarmup.Unbuildable`."""
-        from . import livewarmup
+        """Pack, once in the parent, the checkpoint of every (format, width) a kernel with a live weight builder
+        takes (kernels.toml `weights`; liveformats), with the format's reference packer: every warmup of those
+        kernels, in every child, loads the same one. A packing failure is kept to be raised by the warmups that
+        need it, as `livewarmup.Unbuildable`."""
+        from . import liveformats, livewarmup
 
-        packer = self.kernels.get("gptq_torch")
-        for bits in sorted({k.bits for k in self.kernels.values() if k.weights == "gptq"}):
+        wanted = {(k.weights, k.bits) for k in self.kernels.values() if k.weights in liveformats.FORMATS}
+        for name, bits in sorted(wanted):
+            fmt = liveformats.FORMATS[name]
+            packer = self.kernels.get(fmt.reference)
             if packer is None:
-                self._checkpoints[bits] = livewarmup.Unbuildable("the reference packer gptq_torch is not mapped")
+                self._checkpoints[(name, bits)] = livewarmup.Unbuildable(
+                    f"the {name.upper()} reference packer {fmt.reference} is not mapped"
+                )
                 continue
-            weights = livewarmup.Weights.draw(bits)
             try:
                 with self.recorder.quiet():
-                    self._checkpoints[bits] = (weights, livewarmup.packed_state(packer.cls, weights, bits))
+                    self._checkpoints[(name, bits)] = fmt.checkpoint(packer.cls, bits)
             except livewarmup.Unbuildable as exc:
-                self._checkpoints[bits] = exc
+                self._checkpoints[(name, bits)] = exc
 
-    def _gptq_module(self, kernel: Kernel) -> tuple[Any, Any]:
-        """The kernel's module on the CPU with the GPTQ checkpoint loaded (packed by `_pack_checkpoints` with
-        GPTQModel's reference packer, the portable torch kernel's `pack_original`), and the weights it stands
-        for; `livewarmup.Unbuildable` when the subject could not prepare them."""
-        from . import livewarmup
+    def _checkpoint_module(self, kernel: Kernel) -> tuple[Any, Any]:
+        """The kernel's module on the CPU with its format's checkpoint loaded (packed by `_pack_checkpoints` with
+        GPTQModel's reference packer for the format), and the weights it stands for; `livewarmup.Unbuildable`
+        when the subject could not prepare them."""
+        from . import liveformats, livewarmup
 
-        checkpoint = self._checkpoints.get(kernel.bits)
-        if checkpoint is None:
-            raise livewarmup.Unbuildable(f"no GPTQ checkpoint of {kernel.bits} bits was packed at the subject's start")
+        fmt = liveformats.FORMATS.get(kernel.weights or "")
+        checkpoint = self._checkpoints.get((kernel.weights or "", kernel.bits))
+        if fmt is None or checkpoint is None:
+            raise livewarmup.Unbuildable(
+                f"no {kernel.weights} checkpoint of {kernel.bits} bits was packed at the subject's start"
+            )
         if isinstance(checkpoint, Exception):
             raise checkpoint
         weights, state = checkpoint
-        return weights, livewarmup.build(kernel.cls, state, kernel.bits)
+        return weights, fmt.load(kernel.cls, state, kernel.bits)
 
     def _simulated_module(self, kernel: Kernel) -> Any:
-        """A simulated warmup's module on the CPU, as a model load leaves it (kernels.toml `weights`): the GPTQ
-        checkpoint, the weights packed by the kernel's own `pack_original` (bitsandbytes'), or else the empty
-        buffers its constructor gives it; the subject failing to prepare it is `fakewarmup.Unsimulable`."""
-        from . import fakewarmup, livewarmup
+        """A simulated warmup's module on the CPU, as a model load leaves it (kernels.toml `weights`): its format's
+        checkpoint (GPTQ, AWQ, FP8: the live warmup's, liveformats), the weights packed by the kernel's own
+        `pack_original` (bitsandbytes'), or else the empty buffers its constructor gives it; the subject failing to
+        prepare it is `fakewarmup.Unsimulable`."""
+        from . import fakewarmup, liveformats, livewarmup
 
         try:
-            if kernel.weights == "gptq":
-                return self._gptq_module(kernel)[1]
+            if kernel.weights in liveformats.FORMATS:
+                return self._checkpoint_module(kernel)[1]
             if kernel.weights == "own":
                 return livewarmup.packed_by_itself(kernel.cls, livewarmup.Weights.draw(kernel.bits), kernel.bits)
         except livewarmup.Unbuildable as exc:
