@@ -11,9 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakedevsim import Driver, s
-
 from devsim_subject_gptqmodel import tolerances
+from fakedevsim import Driver, s
 
 STAND_IN = '''
 class TestKernelOutput(unittest.TestCase):
@@ -113,5 +112,19 @@ def test_a_live_forward_is_judged_against_the_projects_reference_at_its_toleranc
         assert numerics["reference"] == "gptq_torch" and numerics["tolerance_source"] == fused["source"]
         assert numerics["reference_max_abs_error"] is not None and numerics["max_abs_error"] > 0
         assert numerics["within"] is within, numerics
+    finally:
+        assert driver.close() == 0, driver.stderr_text()[-4000:]
+
+
+def test_without_a_stated_tolerance_the_seeds_judges_and_the_reference_is_still_compared(tmp_path, env):
+    driver = driver_with_tests(env, tmp_path / "no-tests-here")
+    try:
+        assert all("tolerances" not in k for k in driver.handshake["kernels"])
+        answer = driver.step(CPU_HOST, {"action": "warmup", "kernel": "gptq_torch_fused", "device": s("cpu")})
+        if answer["type"] == "unsupported":
+            pytest.skip(f"TorchFusedLinear cannot run on this CPU: {answer['reason']}")
+        numerics = answer["numerics"]
+        assert numerics["rtol"] == numerics["atol"] == 2e-3 and "tolerance_source" not in numerics
+        assert numerics["reference"] == "gptq_torch" and numerics["reference_max_abs_error"] is not None
     finally:
         assert driver.close() == 0, driver.stderr_text()[-4000:]

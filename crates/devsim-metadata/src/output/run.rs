@@ -202,7 +202,8 @@ pub struct NumericsOutput {
     /// The absolute tolerance applied.
     pub atol: f64,
     /// Whether every element was within `atol + rtol * |reference|` of what it was judged against: the
-    /// `reference` kernel's output where one is named, else the oracle's.
+    /// `reference` kernel's output where the tolerance is the project's (`tolerance_source`) and names one,
+    /// else the oracle's.
     pub within: bool,
     /// The problem shape, `MxKxN`, and the input dtype (`float16`), in the subject's words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -210,8 +211,8 @@ pub struct NumericsOutput {
     /// The forward's dtype (`float16`); absent: `float16`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<String>,
-    /// The project's reference kernel the output was judged against (its devsim name); absent: the FP64
-    /// oracle.
+    /// The project's reference kernel the output was compared with (its devsim name), run on the same
+    /// checkpoint, input and device; judged against where the project's tolerance names it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
     /// The largest absolute difference between the kernel's output and the reference kernel's.

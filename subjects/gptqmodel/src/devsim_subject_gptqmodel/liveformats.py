@@ -41,7 +41,7 @@ from typing import Any, Protocol
 import torch
 
 from . import livewarmup
-from .livewarmup import GROUP, SEED, K, M, N, Unbuildable
+from .livewarmup import GROUP, SEED_WEIGHTS, K, M, N, Unbuildable
 
 
 class FloatWeights(Protocol):
@@ -144,7 +144,7 @@ class Awq(Format):
     def draw(self, bits: int) -> livewarmup.Weights:
         """livewarmup's codes and scales, with zero points drawn over the whole code range (AWQ's are free)."""
         weights = livewarmup.Weights.draw(bits)
-        generator = torch.Generator().manual_seed(SEED + 2)
+        generator = torch.Generator().manual_seed(SEED_WEIGHTS + 2)
         zeros = torch.randint(0, 2**bits, tuple(weights.zeros.shape), generator=generator, dtype=torch.int32)
         return dataclasses.replace(weights, zeros=zeros)
 
@@ -177,7 +177,7 @@ class Fp8Weights:
 
     @classmethod
     def draw(cls) -> Fp8Weights:
-        generator = torch.Generator().manual_seed(SEED)
+        generator = torch.Generator().manual_seed(SEED_WEIGHTS)
         raw = torch.randint(0, 256, (N, K), generator=generator, dtype=torch.int32)
         raw = torch.where((raw & 0x7F) == 0x7F, raw ^ 1, raw)  # 0x7f and 0xff are NaN in e4m3fn
         codes = raw.to(torch.uint8).view(torch.float8_e4m3fn).to(torch.float32)
