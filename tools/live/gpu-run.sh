@@ -7,7 +7,7 @@
 #   corpus     devsim run --live --subject subjects/gptqmodel.toml over scenarios/ (no JIT build)   corpus.json,
 #              and its live record (docs/live-record.md)                                        live-record.toml
 #   jit        the live warmup scenarios again with GPTQModel's own JIT builds (DEVSIM_GPTQMODEL_JIT=1,
-#              step_timeout_s = 290)                                                            jit.json
+#              step_timeout_s = 290), AWQ/FP8 first, then GPTQ        jit-awq_fp8.json, jit-gptq.json
 #   bnb-table  tools/live/bnb_table.py: the seed's bitsandbytes table                           bnb-table.json
 #   bnb-tests  bitsandbytes' own tests (the three files of docs/own-suite.md), no devsim          bnb-gpu.xml
 # Every step first installs the bundle (idempotent): the wheels into the machine's python, GPTQModel's sdist
@@ -49,10 +49,14 @@ corpus() {
 }
 
 jit() {
+  # one run per scenario file, so that what finished comes back when a later build outlasts the call
   sed 's/^step_timeout_s = .*/step_timeout_s = 290/' subjects/gptqmodel.toml >subjects/gptqmodel-jit.toml
-  DEVSIM_GPTQMODEL_JIT=1 timed jit devsim run --live --subject subjects/gptqmodel-jit.toml \
-    --subject-src "$GSRC" --format json --filter 'live/h200_*kernels_warm_up*' scenarios >"$OUT/jit.json"
-  local code=$?
+  local code=0 file
+  for file in awq_fp8 gptq; do
+    DEVSIM_GPTQMODEL_JIT=1 timed "jit-$file" devsim run --live --subject subjects/gptqmodel-jit.toml \
+      --subject-src "$GSRC" --format json --filter "live/h200_${file}_kernels_warm_up*" scenarios \
+      >"$OUT/jit-$file.json" || code=$?
+  done
   rm -f subjects/gptqmodel-jit.toml
   return $code
 }
