@@ -6,6 +6,7 @@
 //! CUDA. [`to_torch_device`] is the only place a target becomes a torch device; call it at execution
 //! boundaries alone.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -127,9 +128,15 @@ fn spell_text(text: &str) -> Result<(Spelled, Option<u32>), DispatchError> {
     let unknown = || DispatchError::UnknownSelector {
         input: text.to_string(),
     };
-    let lower = text.trim().to_ascii_lowercase();
-    let inner = unwrap_torch_device(&lower).ok_or_else(unknown)?;
-    let inner = inner.strip_prefix("device.").unwrap_or(&inner).to_string();
+    // Borrowed unless the text has capitals or a torch wrapper: the common spellings allocate nothing.
+    let trimmed = text.trim();
+    let lower: Cow<str> = if trimmed.bytes().any(|b| b.is_ascii_uppercase()) {
+        Cow::Owned(trimmed.to_ascii_lowercase())
+    } else {
+        Cow::Borrowed(trimmed)
+    };
+    let unwrapped = unwrap_torch_device(&lower).ok_or_else(unknown)?;
+    let inner = unwrapped.strip_prefix("device.").unwrap_or(&unwrapped);
     if let Ok(n) = inner.parse::<u32>() {
         return Ok((Spelled::Gpu, Some(n)));
     }
@@ -140,7 +147,7 @@ fn spell_text(text: &str) -> Result<(Spelled, Option<u32>), DispatchError> {
             }
             (name, Some(digits.parse::<u32>().map_err(|_| unknown())?))
         }
-        None => (inner.as_str(), None),
+        None => (inner, None),
     };
     let spelled = match name {
         "cpu" => Spelled::Cpu,
@@ -160,13 +167,13 @@ fn spell_text(text: &str) -> Result<(Spelled, Option<u32>), DispatchError> {
 }
 
 /// Strips the torch-style wrappers and returns `name[:index]`; `None` when a wrapper is malformed.
-fn unwrap_torch_device(lower: &str) -> Option<String> {
+fn unwrap_torch_device(lower: &str) -> Option<Cow<'_, str>> {
     let args = if let Some(rest) = lower.strip_prefix("torch.device(") {
         rest.strip_suffix(')')?
     } else if let Some(rest) = lower.strip_prefix("device(") {
         rest.strip_suffix(')')?
     } else {
-        return Some(lower.to_string());
+        return Some(Cow::Borrowed(lower));
     };
     let mut name = None;
     let mut index = None;
@@ -183,10 +190,10 @@ fn unwrap_torch_device(lower: &str) -> Option<String> {
         }
     }
     let name = name?;
-    Some(match index {
+    Some(Cow::Owned(match index {
         Some(index) if index != "none" => format!("{name}:{index}"),
         _ => name,
-    })
+    }))
 }
 
 /// Normalizes a selector for the running build.

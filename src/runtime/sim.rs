@@ -26,7 +26,8 @@ const INVALID_VALUE: i32 = 1;
 
 #[derive(Default)]
 struct State {
-    current: HashMap<ThreadId, u32>,
+    /// Each thread's current device, once it set one: a handful of threads at most, so a list.
+    current: Vec<(ThreadId, u32)>,
     memory: HashMap<u64, (Place, Vec<u8>)>,
     next_handle: u64,
     extensions: BTreeSet<String>,
@@ -107,11 +108,12 @@ impl SimRuntime {
     }
 
     fn current(&self, state: &State) -> u32 {
+        let me = thread::current().id();
         state
             .current
-            .get(&thread::current().id())
-            .copied()
-            .unwrap_or(self.machine.host.current)
+            .iter()
+            .find(|(thread, _)| *thread == me)
+            .map_or(self.machine.host.current, |(_, ordinal)| *ordinal)
     }
 
     fn visible_gpu(&self, call: Call, ordinal: u32) -> Result<&Gpu, DriverError> {
@@ -199,7 +201,11 @@ impl Runtime for SimRuntime {
     fn set_device(&self, ordinal: u32) -> Result<(), DriverError> {
         let mut state = self.state();
         self.visible_gpu(Call::SetDevice, ordinal)?;
-        state.current.insert(thread::current().id(), ordinal);
+        let me = thread::current().id();
+        match state.current.iter_mut().find(|(thread, _)| *thread == me) {
+            Some((_, current)) => *current = ordinal,
+            None => state.current.push((me, ordinal)),
+        }
         Ok(())
     }
 
@@ -218,10 +224,11 @@ impl Runtime for SimRuntime {
 
     fn copy_in(&self, dst: &Buffer, data: &[u8]) -> Result<(), DriverError> {
         let mut state = self.state();
-        let invalid = self.error(Call::Copy, INVALID_VALUE, None);
-        let (_, memory) = state.memory.get_mut(&dst.handle).ok_or(invalid.clone())?;
+        // Built only on failure: a copy that succeeds formats no message.
+        let invalid = || self.error(Call::Copy, INVALID_VALUE, None);
+        let (_, memory) = state.memory.get_mut(&dst.handle).ok_or_else(invalid)?;
         if data.len() > memory.len() {
-            return Err(invalid);
+            return Err(invalid());
         }
         memory[..data.len()].copy_from_slice(data);
         Ok(())

@@ -225,8 +225,35 @@ pub fn load_profile(path: &Path) -> Result<HostSpec, LoadError> {
     parse_profile(path, &text)
 }
 
+/// Profiles [`parse_profile`] keeps once checked, at most: a corpus names a handful of profiles, each
+/// hundreds of times.
+const PARSED_PROFILES: usize = 64;
+
 /// Checks a host profile's text; `path` names it in errors and its stem names the host.
+///
+/// The result is a function of `path` and `text` alone, so a profile checked once is kept (by path and
+/// whole text, up to [`PARSED_PROFILES`] of them) and handed out again instead of parsed again. Only the
+/// parse is kept: reading the file, and every containment check before it, happens on each load.
 pub fn parse_profile(path: &Path, text: &str) -> Result<HostSpec, LoadError> {
+    type Parsed = Vec<(PathBuf, String, HostSpec)>;
+    static PARSED: std::sync::Mutex<Parsed> = std::sync::Mutex::new(Vec::new());
+    let parsed = || PARSED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, _, host)) = parsed()
+        .iter()
+        .find(|(p, t, _)| p.as_path() == path && t.as_str() == text)
+    {
+        return Ok(host.clone());
+    }
+    let host = check_profile(path, text)?;
+    let mut kept = parsed();
+    if kept.len() < PARSED_PROFILES {
+        kept.push((path.to_path_buf(), text.to_string(), host.clone()));
+    }
+    Ok(host)
+}
+
+/// [`parse_profile`] without the kept results.
+fn check_profile(path: &Path, text: &str) -> Result<HostSpec, LoadError> {
     let source = Source::new(path, text);
     let fields: HostFields = source.parse()?;
     if let Some(profile) = &fields.profile {
