@@ -1,7 +1,7 @@
 """Writes subjects/gptqmodel/findings.md: the distinct findings of GPTQModel 7.7.0 as shipped and of the
 seed-fix overlay, per policy rule, from the committed baselines (both written by devsim, which attributes
 every failure to a rule id by data: docs/conformance.md). Run from anywhere:
-python3 subjects/gptqmodel/tools/findings.py [--live-record FILE]
+python3 subjects/gptqmodel/tools/findings.py [--live-record FILE]   (default: subjects/gptqmodel.toml's live_record)
 
 Each finding ends with its mark (docs/live-record.md): confirmed on a real GPU when the live record given (of
 one of the subjects) shows one of its scenarios failed live with the same signature, simulated otherwise."""
@@ -69,6 +69,13 @@ def read_record(path: pathlib.Path | None) -> dict | None:
     return record
 
 
+def subject_record(subject: str) -> pathlib.Path | None:
+    """The `live_record` the subject file `subjects/<subject>.toml` names (relative to that file), if any."""
+    spec = REPO / "subjects" / f"{subject}.toml"
+    named = tomllib.loads(spec.read_text()).get("live_record")
+    return spec.parent / named if isinstance(named, str) else None
+
+
 def by_check(findings: dict[str, list[str]]) -> dict[str, list[tuple[str, list[str]]]]:
     grouped: dict[str, list[tuple[str, list[str]]]] = {}
     for signature, scenarios in sorted(findings.items()):
@@ -81,7 +88,8 @@ def by_check(findings: dict[str, list[str]]) -> dict[str, list[tuple[str, list[s
 def main() -> int:
     parser = argparse.ArgumentParser(description="Write subjects/gptqmodel/findings.md from the baselines.")
     parser.add_argument("--live-record", type=pathlib.Path, help="a live record marking findings confirmed")
-    record = read_record(parser.parse_args().live_record)
+    given = parser.parse_args().live_record
+    record = read_record(given if given is not None else subject_record("gptqmodel"))
     rules = tomllib.loads((REPO / "inventory" / "rules.toml").read_text())["rule"]
     runs = {name: load(path) for name, path in SUBJECTS.items()}
     grouped = {name: by_check(run.get("findings", {})) for name, run in runs.items()}
@@ -95,7 +103,8 @@ def main() -> int:
         "show it. Where the subject names the GPTQModel function that decided the failing value (`decided_by`,",
         "docs/subject-protocol.md), the signature is the rule and that function; elsewhere the location is unknown.",
         "Each finding ends with its mark (docs/live-record.md): confirmed on a real GPU where a live record",
-        "(`--live-record FILE`) shows one of its scenarios failed live with the same signature, else simulated.",
+        "(`--live-record FILE`, by default the `live_record` of `subjects/gptqmodel.toml`) shows one of its",
+        "scenarios failed live with the same signature, else simulated.",
         "",
     ]
     for name, run in runs.items():
