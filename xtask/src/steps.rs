@@ -257,10 +257,11 @@ scripts/check-wheel "$PWD/.venv-torch" "$(dirname "$PWD")/gptqmodel-src"
     )),
     in_torch(step(
         "bitsandbytes",
-        "bitsandbytes 0.50.2 as a subject: install (PyPI wheel into .venv-torch), its own tests",
+        "bitsandbytes 0.50.2 as a subject: install (PyPI wheel into .venv-torch), its own tests, the live table tool's oracle tests",
         r#"
 subjects/bitsandbytes/install.sh "$PWD/.venv-torch"
 .venv-torch/bin/python -m pytest -q subjects/bitsandbytes/tests
+.venv-torch/bin/python -m pytest -q -p no:cacheprovider tools/live/tests
 "#,
     )),
     step(
@@ -277,13 +278,14 @@ subjects/vllm/install.sh "$PWD/.venv-vllm"
         "the subjects' Python: ruff and mypy",
         r#"
 .venv-torch/bin/pip install --quiet --disable-pip-version-check ruff==0.17.6 mypy==2.4.1
-.venv-torch/bin/ruff check subjects/gptqmodel subjects/kit subjects/bitsandbytes subjects/vllm examples/pytest-gptqmodel tools/fidelity
+.venv-torch/bin/ruff check subjects/gptqmodel subjects/kit subjects/bitsandbytes subjects/vllm examples/pytest-gptqmodel tools/fidelity tools/live
 .venv-torch/bin/mypy --config-file subjects/kit/pyproject.toml subjects/kit/src/devsim_subject_kit
 .venv-torch/bin/mypy --config-file subjects/gptqmodel/pyproject.toml subjects/gptqmodel/src/devsim_subject_gptqmodel subjects/gptqmodel/tools/findings.py subjects/gptqmodel/tools/reverts.py
 .venv-torch/bin/mypy --config-file subjects/bitsandbytes/pyproject.toml subjects/bitsandbytes/src/devsim_subject_bitsandbytes subjects/bitsandbytes/findings
 .venv-torch/bin/mypy --config-file subjects/vllm/pyproject.toml subjects/vllm/src/devsim_subject_vllm
 (cd subjects/vllm/findings && ../../../.venv-torch/bin/mypy --config-file ../pyproject.toml .)
 .venv-torch/bin/mypy --strict tools/fidelity/table.py
+.venv-torch/bin/mypy --ignore-missing-imports tools/live/bnb_table.py
 "#,
     )),
     in_torch(step(
