@@ -8,6 +8,7 @@
 #              and its live record (docs/live-record.md)                                        live-record.toml
 #   jit        the live warmup scenarios again with GPTQModel's own JIT builds (DEVSIM_GPTQMODEL_JIT=1,
 #              step_timeout_s = 290), AWQ/FP8 first, then GPTQ        jit-awq_fp8.json, jit-gptq.json
+#   filtered   the scenarios FILTER names (devsim run --filter), JIT builds on                   filtered.json
 #   bnb-table  tools/live/bnb_table.py: the seed's bitsandbytes table                           bnb-table.json
 #   bnb-tests  bitsandbytes' own tests (the three files of docs/own-suite.md), no devsim          bnb-gpu.xml
 # Every step first installs the bundle (idempotent): the wheels into the machine's python, GPTQModel's sdist
@@ -57,6 +58,16 @@ jit() {
       --subject-src "$GSRC" --format json --filter "live/h200_${file}_kernels_warm_up*" scenarios \
       >"$OUT/jit-$file.json" || code=$?
   done
+  rm -f subjects/gptqmodel-jit.toml
+  return $code
+}
+
+filtered() {
+  # the scenarios FILTER selects (devsim's --filter), with JIT builds on: one case re-measured on its own
+  sed 's/^step_timeout_s = .*/step_timeout_s = 290/' subjects/gptqmodel.toml >subjects/gptqmodel-jit.toml
+  DEVSIM_GPTQMODEL_JIT=1 timed filtered devsim run --live --subject subjects/gptqmodel-jit.toml \
+    --subject-src "$GSRC" --format json --filter "${FILTER:?filtered needs FILTER}" scenarios >"$OUT/filtered.json"
+  local code=$?
   rm -f subjects/gptqmodel-jit.toml
   return $code
 }
