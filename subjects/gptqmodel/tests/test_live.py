@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import pytest
 import torch
-from fakedevsim import Driver, s
+from fakedevsim import CPU, Driver, s
 
-CPU_HOST = {"torch": "cpu", "gpus": [], "foreign_gpus": [], "env": {}, "visible": [], "current": 0}
 H200 = {"arch": "sm_90", "name": "NVIDIA H200", "smem_optin": 232448, "uuid": "GPU-1"}
 CUDA_HOST = {"torch": "cuda", "gpus": [H200], "foreign_gpus": [], "env": {}, "visible": [0], "current": 0}
 
@@ -36,7 +35,7 @@ def test_the_handshake_says_live_only_when_asked(live, env):
 
 
 def test_a_cpu_warmup_runs_the_real_kernel_within_the_oracle_tolerance(live):
-    answer = live.step(CPU_HOST, {"action": "warmup", "kernel": "gptq_torch", "device": s("cpu")})
+    answer = live.step(CPU, {"action": "warmup", "kernel": "gptq_torch", "device": s("cpu")})
     assert answer["type"] == "observed", answer
     assert answer["ok"] is True and answer["ran_on"] == "cpu", answer
     numerics = answer["numerics"]
@@ -47,7 +46,7 @@ def test_a_cpu_warmup_runs_the_real_kernel_within_the_oracle_tolerance(live):
 
 def test_a_kernel_without_a_weight_builder_is_unsupported_not_refused(live):
     # GGUF: the subject builds no GGUF checkpoint
-    answer = live.step(CPU_HOST, {"action": "warmup", "kernel": "gguf_torch", "device": s("cpu")})
+    answer = live.step(CPU, {"action": "warmup", "kernel": "gguf_torch", "device": s("cpu")})
     assert answer["type"] == "unsupported" and "no weight builder" in answer["reason"], answer
 
 
@@ -84,7 +83,7 @@ def test_a_gpu_scenario_this_torch_cannot_reach_is_refused_at_the_scenario(live)
 def test_a_repeated_step_outside_a_live_run_is_a_protocol_error(env):
     d = Driver(env)
     d.hello(protocol=2)
-    d.send({"type": "scenario", "name": "r.toml", "host": CPU_HOST})
+    d.send({"type": "scenario", "name": "r.toml", "host": CPU})
     assert d.read()["type"] == "ready"
     d.send({"type": "step", "scenario": "r.toml", "number": 1, "action": "normalize", "device": s("cpu"), "repeat": 3})
     assert d.close() != 0

@@ -17,9 +17,8 @@ import subprocess
 import sys
 
 import pytest
-from fakedevsim import Driver, s
+from fakedevsim import CPU, Driver, s
 
-CPU_HOST = {"torch": "cpu", "gpus": [], "foreign_gpus": [], "env": {}, "visible": [], "current": 0}
 BOUND = 2e-3
 
 
@@ -33,7 +32,7 @@ def live(env):
 
 @pytest.mark.parametrize("kernel", ["awq_torch", "fp8_torch"])
 def test_a_cpu_warmup_of_another_format_runs_within_the_oracle_tolerance(live, kernel):
-    answer = live.step(CPU_HOST, {"action": "warmup", "kernel": kernel, "device": s("cpu")})
+    answer = live.step(CPU, {"action": "warmup", "kernel": kernel, "device": s("cpu")})
     assert answer["type"] == "observed", answer
     assert answer["ok"] is True and answer["ran_on"] == "cpu", answer
     numerics = answer["numerics"]
@@ -44,7 +43,7 @@ def test_a_cpu_warmup_of_another_format_runs_within_the_oracle_tolerance(live, k
 
 def test_a_kernel_whose_format_has_no_builder_answers_unsupported(live):
     # GGUF: the subject builds no GGUF checkpoint
-    answer = live.step(CPU_HOST, {"action": "warmup", "kernel": "gguf_torch", "device": s("cpu")})
+    answer = live.step(CPU, {"action": "warmup", "kernel": "gguf_torch", "device": s("cpu")})
     assert answer["type"] == "unsupported", answer
     assert "no weight builder" in answer["reason"] and "GGUFTorchLinear" in answer["reason"], answer
 

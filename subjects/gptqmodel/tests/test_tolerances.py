@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from devsim_subject_gptqmodel import tolerances
-from fakedevsim import Driver, s
+from fakedevsim import CPU, Driver, s
 
 STAND_IN = '''
 class TestKernelOutput(unittest.TestCase):
@@ -42,7 +42,6 @@ class TestKernelOutput(unittest.TestCase):
         self._summarize_results(reference_outputs=data.torch_kernel.outputs, actual_outputs=out.outputs, atol=a_tolerance)
 '''
 
-CPU_HOST = {"torch": "cpu", "gpus": [], "foreign_gpus": [], "env": {}, "visible": [], "current": 0}
 
 
 def write_tests(root: Path, text: str) -> Path:
@@ -105,7 +104,7 @@ def test_a_live_forward_is_judged_against_the_projects_reference_at_its_toleranc
         assert "tolerances" not in declared["gptq_torch"], "a reference is not compared with itself"
         (fused,) = declared["gptq_torch_fused"]["tolerances"]
         assert fused["reference"] == "gptq_torch" and fused["atol"] == float(atol)
-        answer = driver.step(CPU_HOST, {"action": "warmup", "kernel": "gptq_torch_fused", "device": s("cpu")})
+        answer = driver.step(CPU, {"action": "warmup", "kernel": "gptq_torch_fused", "device": s("cpu")})
         if answer["type"] == "unsupported":
             pytest.skip(f"TorchFusedLinear cannot run on this CPU: {answer['reason']}")
         numerics = answer["numerics"]
@@ -120,7 +119,7 @@ def test_without_a_stated_tolerance_the_seeds_judges_and_the_reference_is_still_
     driver = driver_with_tests(env, tmp_path / "no-tests-here")
     try:
         assert all("tolerances" not in k for k in driver.handshake["kernels"])
-        answer = driver.step(CPU_HOST, {"action": "warmup", "kernel": "gptq_torch_fused", "device": s("cpu")})
+        answer = driver.step(CPU, {"action": "warmup", "kernel": "gptq_torch_fused", "device": s("cpu")})
         if answer["type"] == "unsupported":
             pytest.skip(f"TorchFusedLinear cannot run on this CPU: {answer['reason']}")
         numerics = answer["numerics"]

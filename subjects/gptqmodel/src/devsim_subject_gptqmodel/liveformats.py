@@ -41,7 +41,7 @@ from typing import Any, Protocol
 import torch
 
 from . import livewarmup
-from .livewarmup import GROUP, SEED_WEIGHTS, K, M, N, Unbuildable
+from .livewarmup import GROUP, SEED_WEIGHTS, K, M, N, Unbuildable, module_args
 
 
 class FloatWeights(Protocol):
@@ -121,16 +121,7 @@ class Gptq(Format):
 
 def awq_module_args(bits: int) -> dict[str, Any]:
     """What GPTQModel's loader builds an AWQ module with (create_quant_module), for the drawn shape."""
-    return {
-        "bits": bits,
-        "group_size": GROUP,
-        "sym": False,
-        "desc_act": False,
-        "in_features": K,
-        "out_features": N,
-        "bias": False,
-        "pack_dtype": torch.int32,
-    }
+    return {**module_args(bits), "sym": False}
 
 
 class Awq(Format):
@@ -200,18 +191,7 @@ class Fp8Weights:
 
 def fp8_module_args() -> dict[str, Any]:
     """TorchFP8Linear as GPTQModel's FP8 config builds it: float8_e4m3fn, per-row scales (FP8Config defaults)."""
-    return {
-        "bits": 8,
-        "group_size": -1,
-        "sym": True,
-        "desc_act": False,
-        "in_features": K,
-        "out_features": N,
-        "bias": False,
-        "pack_dtype": torch.int32,
-        "format": "float8_e4m3fn",
-        "weight_scale_method": "row",
-    }
+    return {**module_args(8), "group_size": -1, "format": "float8_e4m3fn", "weight_scale_method": "row"}
 
 
 class Fp8(Format):
