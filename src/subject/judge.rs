@@ -148,6 +148,7 @@ impl<'a> Judge<'a> {
         table: &mut Expectations,
         action: Option<&str>,
         absent: &BTreeSet<&'static str>,
+        undecided: &BTreeMap<String, String>,
         prefix: &str,
         unbacked: &mut Vec<Mismatch>,
     ) {
@@ -155,7 +156,11 @@ impl<'a> Judge<'a> {
         let order = table.trace.order.clone();
         table.retain(|key| {
             let conformance = levels.get(key);
-            match self.decide(key, conformance, action, absent, &order) {
+            let decision = match undecided_reason(key, undecided) {
+                Some(why) => Decision::NotApplicable(why),
+                None => self.decide(key, conformance, action, absent, &order),
+            };
+            match decision {
                 Decision::Check => {
                     if conformance.is_some_and(|c| c.level == Level::Policy) {
                         self.policy_observed += 1;
@@ -211,18 +216,19 @@ impl<'a> Judge<'a> {
         } else {
             expect.when_refused = None;
         }
-        self.filter(&mut expect, action, &absent, "", &mut unbacked);
+        let undecided = &message.undecided;
+        self.filter(&mut expect, action, &absent, undecided, "", &mut unbacked);
         for (branch, prefix) in [
             (&mut expect.when_ok, "when_ok."),
             (&mut expect.when_refused, "when_refused."),
         ] {
             if let Some(branch) = branch {
-                self.filter(branch, action, &absent, prefix, &mut unbacked);
+                self.filter(branch, action, &absent, undecided, prefix, &mut unbacked);
             }
         }
         let mut mismatches = compare(&expect, observed, entries.iter());
         mismatches.extend(unbacked);
-        mismatches.extend(self.declared(step, observed));
+        mismatches.extend(self.declared(step, observed, undecided));
         mismatches.extend(numerics(observed));
         mismatches
     }
@@ -241,17 +247,101 @@ impl<'a> Judge<'a> {
             ..Expectations::default()
         };
         let mut unbacked = Vec::new();
-        self.filter(&mut table, None, &BTreeSet::new(), "expect.", &mut unbacked);
+        let decided = BTreeMap::new();
+        self.filter(
+            &mut table,
+            None,
+            &BTreeSet::new(),
+            &decided,
+            "expect.",
+            &mut unbacked,
+        );
         let mut mismatches = check_trace(&table.trace, entries.iter(), "expect.trace", levels);
         mismatches.extend(unbacked);
         mismatches
     }
 
+    /// A step the subject could not finish (`unsupported`) with the events it recorded before it stopped
+    /// (`stopped`; `so_far` holds every earlier step's too). Only `never` rules can be judged on such a
+    /// prefix: an event that happened stays happened, while one that would have come later is unknown. The
+    /// step's own rules are judged over its events, the scenario's over all of them.
+    pub fn stopped(
+        &mut self,
+        step: &Step,
+        scenario: (&TraceRules, &Levels),
+        so_far: &[Entry],
+        stopped: &[Entry],
+    ) -> Vec<Mismatch> {
+        let never_only = |rules: &TraceRules| TraceRules {
+            never: rules.never.clone(),
+            ..TraceRules::default()
+        };
+        let mut unbacked = Vec::new();
+        let action = Some(step.action.name());
+        let mut own = Expectations {
+            ok: None,
+            trace: never_only(&step.expect.trace),
+            levels: step.expect.levels.clone(),
+            ..Expectations::default()
+        };
+        let nothing = BTreeMap::new();
+        self.filter(
+            &mut own,
+            action,
+            &BTreeSet::new(),
+            &nothing,
+            "",
+            &mut unbacked,
+        );
+        let mut mismatches = check_trace(&own.trace, stopped.iter(), "trace", &own.levels);
+        let mut whole = Expectations {
+            ok: None,
+            trace: never_only(scenario.0),
+            levels: scenario.1.clone(),
+            ..Expectations::default()
+        };
+        self.filter(
+            &mut whole,
+            None,
+            &BTreeSet::new(),
+            &nothing,
+            "expect.",
+            &mut unbacked,
+        );
+        mismatches.extend(check_trace(
+            &whole.trace,
+            so_far.iter().chain(stopped),
+            "expect.trace",
+            &whole.levels,
+        ));
+        mismatches
+    }
+
     /// The checks the subject's own declarations imply for a kernel step (rule `declared-families`): a
     /// kernel refuses a family it does not declare, never refuses one it declares as `unsupported-family`,
-    /// and selection never picks a kernel that does not declare the target's family.
-    fn declared(&mut self, step: &Step, observed: &Observed) -> Vec<Mismatch> {
+    /// and selection never picks a kernel that does not declare the target's family. Where the project
+    /// decided nothing (`undecided`: no gate on this path, a pick by backend alone) nothing is implied.
+    fn declared(
+        &mut self,
+        step: &Step,
+        observed: &Observed,
+        undecided: &BTreeMap<String, String>,
+    ) -> Vec<Mismatch> {
         if !self.claims(Level::Contract) || self.capabilities.declared.is_empty() {
+            return Vec::new();
+        }
+        let decided_field = if matches!(step.action, Action::Select { .. }) {
+            "selected"
+        } else {
+            "ok"
+        };
+        if let Some(why) = undecided.get(decided_field) {
+            remember(
+                &mut self.not_applicable,
+                format!("the project decides no {decided_field} on this step: {why}"),
+                "declared-families.",
+                decided_field,
+            );
             return Vec::new();
         }
         let (kernel, device) = match &step.action {
@@ -321,8 +411,13 @@ impl<'a> Judge<'a> {
         out
     }
 
+    /// The subject's declaration of `kernel`, where it declares any family: a kernel that declares none (a
+    /// class without a device declaration) has declared nothing to hold it to, so nothing is implied.
     fn declaration(&self, kernel: &str) -> Option<&'a KernelDeclaration> {
-        self.capabilities.declared.iter().find(|d| d.name == kernel)
+        self.capabilities
+            .declared
+            .iter()
+            .find(|d| d.name == kernel && !d.families.is_empty())
     }
 
     /// The family the policy says the selector means on this host (`cuda` on a HIP build is ROCm).
@@ -381,24 +476,21 @@ fn remember(
         .insert(format!("{prefix}{key}"));
 }
 
+/// Why expectation `key` does not apply where the answer says the project decided nothing: a field named in
+/// `undecided`, or the error and message of an undecided `ok`.
+fn undecided_reason(key: &str, undecided: &BTreeMap<String, String>) -> Option<String> {
+    let field = match key {
+        "error" | "message" => "ok",
+        _ => key,
+    };
+    undecided
+        .get(field)
+        .map(|why| format!("the project decides no {field} on this step: {why}"))
+}
+
 /// The observation fields an answer leaves out.
 fn absent_fields(message: &ObservedMessage) -> BTreeSet<&'static str> {
-    let fields: [(&'static str, bool); 13] = [
-        ("family", message.family.is_some()),
-        ("ordinal", message.ordinal.is_some()),
-        ("torch_device", message.torch_device.is_some()),
-        ("ran_on", message.ran_on.is_some()),
-        ("lands_on", message.lands_on.is_some()),
-        ("current_after", message.current_after.is_some()),
-        ("selected", message.selected.is_some()),
-        ("covers", message.covers.is_some()),
-        ("vendor", message.vendor.is_some()),
-        ("archs", message.archs.is_some()),
-        ("torch_device_count", message.torch_device_count.is_some()),
-        ("runtime_devices", message.runtime_devices.is_some()),
-        ("retained_bytes", message.retained_bytes.is_some()),
-    ];
-    fields
+    crate::subject::decode::reported_fields(message)
         .into_iter()
         .filter(|(_, present)| !present)
         .map(|(key, _)| key)

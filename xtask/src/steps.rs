@@ -290,12 +290,13 @@ subjects/vllm/install.sh "$PWD/.venv-vllm"
     )),
     in_torch(step(
         "baselines",
-        "GPTQModel 7.7.0 (as shipped and with the seed-fix overlay), bitsandbytes 0.50.2 and vLLM 0.33.0 against the whole corpus: every outcome and distinct finding must match the committed baseline (docs/conformance.md); the finding table is the one the baselines give",
+        "GPTQModel 7.7.0 (as shipped and with each of the two seed-fix variants), bitsandbytes 0.50.2 and vLLM 0.33.0 against the whole corpus: every outcome and distinct finding must match the committed baseline (docs/conformance.md); the finding table is the one the baselines give",
         r#"
-for subject in gptqmodel gptqmodel-seedfix bitsandbytes vllm; do
+for subject in gptqmodel gptqmodel-seedfix gptqmodel-seedfix2 bitsandbytes vllm; do
   case "$subject" in
     gptqmodel) baseline=subjects/gptqmodel/baseline.toml ;;
     gptqmodel-seedfix) baseline=subjects/gptqmodel/baseline-seedfix.toml ;;
+    gptqmodel-seedfix2) baseline=subjects/gptqmodel/baseline-seedfix2.toml ;;
     bitsandbytes) baseline=subjects/bitsandbytes/baseline.toml ;;
     vllm) baseline=subjects/vllm/baseline.toml ;;
   esac

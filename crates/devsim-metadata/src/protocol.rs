@@ -118,6 +118,10 @@ pub enum FromSubject {
         number: Option<usize>,
         /// Why, in words.
         reason: String,
+        /// A step only: the events the subject recorded before it stopped. Only `never` rules are judged on
+        /// them (an event that happened stays happened; what would have come after is unknown).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        trace: Vec<TraceEvent>,
     },
     /// What a step produced.
     Observed(ObservedMessage),
@@ -389,6 +393,12 @@ pub struct ObservedMessage {
     /// left out ("location unknown"), never guessed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub decided_by: BTreeMap<String, DecidedBy>,
+    /// Per observed field (`ok`, `selected` …), why the project under test decided nothing there: no code of
+    /// the project makes that decision on this path (a wrapper with no device gate, a move that is plain
+    /// torch). Expectations on such a field are not applicable, never judged on a value the subject made up.
+    /// A field other than `ok` named here is absent from the answer, and none has a `decided_by`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub undecided: BTreeMap<String, String>,
     /// The recorded events, in order.
     pub trace: Vec<TraceEvent>,
 }

@@ -41,7 +41,14 @@ fn an_order_rule_needs_every_event_it_names() {
     let mut judge = Judge::new(&plain, TorchBuild::Hip, 2);
     let mut table = with_order(&["set_device", "launch"]);
     let mut unbacked = Vec::new();
-    judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
+    judge.filter(
+        &mut table,
+        None,
+        &BTreeSet::new(),
+        &BTreeMap::new(),
+        "",
+        &mut unbacked,
+    );
     assert!(
         table.trace.order.is_empty(),
         "a reference detail does not bind it"
@@ -51,7 +58,14 @@ fn an_order_rule_needs_every_event_it_names() {
     let claims = capabilities(&[Level::Reference]);
     let mut judge = Judge::new(&claims, TorchBuild::Hip, 2);
     let mut table = with_order(&["set_device", "launch"]);
-    judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
+    judge.filter(
+        &mut table,
+        None,
+        &BTreeSet::new(),
+        &BTreeMap::new(),
+        "",
+        &mut unbacked,
+    );
     assert!(table.trace.order.is_empty());
     assert_eq!(unbacked.len(), 1, "claimed but unobservable: a failure");
     assert!(unbacked[0].actual.contains("does not record launch"));
@@ -59,7 +73,14 @@ fn an_order_rule_needs_every_event_it_names() {
     let mut judge = Judge::new(&claims, TorchBuild::Hip, 2);
     let mut table = with_order(&["set_device"]);
     let mut unbacked = Vec::new();
-    judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
+    judge.filter(
+        &mut table,
+        None,
+        &BTreeSet::new(),
+        &BTreeMap::new(),
+        "",
+        &mut unbacked,
+    );
     assert_eq!(table.trace.order, ["set_device"], "recorded: judged");
     assert!(unbacked.is_empty());
 }
@@ -135,4 +156,152 @@ fn a_forward_outside_the_projects_own_tolerance_names_both_errors_and_the_source
         numerics(&observed).is_some(),
         "an infinite error is never within"
     );
+}
+
+/// A subject that declares `exl3_exllama_v3` for CUDA only, judged at the contract level.
+fn declaring() -> Capabilities {
+    let mut capabilities = capabilities(&[Level::Contract]);
+    capabilities.actions = vec!["validate".into()];
+    capabilities.declared = vec![KernelDeclaration {
+        name: "exl3_exllama_v3".into(),
+        families: vec!["cuda".into()],
+        methods: Vec::new(),
+        bits: Vec::new(),
+        priority: None,
+        alternatives: Vec::new(),
+        source: None,
+        tolerances: Vec::new(),
+    }];
+    capabilities
+}
+
+/// Step 1 validates `exl3_exllama_v3` on "cuda" and, as policy, expects a refusal.
+fn validate_expecting_refusal() -> Step {
+    let mut levels = Levels::default();
+    levels.insert("ok".into(), Conformance::policy("declared-families"));
+    Step {
+        number: 1,
+        line: 1,
+        description: None,
+        action: Action::Validate {
+            kernel: "exl3_exllama_v3".into(),
+            device: Selector::from("cuda"),
+        },
+        repeat: 1,
+        expect: Expectations {
+            ok: Some(false),
+            levels,
+            ..Expectations::default()
+        },
+    }
+}
+
+fn admitted(undecided: &[(&str, &str)]) -> ObservedMessage {
+    let mut message: ObservedMessage =
+        serde_json::from_str(r#"{"scenario": "s", "number": 1, "ok": true, "trace": []}"#)
+            .expect("an answer");
+    for (field, why) in undecided {
+        message.undecided.insert((*field).into(), (*why).into());
+    }
+    message
+}
+
+#[test]
+fn a_decision_the_project_makes_is_judged_by_its_declarations() {
+    let capabilities = declaring();
+    let mut judge = Judge::new(&capabilities, TorchBuild::Hip, 2);
+    let message = admitted(&[]);
+    let mismatches = judge.step(
+        &validate_expecting_refusal(),
+        &message,
+        &Observed::default(),
+        &[],
+    );
+    let keys: Vec<&str> = mismatches.iter().map(|m| m.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        ["ok", "ok"],
+        "the scenario's refusal and the declaration's"
+    );
+}
+
+#[test]
+fn a_decision_the_project_does_not_make_is_not_applicable() {
+    let capabilities = declaring();
+    let mut judge = Judge::new(&capabilities, TorchBuild::Hip, 2);
+    let message = admitted(&[("ok", "ExllamaV3Linear has no device gate")]);
+    let mismatches = judge.step(
+        &validate_expecting_refusal(),
+        &message,
+        &Observed::default(),
+        &[],
+    );
+    assert!(mismatches.is_empty(), "{mismatches:?}");
+    match judge.verdict() {
+        Status::NotApplicable(why) => assert!(
+            why.contains("the project decides no ok on this step: ExllamaV3Linear has no device gate (declared-families.ok, ok)"),
+            "{why}"
+        ),
+        other => panic!("expected not applicable, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_kernel_that_declares_no_family_is_held_to_no_declaration() {
+    let mut capabilities = declaring();
+    capabilities.declared[0].families.clear();
+    let mut judge = Judge::new(&capabilities, TorchBuild::Hip, 2);
+    let message = admitted(&[]);
+    let mismatches = judge.step(
+        &validate_expecting_refusal(),
+        &message,
+        &Observed::default(),
+        &[],
+    );
+    let keys: Vec<&str> = mismatches.iter().map(|m| m.key.as_str()).collect();
+    assert_eq!(keys, ["ok"], "the scenario's own refusal only");
+    assert!(
+        mismatches[0].expected == "false",
+        "{:?}",
+        mismatches[0].expected
+    );
+}
+
+#[test]
+fn a_step_that_stopped_is_held_to_its_never_rules_over_what_it_did() {
+    let mut capabilities = capabilities(&[]);
+    capabilities.events.push("extension_load".into());
+    let mut step = validate_expecting_refusal();
+    step.expect.trace.never = vec!["extension_load".into()];
+    let key = crate::conformance::trace_key("never", "extension_load");
+    step.expect
+        .levels
+        .insert(key, Conformance::policy("extensions-after-gates"));
+    let load = Entry::Reported {
+        event: "extension_load".parse().expect("an event"),
+        device: None,
+        detail: None,
+    };
+    let rules = TraceRules {
+        never: vec!["extension_load".into()],
+        once: vec!["set_device".into()], // unknowable on a prefix: never judged there
+        ..TraceRules::default()
+    };
+    let mut levels = Levels::default();
+    levels.insert(
+        crate::conformance::trace_key("never", "extension_load"),
+        Conformance::policy("extensions-after-gates"),
+    );
+    levels.insert(
+        crate::conformance::trace_key("once", "set_device"),
+        Conformance::policy("target-context"),
+    );
+    let mut judge = Judge::new(&capabilities, TorchBuild::Hip, 2);
+    assert!(
+        judge.stopped(&step, (&rules, &levels), &[], &[]).is_empty(),
+        "nothing happened yet: nothing broken"
+    );
+    let broken = judge.stopped(&step, (&rules, &levels), &[], &[load]);
+    let keys: Vec<&str> = broken.iter().map(|m| m.key.as_str()).collect();
+    assert_eq!(keys, ["trace.never", "expect.trace.never"], "{broken:?}");
 }
