@@ -340,17 +340,24 @@ impl<'a> Judge<'a> {
         out
     }
 
-    /// The check the subject's own arch rules imply (rule `per-target-arch`, policy level, binding every
-    /// subject that declares them): a kernel selected for a target, or validated for it, must admit the
-    /// target's own GPU by the rules the subject declares for it. The target is the selector's ordinal, or
-    /// the current device for a family target. A kernel without declared rules, a GPU no rule speaks about,
-    /// and a spelling the policy does not give a meaning are not judged this way.
+    /// The checks the subject's own arch rules imply (rule `per-target-arch`, policy level, binding every
+    /// subject that declares them), each on the target's own GPU: the selector's ordinal, or the current
+    /// device for a family target. A kernel selected for a target, or validated for it, must admit that GPU
+    /// by the rules the subject declares for it; a kernel whose declared rules admit that GPU must not refuse
+    /// it as `unsupported-arch` (declared rules are the kernel's arch rules, as declared families are its
+    /// families). A kernel without declared rules, a GPU no rule speaks about, and a spelling the policy does
+    /// not give a meaning are not judged this way.
     fn per_target_arch(&mut self, step: &Step, observed: &Observed) -> Option<Mismatch> {
-        let (kernel, device, key) = match &step.action {
-            Action::Validate { kernel, device } if observed.error.is_none() => {
-                (kernel.as_str(), device, "ok")
+        let (kernel, device, key) = match (&step.action, &observed.error) {
+            (Action::Validate { kernel, device }, None) => (kernel.as_str(), device, "ok"),
+            (Action::Validate { kernel, device }, Some(error))
+                if error.kind == "unsupported-arch" =>
+            {
+                (kernel.as_str(), device, "error")
             }
-            Action::Select { device, .. } => (observed.selected.as_deref()?, device, "selected"),
+            (Action::Select { device, .. }, None) => {
+                (observed.selected.as_deref()?, device, "selected")
+            }
             _ => return None,
         };
         if !policy_spelling(device, step.action.name()) {
@@ -364,9 +371,8 @@ impl<'a> Judge<'a> {
         }
         let ordinal = target.ordinal.unwrap_or(self.current);
         let gpu = self.gpus.get(usize::try_from(ordinal).ok()?)?;
-        let broken = broken_rule(rules, gpu)?;
+        let verdict = broken_rule(rules, gpu)?;
         self.policy_observed += 1;
-        let broken = broken.err()?;
         let written = match target.ordinal {
             Some(n) => format!("GPU {n}"),
             None => format!("the current GPU {ordinal}"),
@@ -376,22 +382,30 @@ impl<'a> Judge<'a> {
             .as_deref()
             .map(|s| format!("; {s}"))
             .unwrap_or_default();
-        let (expected, actual) = if key == "ok" {
-            (
+        let arch = &gpu.arch;
+        let (expected, actual) = match (key, verdict) {
+            ("error", Ok(())) => (
                 format!(
-                    "false (the subject's {kernel} declares {broken}{source}; the target, {written}, is {})",
-                    gpu.arch
+                    "no unsupported-arch refusal (the subject's {kernel} declares {}{source}, which the target, {written}, {arch}, satisfies)",
+                    described(rules)
+                ),
+                observed
+                    .error
+                    .as_ref()
+                    .map(|e| format!("{}: {}", e.kind, e.message))
+                    .unwrap_or_default(),
+            ),
+            ("ok", Err(broken)) => (
+                format!(
+                    "false (the subject's {kernel} declares {broken}{source}; the target, {written}, is {arch})"
                 ),
                 "true".to_string(),
-            )
-        } else {
-            (
-                format!(
-                    "a kernel whose declared arch rules admit the target, {written} ({})",
-                    gpu.arch
-                ),
+            ),
+            ("selected", Err(broken)) => (
+                format!("a kernel whose declared arch rules admit the target, {written} ({arch})"),
                 format!("{kernel} (declares {broken}{source})"),
-            )
+            ),
+            _ => return None,
         };
         Some(Mismatch {
             key: key.into(),
@@ -492,6 +506,24 @@ fn families(declaration: &KernelDeclaration) -> String {
     } else {
         declaration.families.join(", ")
     }
+}
+
+/// A kernel's declared arch rules in words: `min capability sm_90, gfx gfx11, gfx12`.
+fn described(rules: &ArchDeclaration) -> String {
+    let mut words = Vec::new();
+    if let Some(least) = rules.min_capability {
+        words.push(format!("min capability sm_{least}"));
+    }
+    if let Some(most) = rules.max_capability {
+        words.push(format!("max capability sm_{most}"));
+    }
+    if !rules.gfx.is_empty() {
+        words.push(format!("gfx {}", rules.gfx.join(", ")));
+    }
+    if let Some(least) = rules.min_smem_optin {
+        words.push(format!("min shared memory {least} bytes"));
+    }
+    words.join(", ")
 }
 
 /// Whether `gpu` satisfies a kernel's declared arch rules: `None` when no rule speaks about it (a GPU of

@@ -242,6 +242,32 @@ fn a_kernel_chosen_for_gpu_1_must_admit_gpu_1_by_its_declared_arch_rules() {
         ..Observed::default()
     };
     assert!(per_target_arch(&judge.step(&validate, &message, &refused, &[])).is_empty());
+    // Refusing Machete on GPU 0, the H200 its own rule admits, as unsupported-arch: judged on GPU 0, not on
+    // the GPU the code read.
+    let on_gpu_0 = step(Action::Validate {
+        kernel: "gptq_machete".into(),
+        device: Selector::from("cuda:0"),
+    });
+    let failed = judge.step(&on_gpu_0, &message, &refused, &[]);
+    let failed = per_target_arch(&failed);
+    assert_eq!(failed[0].key, "error");
+    assert!(
+        failed[0]
+            .expected
+            .contains("declares min capability sm_90; vllm…machete:MacheteLinearKernel.get_min_capability, which the target, GPU 0, sm_90, satisfies")
+            && failed[0].actual == "unsupported-arch: requires capability 90",
+        "{:?}",
+        failed[0]
+    );
+    // Another refusal (not an arch one) says nothing about the rules.
+    let other = Observed {
+        error: Some(ErrorOutput {
+            kind: "no-kernel".into(),
+            message: "shape".into(),
+        }),
+        ..Observed::default()
+    };
+    assert!(per_target_arch(&judge.step(&on_gpu_0, &message, &other, &[])).is_empty());
 }
 
 #[test]
