@@ -18,12 +18,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::conformance::{Conformance, Level, Levels, policy_spelling};
 use crate::dispatch::DispatchError;
 use crate::dispatch::selector::{Selector, normalize};
+use crate::host::Gpu;
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
 use crate::runner::Status;
 use crate::runner::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Expectations, Step, TraceRules};
 use crate::subject::handshake::Capabilities;
-use crate::subject::protocol::{KernelDeclaration, ObservedMessage};
+use crate::subject::protocol::{ArchDeclaration, KernelDeclaration, ObservedMessage};
 use crate::trace::Entry;
 use crate::vocab::{Family, TorchBuild};
 
@@ -44,6 +45,11 @@ pub struct Judge<'a> {
     capabilities: &'a Capabilities,
     build: TorchBuild,
     visible_count: u32,
+    /// The build's GPUs in ordinal order (as the runtime exposes them): whose arch a target has.
+    gpus: Vec<Gpu>,
+    /// The thread's current device as the scenario left it (its start, then each `set_device` that held):
+    /// the GPU a family target means.
+    current: u32,
     /// Policy expectations compared (the scenario's own and those derived from the subject's contract).
     policy_observed: usize,
     /// Expectations of other claimed levels compared.
@@ -61,6 +67,8 @@ impl<'a> Judge<'a> {
             capabilities,
             build,
             visible_count,
+            gpus: Vec::new(),
+            current: 0,
             policy_observed: 0,
             others_observed: 0,
             set_aside: BTreeMap::new(),
@@ -70,8 +78,15 @@ impl<'a> Judge<'a> {
 
     /// A judge for a scenario on `host`: its build, with as many GPUs as it makes visible.
     pub fn for_host(capabilities: &'a Capabilities, host: &crate::host::HostSpec) -> Self {
-        let visible = u32::try_from(host.visible().map_or(0, |v| v.len())).unwrap_or(u32::MAX);
-        Self::new(capabilities, host.torch, visible)
+        let visible = host.visible().unwrap_or_default();
+        let count = u32::try_from(visible.len()).unwrap_or(u32::MAX);
+        let mut judge = Self::new(capabilities, host.torch, count);
+        judge.gpus = visible
+            .iter()
+            .filter_map(|physical| host.gpus.get(*physical).cloned())
+            .collect();
+        judge.current = host.current;
+        judge
     }
 
     fn claims(&self, level: Level) -> bool {
@@ -229,7 +244,11 @@ impl<'a> Judge<'a> {
         let mut mismatches = compare(&expect, observed, entries.iter());
         mismatches.extend(unbacked);
         mismatches.extend(self.declared(step, observed, undecided));
+        mismatches.extend(self.per_target_arch(step, observed, undecided));
         mismatches.extend(numerics(observed));
+        if let (Action::SetDevice(ordinal), None) = (&step.action, &observed.error) {
+            self.current = *ordinal;
+        }
         mismatches
     }
 
@@ -411,6 +430,92 @@ impl<'a> Judge<'a> {
         out
     }
 
+    /// The checks the subject's own arch rules imply (rule `per-target-arch`, policy level, binding every
+    /// subject that declares them), each on the target's own GPU: the selector's ordinal, or the current
+    /// device for a family target. A kernel selected for a target, or validated for it, must admit that GPU
+    /// by the rules the subject declares for it; a kernel whose declared rules admit that GPU must not refuse
+    /// it as `unsupported-arch` (declared rules are the kernel's arch rules, as declared families are its
+    /// families). A kernel without declared rules, a GPU no rule speaks about, and a spelling the policy does
+    /// not give a meaning are not judged this way.
+    fn per_target_arch(
+        &mut self,
+        step: &Step,
+        observed: &Observed,
+        undecided: &BTreeMap<String, String>,
+    ) -> Option<Mismatch> {
+        let (kernel, device, key) = match (&step.action, &observed.error) {
+            (Action::Validate { kernel, device }, None) => (kernel.as_str(), device, "ok"),
+            (Action::Validate { kernel, device }, Some(error))
+                if error.kind == "unsupported-arch" =>
+            {
+                (kernel.as_str(), device, "error")
+            }
+            (Action::Select { device, .. }, None) => {
+                (observed.selected.as_deref()?, device, "selected")
+            }
+            _ => return None,
+        };
+        let decided_field = if key == "error" { "ok" } else { key };
+        if undecided.contains_key(decided_field) || !policy_spelling(device, step.action.name()) {
+            return None;
+        }
+        let declaration = self
+            .capabilities
+            .declared
+            .iter()
+            .find(|d| d.name == kernel)?;
+        let rules = declaration.arch.as_ref()?;
+        let count = self.visible_count;
+        let target = normalize(device, self.build, || Ok::<u32, DispatchError>(count)).ok()?;
+        if target.family != self.build.gpu_family()? {
+            return None;
+        }
+        let ordinal = target.ordinal.unwrap_or(self.current);
+        let gpu = self.gpus.get(usize::try_from(ordinal).ok()?)?;
+        let verdict = broken_rule(rules, gpu)?;
+        self.policy_observed += 1;
+        let written = match target.ordinal {
+            Some(n) => format!("GPU {n}"),
+            None => format!("the current GPU {ordinal}"),
+        };
+        let source = rules
+            .source
+            .as_deref()
+            .map(|s| format!("; {s}"))
+            .unwrap_or_default();
+        let arch = &gpu.arch;
+        let (expected, actual) = match (key, verdict) {
+            ("error", Ok(())) => (
+                format!(
+                    "no unsupported-arch refusal (the subject's {kernel} declares {}{source}, which the target, {written}, {arch}, satisfies)",
+                    described(rules)
+                ),
+                observed
+                    .error
+                    .as_ref()
+                    .map(|e| format!("{}: {}", e.kind, e.message))
+                    .unwrap_or_default(),
+            ),
+            ("ok", Err(broken)) => (
+                format!(
+                    "false (the subject's {kernel} declares {broken}{source}; the target, {written}, is {arch})"
+                ),
+                "true".to_string(),
+            ),
+            ("selected", Err(broken)) => (
+                format!("a kernel whose declared arch rules admit the target, {written} ({arch})"),
+                format!("{kernel} (declares {broken}{source})"),
+            ),
+            _ => return None,
+        };
+        Some(Mismatch {
+            key: key.into(),
+            expected,
+            actual,
+            conformance: Some(Conformance::policy("per-target-arch")),
+        })
+    }
+
     /// The subject's declaration of `kernel`, where it declares any family: a kernel that declares none (a
     /// class without a device declaration) has declared nothing to hold it to, so nothing is implied.
     fn declaration(&self, kernel: &str) -> Option<&'a KernelDeclaration> {
@@ -504,6 +609,69 @@ fn families(declaration: &KernelDeclaration) -> String {
     } else {
         declaration.families.join(", ")
     }
+}
+
+/// A kernel's declared arch rules in words: `min capability sm_90, gfx gfx11, gfx12`.
+fn described(rules: &ArchDeclaration) -> String {
+    let mut words = Vec::new();
+    if let Some(least) = rules.min_capability {
+        words.push(format!("min capability sm_{least}"));
+    }
+    if let Some(most) = rules.max_capability {
+        words.push(format!("max capability sm_{most}"));
+    }
+    if !rules.gfx.is_empty() {
+        words.push(format!("gfx {}", rules.gfx.join(", ")));
+    }
+    if let Some(least) = rules.min_smem_optin {
+        words.push(format!("min shared memory {least} bytes"));
+    }
+    words.join(", ")
+}
+
+/// Whether `gpu` satisfies a kernel's declared arch rules: `None` when no rule speaks about it (a GPU of
+/// another vendor than the rules name, and no shared-memory rule); else `Ok` or `Err` naming the rule it
+/// breaks.
+fn broken_rule(rules: &ArchDeclaration, gpu: &Gpu) -> Option<Result<(), String>> {
+    let capability = |c: u32| format!("sm_{c}");
+    let mut spoke = false;
+    if let Some(have) = gpu.arch.capability() {
+        let have = have.major * 10 + have.minor;
+        if let Some(least) = rules.min_capability {
+            spoke = true;
+            if have < least {
+                return Some(Err(format!("min capability {}", capability(least))));
+            }
+        }
+        if let Some(most) = rules.max_capability {
+            spoke = true;
+            if have > most {
+                return Some(Err(format!("max capability {}", capability(most))));
+            }
+        }
+    }
+    if let Some(target) = gpu.arch.gfx() {
+        if !rules.gfx.is_empty() {
+            spoke = true;
+            if !rules
+                .gfx
+                .iter()
+                .any(|g| target.base.starts_with(g.as_str()))
+            {
+                return Some(Err(format!("gfx {}", rules.gfx.join(", "))));
+            }
+        }
+    }
+    if let Some(least) = rules.min_smem_optin {
+        spoke = true;
+        if gpu.smem_optin < least {
+            return Some(Err(format!(
+                "min shared memory {least} bytes (the GPU opts in {})",
+                gpu.smem_optin
+            )));
+        }
+    }
+    spoke.then_some(Ok(()))
 }
 
 fn declares(declaration: &KernelDeclaration, family: Family) -> bool {

@@ -158,20 +158,209 @@ fn a_forward_outside_the_projects_own_tolerance_names_both_errors_and_the_source
     );
 }
 
+/// A subject that declares `gptq_machete` (min capability sm_90, from its own code) and `gptq_marlin` with no
+/// arch rules.
+fn declaring_arch() -> Capabilities {
+    let declared: Vec<KernelDeclaration> = serde_json::from_str(
+        r#"[{"name": "gptq_machete", "families": ["cuda"],
+             "arch": {"min_capability": 90, "source": "vllm…machete:MacheteLinearKernel.get_min_capability"}},
+            {"name": "gptq_marlin", "families": ["cuda"]},
+            {"name": "gptq_triton", "families": ["cuda", "rocm"], "arch": {"gfx": ["gfx11", "gfx12"]}}]"#,
+    )
+    .expect("declarations");
+    Capabilities {
+        actions: vec!["select".into(), "validate".into(), "set_device".into()],
+        kernels: declared.iter().map(|d| d.name.clone()).collect(),
+        declared,
+        ..capabilities(&[])
+    }
+}
+
+fn step(action: Action) -> Step {
+    Step {
+        number: 1,
+        line: 1,
+        description: None,
+        action,
+        repeat: 1,
+        expect: Expectations::default(),
+    }
+}
+
+fn select(device: &str) -> Step {
+    step(Action::Select {
+        method: crate::kernel::Method::Gptq,
+        bits: 4,
+        device: Selector::from(device),
+    })
+}
+
+fn answer(selected: Option<&str>) -> (ObservedMessage, Observed) {
+    let message: ObservedMessage =
+        serde_json::from_str(r#"{"scenario": "s", "number": 1, "ok": true, "trace": []}"#)
+            .expect("message");
+    let observed = Observed {
+        selected: selected.map(str::to_string),
+        ..Observed::default()
+    };
+    (message, observed)
+}
+
+fn per_target_arch(mismatches: &[Mismatch]) -> Vec<&Mismatch> {
+    mismatches
+        .iter()
+        .filter(|m| m.conformance == Some(Conformance::policy("per-target-arch")))
+        .collect()
+}
+
+#[test]
+fn a_kernel_chosen_for_gpu_1_must_admit_gpu_1_by_its_declared_arch_rules() {
+    use crate::vocab::Arch;
+    let subject = declaring_arch();
+    // An H200 as GPU 0, an A100 as GPU 1: Machete (sm_90 and up) suits GPU 0 only.
+    let host = crate::host::HostSpec::new(
+        TorchBuild::Cuda,
+        &[
+            "sm_90".parse::<Arch>().expect("arch"),
+            "sm_80".parse().expect("arch"),
+        ],
+    );
+    let mut judge = Judge::for_host(&subject, &host);
+    let (message, chosen) = answer(Some("gptq_machete"));
+    let found = judge.step(&select("cuda:1"), &message, &chosen, &[]);
+    let failed = per_target_arch(&found);
+    assert_eq!(failed.len(), 1, "{found:?}");
+    assert_eq!(failed[0].key, "selected");
+    assert!(
+        failed[0].expected.contains("GPU 1 (sm_80)")
+            && failed[0]
+                .actual
+                .contains("gptq_machete (declares min capability sm_90")
+            && failed[0]
+                .actual
+                .contains("MacheteLinearKernel.get_min_capability"),
+        "{:?}",
+        failed[0]
+    );
+    // The same kernel for GPU 0 admits it: judged, held, and a policy expectation for the verdict.
+    let mut judge = Judge::for_host(&subject, &host);
+    assert!(per_target_arch(&judge.step(&select("cuda:0"), &message, &chosen, &[])).is_empty());
+    assert_eq!(judge.verdict(), Status::Passed);
+    // Validation that admits Machete on GPU 1 fails on `ok`; a refusal is not judged this way.
+    let validate = step(Action::Validate {
+        kernel: "gptq_machete".into(),
+        device: Selector::from("cuda:1"),
+    });
+    let mut judge = Judge::for_host(&subject, &host);
+    let (message, admitted) = answer(None);
+    let failed = judge.step(&validate, &message, &admitted, &[]);
+    assert_eq!(per_target_arch(&failed)[0].key, "ok");
+    let refused = Observed {
+        error: Some(ErrorOutput {
+            kind: "unsupported-arch".into(),
+            message: "requires capability 90".into(),
+        }),
+        ..Observed::default()
+    };
+    assert!(per_target_arch(&judge.step(&validate, &message, &refused, &[])).is_empty());
+    // Refusing Machete on GPU 0, the H200 its own rule admits, as unsupported-arch: judged on GPU 0, not on
+    // the GPU the code read.
+    let on_gpu_0 = step(Action::Validate {
+        kernel: "gptq_machete".into(),
+        device: Selector::from("cuda:0"),
+    });
+    let failed = judge.step(&on_gpu_0, &message, &refused, &[]);
+    let failed = per_target_arch(&failed);
+    assert_eq!(failed[0].key, "error");
+    assert!(
+        failed[0]
+            .expected
+            .contains("declares min capability sm_90; vllm…machete:MacheteLinearKernel.get_min_capability, which the target, GPU 0, sm_90, satisfies")
+            && failed[0].actual == "unsupported-arch: requires capability 90",
+        "{:?}",
+        failed[0]
+    );
+    // Another refusal (not an arch one) says nothing about the rules.
+    let other = Observed {
+        error: Some(ErrorOutput {
+            kind: "no-kernel".into(),
+            message: "shape".into(),
+        }),
+        ..Observed::default()
+    };
+    assert!(per_target_arch(&judge.step(&on_gpu_0, &message, &other, &[])).is_empty());
+}
+
+#[test]
+fn a_family_target_is_the_current_gpu_and_an_undeclared_kernel_is_not_judged() {
+    use crate::vocab::Arch;
+    let subject = declaring_arch();
+    let mut host = crate::host::HostSpec::new(
+        TorchBuild::Cuda,
+        &[
+            "sm_90".parse::<Arch>().expect("arch"),
+            "sm_80".parse().expect("arch"),
+        ],
+    );
+    host.current = 1;
+    let mut judge = Judge::for_host(&subject, &host);
+    let (message, chosen) = answer(Some("gptq_machete"));
+    let failed = judge.step(&select("cuda"), &message, &chosen, &[]);
+    assert!(
+        per_target_arch(&failed)[0]
+            .expected
+            .contains("the current GPU 1 (sm_80)"),
+        "{failed:?}"
+    );
+    // After a set_device to GPU 0, the family target is the H200.
+    let (done, _) = answer(None);
+    judge.step(
+        &step(Action::SetDevice(0)),
+        &done,
+        &Observed::default(),
+        &[],
+    );
+    assert!(per_target_arch(&judge.step(&select("cuda"), &message, &chosen, &[])).is_empty());
+    // Marlin declares no arch rules: nothing is invented for it.
+    let mut judge = Judge::for_host(&subject, &host);
+    let (message, marlin) = answer(Some("gptq_marlin"));
+    assert!(per_target_arch(&judge.step(&select("cuda:1"), &message, &marlin, &[])).is_empty());
+    assert!(
+        matches!(judge.verdict(), Status::NotApplicable(_)),
+        "nothing judged"
+    );
+}
+
+#[test]
+fn gfx_rules_bind_amd_gpus_by_family_prefix() {
+    use crate::vocab::Arch;
+    let subject = declaring_arch();
+    let host = crate::host::HostSpec::new(
+        TorchBuild::Hip,
+        &[
+            "gfx942:sramecc+:xnack-".parse::<Arch>().expect("arch"),
+            "gfx1201".parse().expect("arch"),
+        ],
+    );
+    let (message, chosen) = answer(Some("gptq_triton"));
+    let mut judge = Judge::for_host(&subject, &host);
+    assert!(per_target_arch(&judge.step(&select("cuda:1"), &message, &chosen, &[])).is_empty());
+    let failed = judge.step(&select("cuda:0"), &message, &chosen, &[]);
+    assert!(
+        per_target_arch(&failed)[0]
+            .actual
+            .contains("declares gfx gfx11, gfx12"),
+        "{failed:?}"
+    );
+}
+
 /// A subject that declares `exl3_exllama_v3` for CUDA only, judged at the contract level.
 fn declaring() -> Capabilities {
     let mut capabilities = capabilities(&[Level::Contract]);
     capabilities.actions = vec!["validate".into()];
-    capabilities.declared = vec![KernelDeclaration {
-        name: "exl3_exllama_v3".into(),
-        families: vec!["cuda".into()],
-        methods: Vec::new(),
-        bits: Vec::new(),
-        priority: None,
-        alternatives: Vec::new(),
-        source: None,
-        tolerances: Vec::new(),
-    }];
+    capabilities.declared =
+        serde_json::from_str(r#"[{"name": "exl3_exllama_v3", "families": ["cuda"]}]"#)
+            .expect("a declaration");
     capabilities
 }
 
