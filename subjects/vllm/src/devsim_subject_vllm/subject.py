@@ -51,6 +51,11 @@ OBSERVES = {
 }
 # The heavy libraries vLLM's selection code imports; none reads the host. vLLM itself is imported after them.
 SELECTION = "vllm.model_executor.kernels.linear"
+# vLLM's op library, which vllm.platforms.cuda and .rocm import first (about 120 ms: a 90 MB extension linked
+# against libtorch and libcuda.so.1). Loading it registers torch ops and reads nothing of the simulated host (that
+# lives in Python; below, every host has the same fake driver), so the parent loads it once for every child. The
+# CPU platform's steps never consult it: its mixed-precision kernels use aten and zentorch ops only.
+NATIVE_OPS = "vllm._C_stable_libtorch"
 FAMILY_OF_PLATFORM = {"CudaPlatform": "cuda", "NvmlCudaPlatform": "cuda", "NonNvmlCudaPlatform": "cuda",
                       "RocmPlatform": "rocm", "CpuPlatform": "cpu", "XPUPlatform": "xpu"}
 VENDOR_OF_FAMILY = {"cuda": "nvidia", "rocm": "amd", "cpu": "none"}
@@ -244,6 +249,10 @@ class Subject:
         for gpu_module in ("vllm.platforms.cuda", "vllm.platforms.rocm"):
             if gpu_module in sys.modules:
                 raise ProtocolError(f"{gpu_module} was imported on the parent's CPU host; it fixes state at import")
+        try:  # see NATIVE_OPS: the same load each GPU child made first thing, made once
+            importlib.import_module(NATIVE_OPS)
+        except ImportError:
+            pass  # not cached: each child that imports it meets the same failure, as before
         memoise_metadata()
         from vllm import platforms
 
