@@ -155,7 +155,7 @@ class PlatformBindings:
         suspects.update((id(self.modules[i - 1]), self.modules[i - 1]) for i in changed if i > 0)
         if 0 in changed:  # sys.modules changed: only appended entries are accepted
             grown = len(sys.modules) - self.count
-            if grown < 0:
+            if grown < 0 or self.last is None:  # shrunk, or no last module to recognise the parent's entries by
                 return self.scan(old)
             # the newest entries, newest first, without touching the others (each touched object is a page copied)
             newest = list(itertools.islice(reversed(sys.modules.values()), grown + 1))
