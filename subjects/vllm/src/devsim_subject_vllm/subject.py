@@ -30,6 +30,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import importlib.metadata
+import itertools
 import os
 import re
 import sys
@@ -50,6 +51,11 @@ OBSERVES = {
 }
 # The heavy libraries vLLM's selection code imports; none reads the host. vLLM itself is imported after them.
 SELECTION = "vllm.model_executor.kernels.linear"
+# vLLM's op library, which vllm.platforms.cuda and .rocm import first (about 120 ms: a 90 MB extension linked
+# against libtorch and libcuda.so.1). Loading it registers torch ops and reads nothing of the simulated host (that
+# lives in Python; below, every host has the same fake driver), so the parent loads it once for every child. The
+# CPU platform's steps never consult it: its mixed-precision kernels use aten and zentorch ops only.
+NATIVE_OPS = "vllm._C_stable_libtorch"
 FAMILY_OF_PLATFORM = {"CudaPlatform": "cuda", "NvmlCudaPlatform": "cuda", "NonNvmlCudaPlatform": "cuda",
                       "RocmPlatform": "rocm", "CpuPlatform": "cpu", "XPUPlatform": "xpu"}
 VENDOR_OF_FAMILY = {"cuda": "nvidia", "rocm": "amd", "cpu": "none"}
@@ -101,6 +107,100 @@ def fake_libcuda() -> Path:
     return Path(__file__).resolve().parents[4] / "target" / "fake-drivers" / "cuda" / "libcuda.so.1"
 
 
+class PlatformBindings:
+    """The modules that bind vLLM's parent platform by name (`current_platform`), found once in the parent.
+
+    A child rebinds every module in sys.modules whose `current_platform` is the parent's platform. Scanning all of
+    sys.modules (about 6,000 modules) in a freshly forked child costs a copy-on-write fault for each module's dict
+    whose reference count the scan raises: about 150 ms a scenario. So the parent scans once and keeps the version
+    tags (kit `DictVersions`, read without writing) of sys.modules and of every module's dict. A module whose
+    dict kept its tag holds the very objects it held in the parent, so after resolving the child finds what the
+    full scan would find by checking only: the parent's bound modules, the parent's modules whose dict changed
+    since (the host patches torch.cuda and torch.version, a fork changes threading), and, when sys.modules
+    changed, the entries appended to it since (checked as such: as many new entries as sys.modules grew, then
+    the parent's last entry, and none of them one of the parent's modules). Anything else (tags that cannot be
+    read here, sys.modules shrunk or reordered, another parent platform) is the full scan."""
+
+    def __init__(self, old: Any) -> None:
+        from devsim_subject_kit.dictversions import DictVersions
+
+        self.old = old
+        entries = list(sys.modules.values())
+        self.count = len(entries)
+        self.last = entries[-1] if entries else None
+        self.modules = [m for m in entries if m is not None]  # kept alive: their dicts' addresses stay theirs
+        self.ids = {id(m) for m in self.modules}
+        self.bound = self.scan_list(self.modules, old)
+        self.versions = DictVersions.of([sys.modules, *(vars(m) for m in self.modules)])
+        self.tags = self.versions.read() if self.versions is not None else None
+
+    @staticmethod
+    def scan_list(modules: list[Any], old: Any) -> list[Any]:
+        """The modules of `modules` whose `current_platform` is `old`."""
+        return [m for m in modules if vars(m).get("current_platform", None) is old]
+
+    @staticmethod
+    def scan(old: Any) -> list[Any]:
+        """Every module in sys.modules whose `current_platform` is `old` (the full scan)."""
+        if old is None:
+            return []
+        return PlatformBindings.scan_list([m for m in list(sys.modules.values()) if m is not None], old)
+
+    def holders(self, old: Any) -> list[Any]:
+        """After resolving: what `scan(old)` finds now."""
+        if old is None or old is not self.old or self.versions is None or self.tags is None:
+            return self.scan(old)
+        changed = self.versions.changed(self.tags, self.versions.read())
+        suspects = {id(m): m for m in self.bound}
+        suspects.update((id(self.modules[i - 1]), self.modules[i - 1]) for i in changed if i > 0)
+        if 0 in changed:  # sys.modules changed: only appended entries are accepted
+            grown = len(sys.modules) - self.count
+            if grown < 0 or self.last is None:  # shrunk, or no last module to recognise the parent's entries by
+                return self.scan(old)
+            # the newest entries, newest first, without touching the others (each touched object is a page copied)
+            newest = list(itertools.islice(reversed(sys.modules.values()), grown + 1))
+            if len(newest) != grown + 1 or newest[-1] is not self.last or any(id(m) in self.ids for m in newest[:-1]):
+                return self.scan(old)
+            suspects.update((id(m), m) for m in newest[:-1] if m is not None)
+        return self.scan_list(list(suspects.values()), old)
+
+
+#: The importlib.metadata look-ups vLLM's platform detection makes in every child: the installed distributions'
+#: platform plugins (`load_plugins_by_group`, about 70 ms: it reads every dist-info's entry points) and vLLM's
+#: version (`vllm_version_matches_substr`, five times). They read the installed packages, which no simulated host
+#: changes; each answer is memoised in the parent, by the look-up's arguments and sys.path.
+MEMOISED_METADATA: list[tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]] = [
+    ("entry_points", (), (("group", "vllm.platform_plugins"),)),
+    ("version", ("vllm",), ()),
+]
+
+
+def memoise_metadata() -> None:
+    """Wrap `importlib.metadata.entry_points` and `version` so that the look-ups in MEMOISED_METADATA answer what
+    the parent read (the same sys.path only); every other call goes to importlib.metadata as it is."""
+    from importlib import metadata
+
+    for name in {n for n, _, _ in MEMOISED_METADATA}:
+        real = getattr(metadata, name)
+        if getattr(real, "__devsim_memo__", None) is not None:
+            continue
+        memo: dict[Any, Any] = {}
+        for n, args, kwargs in MEMOISED_METADATA:
+            if n == name:
+                memo[(args, kwargs, tuple(sys.path))] = real(*args, **dict(kwargs))
+
+        def wrapper(*args: Any, _real: Any = real, _memo: dict[Any, Any] = memo, **kwargs: Any) -> Any:
+            try:
+                return _memo[(args, tuple(sorted(kwargs.items())), tuple(sys.path))]
+            except (KeyError, TypeError):
+                return _real(*args, **kwargs)
+
+        wrapper.__devsim_memo__ = memo  # type: ignore[attr-defined]
+        wrapper.__wrapped__ = real  # type: ignore[attr-defined]
+        wrapper.__doc__ = real.__doc__
+        setattr(metadata, name, wrapper)
+
+
 class Subject:
     """The adapter: data (the kernel map in `declare`) and hooks on the kit."""
 
@@ -112,6 +212,7 @@ class Subject:
         self.platform: Any = None  # vLLM's platform on this child's host, once resolved
         self.platform_error: Exception | None = None
         self.selection: Any = None
+        self.bindings: PlatformBindings | None = None  # the parent's modules that bind its platform
 
     def load(self, live: bool = False) -> None:
         """Parent: simulate a CPU-only host below and above torch, import vLLM's selection code on its CPU
@@ -148,6 +249,14 @@ class Subject:
         for gpu_module in ("vllm.platforms.cuda", "vllm.platforms.rocm"):
             if gpu_module in sys.modules:
                 raise ProtocolError(f"{gpu_module} was imported on the parent's CPU host; it fixes state at import")
+        try:  # see NATIVE_OPS: the same load each GPU child made first thing, made once
+            importlib.import_module(NATIVE_OPS)
+        except ImportError:
+            pass  # not cached: each child that imports it meets the same failure, as before
+        memoise_metadata()
+        from vllm import platforms
+
+        self.bindings = PlatformBindings(platforms._current_platform)
 
     def handshake(self, protocol: int) -> dict[str, Any]:
         """The answer to hello: protocol 2 only (a protocol 1 subject declares no contract)."""
@@ -198,9 +307,9 @@ class Subject:
             except Exception as exc:  # noqa: BLE001 - vLLM's own refusal to pick a platform: the observation
                 self.platform_error = exc
             else:
-                for module in list(sys.modules.values()):
-                    if module is not None and vars(module).get("current_platform", None) is old and old is not None:
-                        module.current_platform = self.platform  # type: ignore[attr-defined]
+                holders = self.bindings.holders(old) if self.bindings is not None else PlatformBindings.scan(old)
+                for module in holders:
+                    module.current_platform = self.platform
         if self.platform_error is not None:
             error = self.platform_error
             raise NoPlatform(f"vLLM picks no platform on this host: {type(error).__name__}: {stable(str(error))}",
