@@ -399,11 +399,28 @@ pub fn script(
     context: &Context,
     file_name: &str,
 ) -> Result<Script, String> {
+    script_of(finding, scenario, report, context, file_name, true)
+}
+
+/// Whether a failure is of a conditional expectation (`when_ok`, `when_refused`), which a fix may make
+/// not apply rather than hold.
+fn conditional(failure: &Located<'_>) -> bool {
+    failure.mismatch.key.starts_with("when_")
+}
+
+/// [`script`]; with `conditional_too` false, only a failure of an unconditional expectation is replayed.
+fn script_of(
+    finding: &Finding,
+    scenario: &Scenario,
+    report: &ScenarioReport,
+    context: &Context,
+    file_name: &str,
+    conditional_too: bool,
+) -> Result<Script, String> {
     let failures = located(scenario, report);
-    let Some(failure) = failures
-        .iter()
-        .find(|failure| failure.signature == finding.signature)
-    else {
+    let Some(failure) = failures.iter().find(|failure| {
+        failure.signature == finding.signature && (conditional_too || !conditional(failure))
+    }) else {
         return Err(format!("scenario {} does not show it", report.name));
     };
     let check = check(scenario, failure)?;
@@ -516,7 +533,9 @@ if __name__ == "__main__":
 }
 
 /// One script per finding, or why not: each finding's scenarios are tried in name order and the first
-/// whose failing check can be restated is replayed. `runs` are the run's scenarios and reports.
+/// whose failing check can be restated is replayed, one that fails an unconditional expectation first (a
+/// fix makes it hold, where a conditional one may merely stop applying). `runs` are the run's scenarios and
+/// reports.
 pub fn scripts<'a>(
     findings: &[Finding],
     runs: impl IntoIterator<Item = (&'a Scenario, &'a ScenarioReport)>,
@@ -546,14 +565,17 @@ pub fn scripts<'a>(
         .zip(names)
         .map(|(finding, name)| {
             let mut first_why = None;
-            for scenario_name in &finding.scenarios {
-                let Some((scenario, report)) = runs.get(scenario_name.as_str()) else {
-                    continue;
-                };
-                match script(finding, scenario, report, context, &name) {
-                    Ok(script) => return Ok(script),
-                    Err(why) => {
-                        first_why.get_or_insert(format!("{why} (scenario {scenario_name})"));
+            for conditional_too in [false, true] {
+                for scenario_name in &finding.scenarios {
+                    let Some((scenario, report)) = runs.get(scenario_name.as_str()) else {
+                        continue;
+                    };
+                    match script_of(finding, scenario, report, context, &name, conditional_too) {
+                        Ok(script) => return Ok(script),
+                        Err(why) if conditional_too => {
+                            first_why.get_or_insert(format!("{why} (scenario {scenario_name})"));
+                        }
+                        Err(_) => {}
                     }
                 }
             }

@@ -281,7 +281,7 @@ subjects/vllm/install.sh "$PWD/.venv-vllm"
 .venv-torch/bin/ruff check subjects/gptqmodel subjects/kit subjects/bitsandbytes subjects/vllm examples/pytest-gptqmodel tools/fidelity tools/live
 .venv-torch/bin/mypy --config-file subjects/kit/pyproject.toml subjects/kit/src/devsim_subject_kit
 .venv-torch/bin/mypy --config-file subjects/gptqmodel/pyproject.toml subjects/gptqmodel/src/devsim_subject_gptqmodel subjects/gptqmodel/tools/findings.py subjects/gptqmodel/tools/reverts.py
-.venv-torch/bin/mypy --config-file subjects/bitsandbytes/pyproject.toml subjects/bitsandbytes/src/devsim_subject_bitsandbytes subjects/bitsandbytes/findings
+.venv-torch/bin/mypy --config-file subjects/bitsandbytes/pyproject.toml subjects/bitsandbytes/src/devsim_subject_bitsandbytes
 .venv-torch/bin/mypy --config-file subjects/vllm/pyproject.toml subjects/vllm/src/devsim_subject_vllm
 (cd subjects/vllm/findings && ../../../.venv-torch/bin/mypy --config-file ../pyproject.toml .)
 .venv-torch/bin/mypy --strict tools/fidelity/table.py

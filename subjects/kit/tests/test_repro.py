@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from devsim_subject_kit import repro
 
 # A subject that answers from a table: ANSWERS maps a step number to its `observed` fields (or "unsupported"),

@@ -89,7 +89,7 @@ class _Subject:
     """One subject process spoken to over JSON lines, with a timeout per answer."""
 
     def __init__(self, launch: Launch) -> None:
-        self._stderr: IO[bytes] = tempfile.TemporaryFile()
+        self._stderr: IO[bytes] = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
         try:
             self._process = subprocess.Popen(
                 launch.argv,
@@ -248,6 +248,22 @@ def _shown(value: Any) -> str:
     return "(nothing)" if value is None else json.dumps(value)
 
 
+def _summary(answer: dict[str, Any]) -> str:
+    """An `observed` answer for people: its fields, the trace as event names, where each field was decided."""
+    fields = {k: v for k, v in answer.items() if k not in ("type", "scenario", "number", "trace", "decided_by")}
+    events = [str(entry.get("event")) for entry in answer.get("trace") or []]
+    decided = {
+        name: f"{place.get('module')}:{place.get('function')}:{place.get('line')}"
+        for name, place in (answer.get("decided_by") or {}).items()
+    }
+    text = json.dumps(fields, sort_keys=True)
+    if events:
+        text += f"; trace: {', '.join(events)}"
+    if decided:
+        text += f"; decided by: {json.dumps(decided, sort_keys=True)}"
+    return text
+
+
 def judge(check: dict[str, Any], replayed: Replay) -> Verdict:
     """The check against the replayed answers, as devsim's judge compares it."""
     kind = check["kind"]
@@ -333,7 +349,9 @@ def _judge_declared(check: dict[str, Any], replayed: Replay, answer: dict[str, A
     if key == "selected":
         selected = answer.get("selected")
         if selected is None:
-            raise CannotReproduce(f"the subject no longer reports selected on step {check['step']}")
+            # devsim's judge checks a selection against the declarations only when one was reported.
+            shown = f"false ({error.get('kind')}: {error.get('message')})" if refused else "no kernel selected"
+            return Verdict(False, shown, _place(answer, ["error", "ok"]))
         said = declares(str(selected))
         families = _declared(replayed, str(selected))
         return Verdict(said is False, f"{selected} (declares {', '.join(families or []) or 'no family'})",
@@ -382,6 +400,8 @@ def main(repro: dict[str, Any], script: str, argv: list[str] | None = None) -> i
         replayed = replay(launch, repro["messages"])
         subject = replayed.handshake.get("subject") or {}
         print(f"subject: {subject.get('name')} {subject.get('version')}")
+        for number in sorted(replayed.observed):
+            print(f"step {number} answered: {_summary(replayed.observed[number])}")
         verdict = judge(check, replayed)
     except CannotReproduce as error:
         print(f"could not reproduce: {error}")
