@@ -336,47 +336,6 @@ fn signature(mismatch: &Mismatch, scenario: &Scenario, step: Option<usize>) -> S
     }
 }
 
-/// One failed expectation of a report, with the finding it belongs to.
-pub(crate) struct Located<'a> {
-    /// The finding's signature.
-    pub(crate) signature: Signature,
-    /// For a finding by deciding function, the plain signature it groups and the line.
-    pub(crate) plain: Grouped,
-    /// The step it failed on; `None`: a scenario-level trace rule.
-    pub(crate) step: Option<usize>,
-    /// What failed.
-    pub(crate) mismatch: &'a Mismatch,
-}
-
-/// Every failed expectation of `report` (a run of `scenario`), each with its finding's signature, in the
-/// order the report holds them: the steps' mismatches, then the scenario-level trace rules'.
-pub(crate) fn located<'a>(scenario: &Scenario, report: &'a ScenarioReport) -> Vec<Located<'a>> {
-    let mut out = Vec::new();
-    for step in &report.steps {
-        for mismatch in &step.mismatches {
-            let decided = std::iter::once(&step.observed.decided_by);
-            let (signature, plain) = grouped(mismatch, scenario, Some(step.number), decided);
-            out.push(Located {
-                signature,
-                plain,
-                step: Some(step.number),
-                mismatch,
-            });
-        }
-    }
-    for mismatch in &report.trace_mismatches {
-        let decided = report.steps.iter().map(|s| &s.observed.decided_by);
-        let (signature, plain) = grouped(mismatch, scenario, None, decided);
-        out.push(Located {
-            signature,
-            plain,
-            step: None,
-            mismatch,
-        });
-    }
-    out
-}
-
 /// Every distinct finding of the failed reports, each with the scenarios that show it, most shown first.
 pub fn findings<'a>(
     runs: impl IntoIterator<Item = (&'a Scenario, &'a ScenarioReport)>,
@@ -438,7 +397,7 @@ pub fn human(failed: usize, findings: &[Finding], marks: &[Mark]) -> String {
 }
 
 /// [`human`], with one more line under each finding (`lines[n]` for `findings[n]`; none where absent): where
-/// its reproduction was written, or why none was ([`repro`]).
+/// its reproduction was written, or why none was ([`crate::repro`]).
 pub fn human_with(failed: usize, findings: &[Finding], marks: &[Mark], lines: &[String]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
@@ -497,7 +456,9 @@ fn first_names(names: &[String], n: usize) -> String {
     }
 }
 
-pub mod repro;
+mod located;
+
+pub(crate) use located::{Located, located};
 
 #[cfg(test)]
 mod tests;

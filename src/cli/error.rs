@@ -149,7 +149,7 @@ pub enum CliError {
     Baseline(#[from] BaselineError),
     /// Reproductions (`run --repro DIR`) could not be written.
     #[error(transparent)]
-    Repro(#[from] crate::findings::repro::ReproError),
+    Repro(#[from] crate::repro::ReproError),
     /// A live record could not be read, written or used (`crate::live_record`).
     #[error(transparent)]
     LiveRecord(#[from] crate::live_record::LiveRecordError),

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use super::script::{docstring, slug};
 use super::*;
 use crate::conformance::Conformance;
 use crate::findings::findings;
@@ -9,6 +10,7 @@ use crate::kernel::Catalog;
 use crate::output::ObservedOutput;
 use crate::runner::{Mismatch, Status};
 use crate::scenario::load::{ProfileSources, parse_scenario};
+use crate::subject::judge::UNBACKED;
 use devsim_metadata::protocol::DecidedBy;
 
 /// A two-step scenario on a two-GPU HIP host: set GPU 1 current, then resolve `"cuda"`.
