@@ -141,6 +141,15 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     if let Some(path) = &args.write_live_record {
         contained("--write-live-record", path)?;
     }
+    if let Some(path) = &args.repro {
+        contained("--repro", path)?;
+    }
+    // The reproduction folder is made (or refused) before anything runs, not after a long run.
+    let repro_context = args
+        .repro
+        .as_deref()
+        .map(|dir| repro_context(dir, &args))
+        .transpose()?;
     // The date a live record is written with, read first: a wrong override fails before anything runs.
     let today = match args.live {
         true => Some(crate::live_record::today()?),
@@ -230,16 +239,15 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     if let Some(path) = &args.write_baseline {
         suite.outcomes.write(path)?;
     }
-    let reproductions = match &args.repro {
-        Some(dir) => {
-            let context = repro_context(dir, &args)?;
+    let reproductions = match (&args.repro, &repro_context) {
+        (Some(dir), Some(context)) => {
             let runs = scenarios
                 .iter()
                 .zip(reports.iter().map(|(report, _)| report));
-            let scripts = repro::scripts(findings, runs, &context);
-            repro::write(dir, findings, scripts, &context)?
+            let scripts = repro::scripts(findings, runs, context);
+            repro::write(dir, findings, scripts, context)?
         }
-        None => Vec::new(),
+        _ => Vec::new(),
     };
     if args.accept {
         let levels: Vec<crate::conformance::Level> = if args.accept_level.is_empty() {
