@@ -96,6 +96,11 @@ def test_nothing_judged_is_exit_2_never_0(tmp_path, monkeypatch):
     assert run(tmp_path, monkeypatch, FIELD, {"1": OK_ANSWER, "2": OK_ANSWER}) == repro.CANNOT
 
 
+def test_a_field_the_project_decides_nothing_about_is_not_judged(tmp_path, monkeypatch):
+    answers = {"1": OK_ANSWER, "2": {"ok": True, "undecided": {"torch_device": "plain torch"}}}
+    assert run(tmp_path, monkeypatch, FIELD, answers) == repro.CANNOT
+
+
 def test_trace_rules_count_the_step_or_the_whole_scenario(tmp_path, monkeypatch):
     probe = {"ok": True, "trace": [{"event": "nvidia_capability", "device": 0}]}
     answers = {"1": probe, "2": probe}

@@ -272,6 +272,10 @@ def judge(check: dict[str, Any], replayed: Replay) -> Verdict:
     answer = _answer(replayed, check)
     refused = not answer.get("ok")
     error = answer.get("error") or {}
+    undecided = answer.get("undecided") or {}
+    for name in {check.get("key"), "ok"} & set(undecided):
+        # devsim does not judge a field the subject says the project decides nothing about.
+        raise CannotReproduce(f"the project decides no {name} on step {check['step']}: {undecided[name]}")
     if not _branch_applies(check, answer):
         return Verdict(False, "the conditional branch no longer applies", note="branch")
     if kind == "declared":
