@@ -144,21 +144,7 @@ pub fn scripts<'a>(
         .into_iter()
         .map(|(scenario, report)| (report.name.as_str(), (scenario, report)))
         .collect();
-    // Names by signature order, so a name does not depend on how many scenarios show each finding.
-    let mut order: Vec<usize> = (0..findings.len()).collect();
-    order.sort_by(|&a, &b| findings[a].signature.cmp(&findings[b].signature));
-    let mut names = vec![String::new(); findings.len()];
-    let mut taken = BTreeSet::new();
-    for index in order {
-        let stem = script::stem(&findings[index]);
-        let mut name = format!("{stem}.py");
-        let mut n = 2;
-        while !taken.insert(name.clone()) {
-            name = format!("{stem}-{n}.py");
-            n += 1;
-        }
-        names[index] = name;
-    }
+    let names = file_names(findings);
     findings
         .iter()
         .zip(names)
@@ -181,6 +167,46 @@ pub fn scripts<'a>(
             Err(first_why.unwrap_or_else(|| "no scenario of it was run".into()))
         })
         .collect()
+}
+
+/// Each finding's file name: its stem, or, where several findings share a stem, the stem and six hex digits
+/// of its signature's hash (FNV-1a), so a name depends neither on how many scenarios show each finding nor
+/// on which other findings the run shows.
+fn file_names(findings: &[Finding]) -> Vec<String> {
+    let stems: Vec<String> = findings.iter().map(script::stem).collect();
+    let mut shared: BTreeMap<&str, usize> = BTreeMap::new();
+    for stem in &stems {
+        *shared.entry(stem.as_str()).or_default() += 1;
+    }
+    let mut taken = BTreeSet::new();
+    let mut order: Vec<usize> = (0..findings.len()).collect();
+    order.sort_by(|&a, &b| findings[a].signature.cmp(&findings[b].signature));
+    let mut names = vec![String::new(); findings.len()];
+    for index in order {
+        let stem = &stems[index];
+        let base = match shared.get(stem.as_str()) {
+            Some(1) => stem.clone(),
+            _ => format!(
+                "{stem}-{:06x}",
+                fnv1a(&findings[index].signature.to_string()) & 0xff_ffff
+            ),
+        };
+        let mut name = format!("{base}.py");
+        let mut n = 2;
+        while !taken.insert(name.clone()) {
+            name = format!("{base}-{n}.py");
+            n += 1;
+        }
+        names[index] = name;
+    }
+    names
+}
+
+/// The 64-bit FNV-1a hash of `text`: fixed by its definition, unlike the standard library's hashers.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// `path` relative to `base`, both resolved; `/` separators.

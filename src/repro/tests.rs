@@ -232,6 +232,27 @@ fn a_slug_is_lower_case_words_joined_by_dashes() {
 }
 
 #[test]
+fn findings_sharing_a_stem_are_told_apart_by_their_signature_alone() {
+    let scenario = scenario();
+    let report = report(&scenario, resolve_late(), Vec::new());
+    let one = findings([(&scenario, &report)]).remove(0);
+    let mut other = one.clone();
+    other.signature.check = "policy:resolve-late ".into();
+    let names = file_names(&[one.clone(), other.clone()]);
+    assert!(
+        names[0].starts_with("resolve-late-canonical-")
+            && names[0].len() == "resolve-late-canonical-000000.py".len()
+    );
+    assert_ne!(names[0], names[1]);
+    assert_eq!(
+        file_names(&[other, one])[1],
+        names[0],
+        "the order of the findings does not matter"
+    );
+    assert_eq!(fnv1a(""), 0xcbf2_9ce4_8422_2325);
+}
+
+#[test]
 fn a_docstring_cannot_be_closed_by_its_text() {
     assert_eq!(docstring(r#"a """ b \ c"#), r#"a \"\"\" b \\ c"#);
 }
