@@ -5,7 +5,7 @@
 use crate::dispatch::DispatchError;
 use crate::output::NumericsOutput;
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
-use crate::subject::protocol::{DecidedBy, KernelDeclaration, ObservedMessage};
+use crate::subject::protocol::{DecidedBy, KernelDeclaration, ObservedMessage, TraceEvent};
 use crate::trace::{Entry, Event};
 
 /// An answer devsim cannot accept as an observation.
@@ -22,6 +22,7 @@ pub fn observed(
     for (field, place) in &message.decided_by {
         decided_by(field, place, packages)?;
     }
+    undecided(message)?;
     let error = match (message.ok, &message.error) {
         (true, None) => None,
         (true, Some(_)) => return Err("`ok` is true but an `error` is given".into()),
@@ -46,26 +47,7 @@ pub fn observed(
             })
         }
     };
-    let mut entries = Vec::with_capacity(message.trace.len());
-    for event in &message.trace {
-        let parsed: Event = event.event.parse().map_err(|name| {
-            format!(
-                "trace event `{name}` is not one of devsim's ({})",
-                crate::trace::event_names().join(", ")
-            )
-        })?;
-        if !declared.contains(&event.event) {
-            return Err(format!(
-                "trace event `{}` was not declared in the handshake",
-                event.event
-            ));
-        }
-        entries.push(Entry::Reported {
-            event: parsed,
-            device: event.device.map(|d| d.to_string()),
-            detail: event.detail.clone(),
-        });
-    }
+    let entries = trace(&message.trace, declared)?;
     let observed = Observed {
         error,
         family: message.family.clone(),
@@ -85,6 +67,31 @@ pub fn observed(
         decided_by: message.decided_by.clone(),
     };
     Ok((observed, entries))
+}
+
+/// A reported trace as entries: every event one of devsim's and declared in the handshake.
+pub fn trace(events: &[TraceEvent], declared: &[String]) -> Result<Vec<Entry>, Invalid> {
+    let mut entries = Vec::with_capacity(events.len());
+    for event in events {
+        let parsed: Event = event.event.parse().map_err(|name| {
+            format!(
+                "trace event `{name}` is not one of devsim's ({})",
+                crate::trace::event_names().join(", ")
+            )
+        })?;
+        if !declared.contains(&event.event) {
+            return Err(format!(
+                "trace event `{}` was not declared in the handshake",
+                event.event
+            ));
+        }
+        entries.push(Entry::Reported {
+            event: parsed,
+            device: event.device.map(|d| d.to_string()),
+            detail: event.detail.clone(),
+        });
+    }
+    Ok(entries)
 }
 
 /// A live forward's numerics must be judged by what the handshake declared for the step's kernel and the
@@ -147,6 +154,60 @@ fn inside(module: &str, package: &str) -> bool {
     module
         .strip_prefix(package)
         .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// The observation fields of an answer other than `ok`, each with whether the answer reports it.
+pub fn reported_fields(message: &ObservedMessage) -> [(&'static str, bool); 13] {
+    [
+        ("family", message.family.is_some()),
+        ("ordinal", message.ordinal.is_some()),
+        ("torch_device", message.torch_device.is_some()),
+        ("ran_on", message.ran_on.is_some()),
+        ("lands_on", message.lands_on.is_some()),
+        ("current_after", message.current_after.is_some()),
+        ("selected", message.selected.is_some()),
+        ("covers", message.covers.is_some()),
+        ("vendor", message.vendor.is_some()),
+        ("archs", message.archs.is_some()),
+        ("torch_device_count", message.torch_device_count.is_some()),
+        ("runtime_devices", message.runtime_devices.is_some()),
+        ("retained_bytes", message.retained_bytes.is_some()),
+    ]
+}
+
+/// An `undecided` entry names an observation field (`ok` or one of [`reported_fields`]) with a reason; a
+/// field other than `ok` is then absent from the answer, and no field is both undecided and placed.
+fn undecided(message: &ObservedMessage) -> Result<(), Invalid> {
+    let fields = reported_fields(message);
+    for (field, why) in &message.undecided {
+        if why.trim().is_empty() {
+            return Err(format!("`undecided.{field}` gives no reason"));
+        }
+        if message.decided_by.contains_key(field) {
+            return Err(format!(
+                "`undecided.{field}` contradicts `decided_by.{field}`: a field is decided or not"
+            ));
+        }
+        if field == "ok" {
+            continue;
+        }
+        match fields.iter().find(|(name, _)| name == field) {
+            None => {
+                let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
+                return Err(format!(
+                    "`undecided.{field}` names no observation field (ok, {})",
+                    names.join(", ")
+                ));
+            }
+            Some((_, true)) => {
+                return Err(format!(
+                    "`undecided.{field}` names a field the answer reports: an undecided field is left out"
+                ));
+            }
+            Some((_, false)) => {}
+        }
+    }
+    Ok(())
 }
 
 /// A `decided_by` entry must name a frame of the project under test: a module under a declared package,
@@ -233,6 +294,49 @@ mod tests {
                 Err(problem.to_string())
             );
         }
+    }
+
+    #[test]
+    fn undecided_names_an_unreported_field_with_a_reason() {
+        let read = |json: &str| {
+            let message: ObservedMessage = serde_json::from_str(json).expect("an answer");
+            observed(&message, &[], &[]).map(|_| ())
+        };
+        let head = r#""scenario": "s", "number": 1, "ok": true, "trace": []"#;
+        assert_eq!(
+            read(&format!(
+                r#"{{{head}, "undecided": {{"ok": "no gate", "selected": "by backend alone"}}}}"#
+            )),
+            Ok(())
+        );
+        for (undecided, problem) in [
+            (r#"{"ok": " "}"#, "`undecided.ok` gives no reason"),
+            (
+                r#"{"colour": "why"}"#,
+                "`undecided.colour` names no observation field (ok, family, ordinal, torch_device, ran_on, lands_on, current_after, selected, covers, vendor, archs, torch_device_count, runtime_devices, retained_bytes)",
+            ),
+        ] {
+            assert_eq!(
+                read(&format!(r#"{{{head}, "undecided": {undecided}}}"#)),
+                Err(problem.to_string())
+            );
+        }
+        assert_eq!(
+            read(&format!(
+                r#"{{{head}, "family": "cuda", "undecided": {{"family": "why"}}}}"#
+            )),
+            Err("`undecided.family` names a field the answer reports: an undecided field is left out".into())
+        );
+        let mut placed = answer("gptqmodel.a", file!());
+        placed.family = None;
+        placed.undecided.insert("family".into(), "why".into());
+        assert_eq!(
+            observed(&placed, &[], &["gptqmodel".to_string()]).map(|_| ()),
+            Err(
+                "`undecided.family` contradicts `decided_by.family`: a field is decided or not"
+                    .into()
+            )
+        );
     }
 
     /// A float16 forward of `gptq_marlin`, judged at `rtol`/`atol` against `reference` (from `source`).

@@ -8,7 +8,7 @@ use crate::kernel::Catalog;
 use crate::scenario::model::Action;
 use crate::subject::SubjectError;
 use crate::subject::protocol::{
-    ACCEPTED, FromSubject, KernelDeclaration, KernelEntry, PROTOCOL, Wording,
+    ACCEPTED, ArchDeclaration, FromSubject, KernelDeclaration, KernelEntry, PROTOCOL, Wording,
 };
 use crate::trace::is_event_name;
 
@@ -170,6 +170,9 @@ pub(super) fn capabilities(
     }
     for declaration in &declared {
         tolerances(declaration, &names)?;
+        if let Some(rules) = &declaration.arch {
+            arch_rules(&declaration.name, rules)?;
+        }
     }
     if protocol < 2 && (!levels.is_empty() || observes.is_some() || live) {
         return Err("`levels`, `observes` and `live` are protocol 2 fields".into());
@@ -234,6 +237,71 @@ fn tolerances(declaration: &KernelDeclaration, kernels: &[String]) -> Result<(),
                 "kernel `{kernel}` declares its {dtype} tolerance against `{reference}`, which is neither a declared kernel nor `fp64_oracle`"
             ));
         }
+    }
+    Ok(())
+}
+
+/// The compute capabilities an arch rule may name: sm_10 (1.0) up to sm_999, as major·10 + minor.
+const CAPABILITIES: std::ops::RangeInclusive<u32> = 10..=999;
+
+/// A kernel's declared arch rules: at least one rule, capabilities devsim can read (`80` is sm_80) with the
+/// least no greater than the greatest, gfx base targets or family prefixes (`gfx942`, `gfx12`, no target
+/// features) each once, a positive shared-memory need, and a `source` that says something where given.
+fn arch_rules(kernel: &str, rules: &ArchDeclaration) -> Result<(), String> {
+    if rules.min_capability.is_none()
+        && rules.max_capability.is_none()
+        && rules.gfx.is_empty()
+        && rules.min_smem_optin.is_none()
+    {
+        return Err(format!(
+            "kernel `{kernel}` declares `arch` without a rule (expected `min_capability`, `max_capability`, `gfx` or `min_smem_optin`)"
+        ));
+    }
+    for (name, value) in [
+        ("min_capability", rules.min_capability),
+        ("max_capability", rules.max_capability),
+    ] {
+        if let Some(value) = value.filter(|v| !CAPABILITIES.contains(v)) {
+            return Err(format!(
+                "kernel `{kernel}` declares an arch `{name}` of {value} (expected major·10 + minor, 10 to 999: 80 is sm_80)"
+            ));
+        }
+    }
+    if let (Some(least), Some(most)) = (rules.min_capability, rules.max_capability) {
+        if least > most {
+            return Err(format!(
+                "kernel `{kernel}` declares an arch `min_capability` of {least} above its `max_capability` of {most}"
+            ));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for target in &rules.gfx {
+        let well_formed = target.strip_prefix("gfx").is_some_and(|rest| {
+            !rest.is_empty()
+                && rest
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+        });
+        if !well_formed {
+            return Err(format!(
+                "kernel `{kernel}` declares arch gfx `{target}` (expected a base target or family prefix such as `gfx942` or `gfx12`, without target features)"
+            ));
+        }
+        if !seen.insert(target.as_str()) {
+            return Err(format!(
+                "kernel `{kernel}` declares arch gfx `{target}` twice"
+            ));
+        }
+    }
+    if rules.min_smem_optin == Some(0) {
+        return Err(format!(
+            "kernel `{kernel}` declares an arch `min_smem_optin` of 0 (expected bytes > 0, or no rule)"
+        ));
+    }
+    if rules.source.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        return Err(format!(
+            "kernel `{kernel}` declares arch rules with an empty `source` (where the project declares them, or no `source`)"
+        ));
     }
     Ok(())
 }
@@ -395,6 +463,83 @@ mod tests {
         ] {
             let refused = tolerating(tolerance).expect_err(tolerance).to_string();
             assert!(refused.contains(problem), "{refused}");
+        }
+    }
+
+    /// A handshake whose `gptq_marlin` declares `arch` (and `gptq_torch` none).
+    fn with_arch(arch: &str) -> Result<Capabilities, SubjectError> {
+        handshake(
+            "s",
+            &format!(
+                r#"{{"type": "handshake", "protocol": 2, "subject": {{"name": "s", "version": "1"}},
+                "actions": ["select"], "events": [], "kernels": [
+                  {{"name": "gptq_torch", "families": ["all"]}},
+                  {{"name": "gptq_marlin", "families": ["cuda"], "arch": {arch}}}]}}"#
+            ),
+        )
+    }
+
+    #[test]
+    fn declared_arch_rules_are_checked_at_the_handshake() {
+        let accepted = with_arch(
+            r#"{"min_capability": 80, "max_capability": 120, "gfx": ["gfx942", "gfx12"], "min_smem_optin": 65536,
+                "source": "vllm.model_executor.kernels.linear.mixed_precision.marlin:MarlinLinearKernel.get_min_capability"}"#,
+        )
+        .expect("accepted");
+        let rules = accepted.declared[1].arch.as_ref().expect("declared");
+        assert_eq!(rules.min_capability, Some(80));
+        assert_eq!(rules.gfx, ["gfx942", "gfx12"]);
+        assert!(accepted.declared[0].arch.is_none(), "optional");
+        for (arch, problem) in [
+            (r#"{"min_capabilty": 80}"#, "unknown field `min_capabilty`"),
+            (
+                r#"{"min_capability": "8.0"}"#,
+                "invalid type: string \"8.0\"",
+            ),
+            (r#"{"min_capability": -80}"#, "invalid value: integer `-80`"),
+            (r#"{"gfx": "gfx942"}"#, "invalid type: string \"gfx942\""),
+            (
+                r#"{}"#,
+                "kernel `gptq_marlin` declares `arch` without a rule",
+            ),
+            (
+                r#"{"source": "x"}"#,
+                "kernel `gptq_marlin` declares `arch` without a rule",
+            ),
+            (
+                r#"{"min_capability": 8}"#,
+                "declares an arch `min_capability` of 8 (expected major·10 + minor",
+            ),
+            (
+                r#"{"max_capability": 1000}"#,
+                "declares an arch `max_capability` of 1000",
+            ),
+            (
+                r#"{"min_capability": 90, "max_capability": 80}"#,
+                "`min_capability` of 90 above its `max_capability` of 80",
+            ),
+            (
+                r#"{"gfx": ["gfx942:sramecc+"]}"#,
+                "declares arch gfx `gfx942:sramecc+` (expected a base target or family prefix",
+            ),
+            (r#"{"gfx": ["sm_90"]}"#, "declares arch gfx `sm_90`"),
+            (r#"{"gfx": ["gfx"]}"#, "declares arch gfx `gfx`"),
+            (r#"{"gfx": ["GFX942"]}"#, "declares arch gfx `GFX942`"),
+            (
+                r#"{"gfx": ["gfx11", "gfx11"]}"#,
+                "declares arch gfx `gfx11` twice",
+            ),
+            (
+                r#"{"min_smem_optin": 0}"#,
+                "declares an arch `min_smem_optin` of 0",
+            ),
+            (
+                r#"{"min_capability": 80, "source": " "}"#,
+                "declares arch rules with an empty `source`",
+            ),
+        ] {
+            let refused = with_arch(arch).expect_err(arch).to_string();
+            assert!(refused.contains(problem), "{arch}: {refused}");
         }
     }
 }

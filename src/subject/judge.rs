@@ -18,12 +18,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::conformance::{Conformance, Level, Levels, policy_spelling};
 use crate::dispatch::DispatchError;
 use crate::dispatch::selector::{Selector, normalize};
+use crate::host::Gpu;
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
 use crate::runner::Status;
 use crate::runner::expect::{Mismatch, check_trace, compare};
 use crate::scenario::model::{Action, Expectations, Step, TraceRules};
 use crate::subject::handshake::Capabilities;
-use crate::subject::protocol::{KernelDeclaration, ObservedMessage};
+use crate::subject::protocol::{ArchDeclaration, KernelDeclaration, ObservedMessage};
 use crate::trace::Entry;
 use crate::vocab::{Family, TorchBuild};
 
@@ -47,6 +48,11 @@ pub struct Judge<'a> {
     capabilities: &'a Capabilities,
     build: TorchBuild,
     visible_count: u32,
+    /// The build's GPUs in ordinal order (as the runtime exposes them): whose arch a target has.
+    gpus: Vec<Gpu>,
+    /// The thread's current device as the scenario left it (its start, then each `set_device` that held):
+    /// the GPU a family target means.
+    current: u32,
     /// Policy expectations compared (the scenario's own and those derived from the subject's contract).
     policy_observed: usize,
     /// Expectations of other claimed levels compared.
@@ -64,6 +70,8 @@ impl<'a> Judge<'a> {
             capabilities,
             build,
             visible_count,
+            gpus: Vec::new(),
+            current: 0,
             policy_observed: 0,
             others_observed: 0,
             set_aside: BTreeMap::new(),
@@ -73,8 +81,15 @@ impl<'a> Judge<'a> {
 
     /// A judge for a scenario on `host`: its build, with as many GPUs as it makes visible.
     pub fn for_host(capabilities: &'a Capabilities, host: &crate::host::HostSpec) -> Self {
-        let visible = u32::try_from(host.visible().map_or(0, |v| v.len())).unwrap_or(u32::MAX);
-        Self::new(capabilities, host.torch, visible)
+        let visible = host.visible().unwrap_or_default();
+        let count = u32::try_from(visible.len()).unwrap_or(u32::MAX);
+        let mut judge = Self::new(capabilities, host.torch, count);
+        judge.gpus = visible
+            .iter()
+            .filter_map(|physical| host.gpus.get(*physical).cloned())
+            .collect();
+        judge.current = host.current;
+        judge
     }
 
     fn claims(&self, level: Level) -> bool {
@@ -151,6 +166,7 @@ impl<'a> Judge<'a> {
         table: &mut Expectations,
         action: Option<&str>,
         absent: &BTreeSet<&'static str>,
+        undecided: &BTreeMap<String, String>,
         prefix: &str,
         unbacked: &mut Vec<Mismatch>,
     ) {
@@ -158,7 +174,11 @@ impl<'a> Judge<'a> {
         let order = table.trace.order.clone();
         table.retain(|key| {
             let conformance = levels.get(key);
-            match self.decide(key, conformance, action, absent, &order) {
+            let decision = match undecided_reason(key, undecided) {
+                Some(why) => Decision::NotApplicable(why),
+                None => self.decide(key, conformance, action, absent, &order),
+            };
+            match decision {
                 Decision::Check => {
                     if conformance.is_some_and(|c| c.level == Level::Policy) {
                         self.policy_observed += 1;
@@ -214,19 +234,24 @@ impl<'a> Judge<'a> {
         } else {
             expect.when_refused = None;
         }
-        self.filter(&mut expect, action, &absent, "", &mut unbacked);
+        let undecided = &message.undecided;
+        self.filter(&mut expect, action, &absent, undecided, "", &mut unbacked);
         for (branch, prefix) in [
             (&mut expect.when_ok, "when_ok."),
             (&mut expect.when_refused, "when_refused."),
         ] {
             if let Some(branch) = branch {
-                self.filter(branch, action, &absent, prefix, &mut unbacked);
+                self.filter(branch, action, &absent, undecided, prefix, &mut unbacked);
             }
         }
         let mut mismatches = compare(&expect, observed, entries.iter());
         mismatches.extend(unbacked);
-        mismatches.extend(self.declared(step, observed));
+        mismatches.extend(self.declared(step, observed, undecided));
+        mismatches.extend(self.per_target_arch(step, observed, undecided));
         mismatches.extend(numerics(observed));
+        if let (Action::SetDevice(ordinal), None) = (&step.action, &observed.error) {
+            self.current = *ordinal;
+        }
         mismatches
     }
 
@@ -244,17 +269,101 @@ impl<'a> Judge<'a> {
             ..Expectations::default()
         };
         let mut unbacked = Vec::new();
-        self.filter(&mut table, None, &BTreeSet::new(), "expect.", &mut unbacked);
+        let decided = BTreeMap::new();
+        self.filter(
+            &mut table,
+            None,
+            &BTreeSet::new(),
+            &decided,
+            "expect.",
+            &mut unbacked,
+        );
         let mut mismatches = check_trace(&table.trace, entries.iter(), "expect.trace", levels);
         mismatches.extend(unbacked);
         mismatches
     }
 
+    /// A step the subject could not finish (`unsupported`) with the events it recorded before it stopped
+    /// (`stopped`; `so_far` holds every earlier step's too). Only `never` rules can be judged on such a
+    /// prefix: an event that happened stays happened, while one that would have come later is unknown. The
+    /// step's own rules are judged over its events, the scenario's over all of them.
+    pub fn stopped(
+        &mut self,
+        step: &Step,
+        scenario: (&TraceRules, &Levels),
+        so_far: &[Entry],
+        stopped: &[Entry],
+    ) -> Vec<Mismatch> {
+        let never_only = |rules: &TraceRules| TraceRules {
+            never: rules.never.clone(),
+            ..TraceRules::default()
+        };
+        let mut unbacked = Vec::new();
+        let action = Some(step.action.name());
+        let mut own = Expectations {
+            ok: None,
+            trace: never_only(&step.expect.trace),
+            levels: step.expect.levels.clone(),
+            ..Expectations::default()
+        };
+        let nothing = BTreeMap::new();
+        self.filter(
+            &mut own,
+            action,
+            &BTreeSet::new(),
+            &nothing,
+            "",
+            &mut unbacked,
+        );
+        let mut mismatches = check_trace(&own.trace, stopped.iter(), "trace", &own.levels);
+        let mut whole = Expectations {
+            ok: None,
+            trace: never_only(scenario.0),
+            levels: scenario.1.clone(),
+            ..Expectations::default()
+        };
+        self.filter(
+            &mut whole,
+            None,
+            &BTreeSet::new(),
+            &nothing,
+            "expect.",
+            &mut unbacked,
+        );
+        mismatches.extend(check_trace(
+            &whole.trace,
+            so_far.iter().chain(stopped),
+            "expect.trace",
+            &whole.levels,
+        ));
+        mismatches
+    }
+
     /// The checks the subject's own declarations imply for a kernel step (rule `declared-families`): a
     /// kernel refuses a family it does not declare, never refuses one it declares as `unsupported-family`,
-    /// and selection never picks a kernel that does not declare the target's family.
-    fn declared(&mut self, step: &Step, observed: &Observed) -> Vec<Mismatch> {
+    /// and selection never picks a kernel that does not declare the target's family. Where the project
+    /// decided nothing (`undecided`: no gate on this path, a pick by backend alone) nothing is implied.
+    fn declared(
+        &mut self,
+        step: &Step,
+        observed: &Observed,
+        undecided: &BTreeMap<String, String>,
+    ) -> Vec<Mismatch> {
         if !self.claims(Level::Contract) || self.capabilities.declared.is_empty() {
+            return Vec::new();
+        }
+        let decided_field = if matches!(step.action, Action::Select { .. }) {
+            "selected"
+        } else {
+            "ok"
+        };
+        if let Some(why) = undecided.get(decided_field) {
+            remember(
+                &mut self.not_applicable,
+                format!("the project decides no {decided_field} on this step: {why}"),
+                "declared-families.",
+                decided_field,
+            );
             return Vec::new();
         }
         let (kernel, device) = match &step.action {
@@ -324,8 +433,99 @@ impl<'a> Judge<'a> {
         out
     }
 
+    /// The checks the subject's own arch rules imply (rule `per-target-arch`, policy level, binding every
+    /// subject that declares them), each on the target's own GPU: the selector's ordinal, or the current
+    /// device for a family target. A kernel selected for a target, or validated for it, must admit that GPU
+    /// by the rules the subject declares for it; a kernel whose declared rules admit that GPU must not refuse
+    /// it as `unsupported-arch` (declared rules are the kernel's arch rules, as declared families are its
+    /// families). A kernel without declared rules, a GPU no rule speaks about, and a spelling the policy does
+    /// not give a meaning are not judged this way.
+    fn per_target_arch(
+        &mut self,
+        step: &Step,
+        observed: &Observed,
+        undecided: &BTreeMap<String, String>,
+    ) -> Option<Mismatch> {
+        let (kernel, device, key) = match (&step.action, &observed.error) {
+            (Action::Validate { kernel, device }, None) => (kernel.as_str(), device, "ok"),
+            (Action::Validate { kernel, device }, Some(error))
+                if error.kind == "unsupported-arch" =>
+            {
+                (kernel.as_str(), device, "error")
+            }
+            (Action::Select { device, .. }, None) => {
+                (observed.selected.as_deref()?, device, "selected")
+            }
+            _ => return None,
+        };
+        let decided_field = if key == "error" { "ok" } else { key };
+        if undecided.contains_key(decided_field) || !policy_spelling(device, step.action.name()) {
+            return None;
+        }
+        let declaration = self
+            .capabilities
+            .declared
+            .iter()
+            .find(|d| d.name == kernel)?;
+        let rules = declaration.arch.as_ref()?;
+        let count = self.visible_count;
+        let target = normalize(device, self.build, || Ok::<u32, DispatchError>(count)).ok()?;
+        if target.family != self.build.gpu_family()? {
+            return None;
+        }
+        let ordinal = target.ordinal.unwrap_or(self.current);
+        let gpu = self.gpus.get(usize::try_from(ordinal).ok()?)?;
+        let verdict = broken_rule(rules, gpu)?;
+        self.policy_observed += 1;
+        let written = match target.ordinal {
+            Some(n) => format!("GPU {n}"),
+            None => format!("the current GPU {ordinal}"),
+        };
+        let source = rules
+            .source
+            .as_deref()
+            .map(|s| format!("; {s}"))
+            .unwrap_or_default();
+        let arch = &gpu.arch;
+        let (expected, actual) = match (key, verdict) {
+            ("error", Ok(())) => (
+                format!(
+                    "no unsupported-arch refusal (the subject's {kernel} declares {}{source}, which the target, {written}, {arch}, satisfies)",
+                    described(rules)
+                ),
+                observed
+                    .error
+                    .as_ref()
+                    .map(|e| format!("{}: {}", e.kind, e.message))
+                    .unwrap_or_default(),
+            ),
+            ("ok", Err(broken)) => (
+                format!(
+                    "false (the subject's {kernel} declares {broken}{source}; the target, {written}, is {arch})"
+                ),
+                "true".to_string(),
+            ),
+            ("selected", Err(broken)) => (
+                format!("a kernel whose declared arch rules admit the target, {written} ({arch})"),
+                format!("{kernel} (declares {broken}{source})"),
+            ),
+            _ => return None,
+        };
+        Some(Mismatch {
+            key: key.into(),
+            expected,
+            actual,
+            conformance: Some(Conformance::policy("per-target-arch")),
+        })
+    }
+
+    /// The subject's declaration of `kernel`, where it declares any family: a kernel that declares none (a
+    /// class without a device declaration) has declared nothing to hold it to, so nothing is implied.
     fn declaration(&self, kernel: &str) -> Option<&'a KernelDeclaration> {
-        self.capabilities.declared.iter().find(|d| d.name == kernel)
+        self.capabilities
+            .declared
+            .iter()
+            .find(|d| d.name == kernel && !d.families.is_empty())
     }
 
     /// The family the policy says the selector means on this host (`cuda` on a HIP build is ROCm).
@@ -384,24 +584,21 @@ fn remember(
         .insert(format!("{prefix}{key}"));
 }
 
+/// Why expectation `key` does not apply where the answer says the project decided nothing: a field named in
+/// `undecided`, or the error and message of an undecided `ok`.
+fn undecided_reason(key: &str, undecided: &BTreeMap<String, String>) -> Option<String> {
+    let field = match key {
+        "error" | "message" => "ok",
+        _ => key,
+    };
+    undecided
+        .get(field)
+        .map(|why| format!("the project decides no {field} on this step: {why}"))
+}
+
 /// The observation fields an answer leaves out.
 fn absent_fields(message: &ObservedMessage) -> BTreeSet<&'static str> {
-    let fields: [(&'static str, bool); 13] = [
-        ("family", message.family.is_some()),
-        ("ordinal", message.ordinal.is_some()),
-        ("torch_device", message.torch_device.is_some()),
-        ("ran_on", message.ran_on.is_some()),
-        ("lands_on", message.lands_on.is_some()),
-        ("current_after", message.current_after.is_some()),
-        ("selected", message.selected.is_some()),
-        ("covers", message.covers.is_some()),
-        ("vendor", message.vendor.is_some()),
-        ("archs", message.archs.is_some()),
-        ("torch_device_count", message.torch_device_count.is_some()),
-        ("runtime_devices", message.runtime_devices.is_some()),
-        ("retained_bytes", message.retained_bytes.is_some()),
-    ];
-    fields
+    crate::subject::decode::reported_fields(message)
         .into_iter()
         .filter(|(_, present)| !present)
         .map(|(key, _)| key)
@@ -415,6 +612,69 @@ fn families(declaration: &KernelDeclaration) -> String {
     } else {
         declaration.families.join(", ")
     }
+}
+
+/// A kernel's declared arch rules in words: `min capability sm_90, gfx gfx11, gfx12`.
+fn described(rules: &ArchDeclaration) -> String {
+    let mut words = Vec::new();
+    if let Some(least) = rules.min_capability {
+        words.push(format!("min capability sm_{least}"));
+    }
+    if let Some(most) = rules.max_capability {
+        words.push(format!("max capability sm_{most}"));
+    }
+    if !rules.gfx.is_empty() {
+        words.push(format!("gfx {}", rules.gfx.join(", ")));
+    }
+    if let Some(least) = rules.min_smem_optin {
+        words.push(format!("min shared memory {least} bytes"));
+    }
+    words.join(", ")
+}
+
+/// Whether `gpu` satisfies a kernel's declared arch rules: `None` when no rule speaks about it (a GPU of
+/// another vendor than the rules name, and no shared-memory rule); else `Ok` or `Err` naming the rule it
+/// breaks.
+fn broken_rule(rules: &ArchDeclaration, gpu: &Gpu) -> Option<Result<(), String>> {
+    let capability = |c: u32| format!("sm_{c}");
+    let mut spoke = false;
+    if let Some(have) = gpu.arch.capability() {
+        let have = have.major * 10 + have.minor;
+        if let Some(least) = rules.min_capability {
+            spoke = true;
+            if have < least {
+                return Some(Err(format!("min capability {}", capability(least))));
+            }
+        }
+        if let Some(most) = rules.max_capability {
+            spoke = true;
+            if have > most {
+                return Some(Err(format!("max capability {}", capability(most))));
+            }
+        }
+    }
+    if let Some(target) = gpu.arch.gfx() {
+        if !rules.gfx.is_empty() {
+            spoke = true;
+            if !rules
+                .gfx
+                .iter()
+                .any(|g| target.base.starts_with(g.as_str()))
+            {
+                return Some(Err(format!("gfx {}", rules.gfx.join(", "))));
+            }
+        }
+    }
+    if let Some(least) = rules.min_smem_optin {
+        spoke = true;
+        if gpu.smem_optin < least {
+            return Some(Err(format!(
+                "min shared memory {least} bytes (the GPU opts in {})",
+                gpu.smem_optin
+            )));
+        }
+    }
+    spoke.then_some(Ok(()))
 }
 
 fn declares(declaration: &KernelDeclaration, family: Family) -> bool {

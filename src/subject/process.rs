@@ -263,16 +263,19 @@ impl ProcessSubject {
                 scenario: s,
                 number: None,
                 reason,
+                ..
             } if s == name && live => refused_live = Some(reason),
             FromSubject::Unsupported {
                 scenario: s,
                 number: None,
                 reason,
+                ..
             } if s == name => skipped = Some(reason),
             _ => return Err(out_of_order(expected, &line)),
         }
         let mut judge = Judge::for_host(&self.capabilities, &scenario.host);
         let mut entries = Vec::new();
+        let mut stopped_mismatches = Vec::new();
         if skipped.is_none() && refused_live.is_none() {
             for step in &scenario.steps {
                 let expected = format!("`observed` or `unsupported` for step {}", step.number);
@@ -308,7 +311,18 @@ impl ProcessSubject {
                         scenario: s,
                         number: Some(n),
                         reason,
+                        trace,
                     } if s == name && n == step.number => {
+                        let stopped = decode::trace(&trace, &events).map_err(|why| Fault {
+                            expected: expected.clone(),
+                            problem: format!("{why} in `{}`", clip(&line)),
+                        })?;
+                        stopped_mismatches = judge.stopped(
+                            step,
+                            (&scenario.trace_rules, &scenario.trace_levels),
+                            &entries,
+                            &stopped,
+                        );
                         skipped = Some(reason);
                         break;
                     }
@@ -337,7 +351,8 @@ impl ProcessSubject {
         let trace_mismatches = if skipped.is_none() {
             judge.scenario(&scenario.trace_rules, &scenario.trace_levels, &entries)
         } else {
-            Vec::new()
+            // a step it could not finish: only what its events so far already break
+            stopped_mismatches
         };
         let failed = !trace_mismatches.is_empty() || steps.iter().any(|s| !s.mismatches.is_empty());
         let status = if failed {

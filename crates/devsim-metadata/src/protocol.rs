@@ -118,6 +118,10 @@ pub enum FromSubject {
         number: Option<usize>,
         /// Why, in words.
         reason: String,
+        /// A step only: the events the subject recorded before it stopped. Only `never` rules are judged on
+        /// them (an event that happened stays happened; what would have come after is unknown).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        trace: Vec<TraceEvent>,
     },
     /// What a step produced.
     Observed(ObservedMessage),
@@ -189,6 +193,34 @@ pub struct KernelDeclaration {
     /// `rtol = atol = 2e-3` against the FP64 oracle.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tolerances: Vec<ToleranceDeclaration>,
+    /// The arch rules the project itself declares for this kernel, read from its own code (vLLM: each
+    /// kernel class's `get_min_capability`). Where given, a step that selects or validates the kernel for
+    /// a target GPU is judged on that target's own arch (rule `per-target-arch`). Absent: not judged so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch: Option<Box<ArchDeclaration>>,
+}
+
+/// A kernel's arch rules as the project under test declares them. Each rule binds only GPUs of its vendor:
+/// the capability bounds NVIDIA GPUs, `gfx` AMD ones; a GPU no rule speaks about is not judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArchDeclaration {
+    /// NVIDIA: the least compute capability it admits, as major·10 + minor (`80`: sm_80, `100`: sm_100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_capability: Option<u32>,
+    /// NVIDIA: the greatest compute capability it admits, where the project caps it (same spelling).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_capability: Option<u32>,
+    /// AMD: the gfx targets it admits, each a base target (`gfx942`) or a prefix naming a family of them
+    /// (`gfx11`, `gfx12`: RDNA3, RDNA4), without target features. Empty: no AMD rule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gfx: Vec<String>,
+    /// The least opt-in shared memory per block it needs, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_smem_optin: Option<u32>,
+    /// Where the project declares the rules: `module:Class.get_min_capability`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// A tolerance the project under test states for one kernel and dtype: a forward passes where every element
@@ -389,6 +421,12 @@ pub struct ObservedMessage {
     /// left out ("location unknown"), never guessed.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub decided_by: BTreeMap<String, DecidedBy>,
+    /// Per observed field (`ok`, `selected` …), why the project under test decided nothing there: no code of
+    /// the project makes that decision on this path (a wrapper with no device gate, a move that is plain
+    /// torch). Expectations on such a field are not applicable, never judged on a value the subject made up.
+    /// A field other than `ok` named here is absent from the answer, and none has a `decided_by`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub undecided: BTreeMap<String, String>,
     /// The recorded events, in order.
     pub trace: Vec<TraceEvent>,
 }

@@ -41,7 +41,14 @@ fn an_order_rule_needs_every_event_it_names() {
     let mut judge = Judge::new(&plain, TorchBuild::Hip, 2);
     let mut table = with_order(&["set_device", "launch"]);
     let mut unbacked = Vec::new();
-    judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
+    judge.filter(
+        &mut table,
+        None,
+        &BTreeSet::new(),
+        &BTreeMap::new(),
+        "",
+        &mut unbacked,
+    );
     assert!(
         table.trace.order.is_empty(),
         "a reference detail does not bind it"
@@ -51,7 +58,14 @@ fn an_order_rule_needs_every_event_it_names() {
     let claims = capabilities(&[Level::Reference]);
     let mut judge = Judge::new(&claims, TorchBuild::Hip, 2);
     let mut table = with_order(&["set_device", "launch"]);
-    judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
+    judge.filter(
+        &mut table,
+        None,
+        &BTreeSet::new(),
+        &BTreeMap::new(),
+        "",
+        &mut unbacked,
+    );
     assert!(table.trace.order.is_empty());
     assert_eq!(unbacked.len(), 1, "claimed but unobservable: a failure");
     assert!(unbacked[0].actual.contains("does not record launch"));
@@ -59,7 +73,14 @@ fn an_order_rule_needs_every_event_it_names() {
     let mut judge = Judge::new(&claims, TorchBuild::Hip, 2);
     let mut table = with_order(&["set_device"]);
     let mut unbacked = Vec::new();
-    judge.filter(&mut table, None, &BTreeSet::new(), "", &mut unbacked);
+    judge.filter(
+        &mut table,
+        None,
+        &BTreeSet::new(),
+        &BTreeMap::new(),
+        "",
+        &mut unbacked,
+    );
     assert_eq!(table.trace.order, ["set_device"], "recorded: judged");
     assert!(unbacked.is_empty());
 }
@@ -135,4 +156,341 @@ fn a_forward_outside_the_projects_own_tolerance_names_both_errors_and_the_source
         numerics(&observed).is_some(),
         "an infinite error is never within"
     );
+}
+
+/// A subject that declares `gptq_machete` (min capability sm_90, from its own code) and `gptq_marlin` with no
+/// arch rules.
+fn declaring_arch() -> Capabilities {
+    let declared: Vec<KernelDeclaration> = serde_json::from_str(
+        r#"[{"name": "gptq_machete", "families": ["cuda"],
+             "arch": {"min_capability": 90, "source": "vllm…machete:MacheteLinearKernel.get_min_capability"}},
+            {"name": "gptq_marlin", "families": ["cuda"]},
+            {"name": "gptq_triton", "families": ["cuda", "rocm"], "arch": {"gfx": ["gfx11", "gfx12"]}}]"#,
+    )
+    .expect("declarations");
+    Capabilities {
+        actions: vec!["select".into(), "validate".into(), "set_device".into()],
+        kernels: declared.iter().map(|d| d.name.clone()).collect(),
+        declared,
+        ..capabilities(&[])
+    }
+}
+
+fn step(action: Action) -> Step {
+    Step {
+        number: 1,
+        line: 1,
+        description: None,
+        action,
+        repeat: 1,
+        expect: Expectations::default(),
+    }
+}
+
+fn select(device: &str) -> Step {
+    step(Action::Select {
+        method: crate::kernel::Method::Gptq,
+        bits: 4,
+        device: Selector::from(device),
+    })
+}
+
+fn answer(selected: Option<&str>) -> (ObservedMessage, Observed) {
+    let message: ObservedMessage =
+        serde_json::from_str(r#"{"scenario": "s", "number": 1, "ok": true, "trace": []}"#)
+            .expect("message");
+    let observed = Observed {
+        selected: selected.map(str::to_string),
+        ..Observed::default()
+    };
+    (message, observed)
+}
+
+fn per_target_arch(mismatches: &[Mismatch]) -> Vec<&Mismatch> {
+    mismatches
+        .iter()
+        .filter(|m| m.conformance == Some(Conformance::policy("per-target-arch")))
+        .collect()
+}
+
+#[test]
+fn a_kernel_chosen_for_gpu_1_must_admit_gpu_1_by_its_declared_arch_rules() {
+    use crate::vocab::Arch;
+    let subject = declaring_arch();
+    // An H200 as GPU 0, an A100 as GPU 1: Machete (sm_90 and up) suits GPU 0 only.
+    let host = crate::host::HostSpec::new(
+        TorchBuild::Cuda,
+        &[
+            "sm_90".parse::<Arch>().expect("arch"),
+            "sm_80".parse().expect("arch"),
+        ],
+    );
+    let mut judge = Judge::for_host(&subject, &host);
+    let (message, chosen) = answer(Some("gptq_machete"));
+    let found = judge.step(&select("cuda:1"), &message, &chosen, &[]);
+    let failed = per_target_arch(&found);
+    assert_eq!(failed.len(), 1, "{found:?}");
+    assert_eq!(failed[0].key, "selected");
+    assert!(
+        failed[0].expected.contains("GPU 1 (sm_80)")
+            && failed[0]
+                .actual
+                .contains("gptq_machete (declares min capability sm_90")
+            && failed[0]
+                .actual
+                .contains("MacheteLinearKernel.get_min_capability"),
+        "{:?}",
+        failed[0]
+    );
+    // The same kernel for GPU 0 admits it: judged, held, and a policy expectation for the verdict.
+    let mut judge = Judge::for_host(&subject, &host);
+    assert!(per_target_arch(&judge.step(&select("cuda:0"), &message, &chosen, &[])).is_empty());
+    assert_eq!(judge.verdict(), Status::Passed);
+    // Validation that admits Machete on GPU 1 fails on `ok`; a refusal is not judged this way.
+    let validate = step(Action::Validate {
+        kernel: "gptq_machete".into(),
+        device: Selector::from("cuda:1"),
+    });
+    let mut judge = Judge::for_host(&subject, &host);
+    let (message, admitted) = answer(None);
+    let failed = judge.step(&validate, &message, &admitted, &[]);
+    assert_eq!(per_target_arch(&failed)[0].key, "ok");
+    let refused = Observed {
+        error: Some(ErrorOutput {
+            kind: "unsupported-arch".into(),
+            message: "requires capability 90".into(),
+        }),
+        ..Observed::default()
+    };
+    assert!(per_target_arch(&judge.step(&validate, &message, &refused, &[])).is_empty());
+    // Refusing Machete on GPU 0, the H200 its own rule admits, as unsupported-arch: judged on GPU 0, not on
+    // the GPU the code read.
+    let on_gpu_0 = step(Action::Validate {
+        kernel: "gptq_machete".into(),
+        device: Selector::from("cuda:0"),
+    });
+    let failed = judge.step(&on_gpu_0, &message, &refused, &[]);
+    let failed = per_target_arch(&failed);
+    assert_eq!(failed[0].key, "error");
+    assert!(
+        failed[0]
+            .expected
+            .contains("declares min capability sm_90; vllm…machete:MacheteLinearKernel.get_min_capability, which the target, GPU 0, sm_90, satisfies")
+            && failed[0].actual == "unsupported-arch: requires capability 90",
+        "{:?}",
+        failed[0]
+    );
+    // Another refusal (not an arch one) says nothing about the rules.
+    let other = Observed {
+        error: Some(ErrorOutput {
+            kind: "no-kernel".into(),
+            message: "shape".into(),
+        }),
+        ..Observed::default()
+    };
+    assert!(per_target_arch(&judge.step(&on_gpu_0, &message, &other, &[])).is_empty());
+}
+
+#[test]
+fn a_family_target_is_the_current_gpu_and_an_undeclared_kernel_is_not_judged() {
+    use crate::vocab::Arch;
+    let subject = declaring_arch();
+    let mut host = crate::host::HostSpec::new(
+        TorchBuild::Cuda,
+        &[
+            "sm_90".parse::<Arch>().expect("arch"),
+            "sm_80".parse().expect("arch"),
+        ],
+    );
+    host.current = 1;
+    let mut judge = Judge::for_host(&subject, &host);
+    let (message, chosen) = answer(Some("gptq_machete"));
+    let failed = judge.step(&select("cuda"), &message, &chosen, &[]);
+    assert!(
+        per_target_arch(&failed)[0]
+            .expected
+            .contains("the current GPU 1 (sm_80)"),
+        "{failed:?}"
+    );
+    // After a set_device to GPU 0, the family target is the H200.
+    let (done, _) = answer(None);
+    judge.step(
+        &step(Action::SetDevice(0)),
+        &done,
+        &Observed::default(),
+        &[],
+    );
+    assert!(per_target_arch(&judge.step(&select("cuda"), &message, &chosen, &[])).is_empty());
+    // Marlin declares no arch rules: nothing is invented for it.
+    let mut judge = Judge::for_host(&subject, &host);
+    let (message, marlin) = answer(Some("gptq_marlin"));
+    assert!(per_target_arch(&judge.step(&select("cuda:1"), &message, &marlin, &[])).is_empty());
+    assert!(
+        matches!(judge.verdict(), Status::NotApplicable(_)),
+        "nothing judged"
+    );
+}
+
+#[test]
+fn gfx_rules_bind_amd_gpus_by_family_prefix() {
+    use crate::vocab::Arch;
+    let subject = declaring_arch();
+    let host = crate::host::HostSpec::new(
+        TorchBuild::Hip,
+        &[
+            "gfx942:sramecc+:xnack-".parse::<Arch>().expect("arch"),
+            "gfx1201".parse().expect("arch"),
+        ],
+    );
+    let (message, chosen) = answer(Some("gptq_triton"));
+    let mut judge = Judge::for_host(&subject, &host);
+    assert!(per_target_arch(&judge.step(&select("cuda:1"), &message, &chosen, &[])).is_empty());
+    let failed = judge.step(&select("cuda:0"), &message, &chosen, &[]);
+    assert!(
+        per_target_arch(&failed)[0]
+            .actual
+            .contains("declares gfx gfx11, gfx12"),
+        "{failed:?}"
+    );
+}
+
+/// A subject that declares `exl3_exllama_v3` for CUDA only, judged at the contract level.
+fn declaring() -> Capabilities {
+    let mut capabilities = capabilities(&[Level::Contract]);
+    capabilities.actions = vec!["validate".into()];
+    capabilities.declared =
+        serde_json::from_str(r#"[{"name": "exl3_exllama_v3", "families": ["cuda"]}]"#)
+            .expect("a declaration");
+    capabilities
+}
+
+/// Step 1 validates `exl3_exllama_v3` on "cuda" and, as policy, expects a refusal.
+fn validate_expecting_refusal() -> Step {
+    let mut levels = Levels::default();
+    levels.insert("ok".into(), Conformance::policy("declared-families"));
+    Step {
+        number: 1,
+        line: 1,
+        description: None,
+        action: Action::Validate {
+            kernel: "exl3_exllama_v3".into(),
+            device: Selector::from("cuda"),
+        },
+        repeat: 1,
+        expect: Expectations {
+            ok: Some(false),
+            levels,
+            ..Expectations::default()
+        },
+    }
+}
+
+fn admitted(undecided: &[(&str, &str)]) -> ObservedMessage {
+    let mut message: ObservedMessage =
+        serde_json::from_str(r#"{"scenario": "s", "number": 1, "ok": true, "trace": []}"#)
+            .expect("an answer");
+    for (field, why) in undecided {
+        message.undecided.insert((*field).into(), (*why).into());
+    }
+    message
+}
+
+#[test]
+fn a_decision_the_project_makes_is_judged_by_its_declarations() {
+    let capabilities = declaring();
+    let mut judge = Judge::new(&capabilities, TorchBuild::Hip, 2);
+    let message = admitted(&[]);
+    let mismatches = judge.step(
+        &validate_expecting_refusal(),
+        &message,
+        &Observed::default(),
+        &[],
+    );
+    let keys: Vec<&str> = mismatches.iter().map(|m| m.key.as_str()).collect();
+    assert_eq!(
+        keys,
+        ["ok", "ok"],
+        "the scenario's refusal and the declaration's"
+    );
+}
+
+#[test]
+fn a_decision_the_project_does_not_make_is_not_applicable() {
+    let capabilities = declaring();
+    let mut judge = Judge::new(&capabilities, TorchBuild::Hip, 2);
+    let message = admitted(&[("ok", "ExllamaV3Linear has no device gate")]);
+    let mismatches = judge.step(
+        &validate_expecting_refusal(),
+        &message,
+        &Observed::default(),
+        &[],
+    );
+    assert!(mismatches.is_empty(), "{mismatches:?}");
+    match judge.verdict() {
+        Status::NotApplicable(why) => assert!(
+            why.contains("the project decides no ok on this step: ExllamaV3Linear has no device gate (declared-families.ok, ok)"),
+            "{why}"
+        ),
+        other => panic!("expected not applicable, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_kernel_that_declares_no_family_is_held_to_no_declaration() {
+    let mut capabilities = declaring();
+    capabilities.declared[0].families.clear();
+    let mut judge = Judge::new(&capabilities, TorchBuild::Hip, 2);
+    let message = admitted(&[]);
+    let mismatches = judge.step(
+        &validate_expecting_refusal(),
+        &message,
+        &Observed::default(),
+        &[],
+    );
+    let keys: Vec<&str> = mismatches.iter().map(|m| m.key.as_str()).collect();
+    assert_eq!(keys, ["ok"], "the scenario's own refusal only");
+    assert!(
+        mismatches[0].expected == "false",
+        "{:?}",
+        mismatches[0].expected
+    );
+}
+
+#[test]
+fn a_step_that_stopped_is_held_to_its_never_rules_over_what_it_did() {
+    let mut capabilities = capabilities(&[]);
+    capabilities.events.push("extension_load".into());
+    let mut step = validate_expecting_refusal();
+    step.expect.trace.never = vec!["extension_load".into()];
+    let key = crate::conformance::trace_key("never", "extension_load");
+    step.expect
+        .levels
+        .insert(key, Conformance::policy("extensions-after-gates"));
+    let load = Entry::Reported {
+        event: "extension_load".parse().expect("an event"),
+        device: None,
+        detail: None,
+    };
+    let rules = TraceRules {
+        never: vec!["extension_load".into()],
+        once: vec!["set_device".into()], // unknowable on a prefix: never judged there
+        ..TraceRules::default()
+    };
+    let mut levels = Levels::default();
+    levels.insert(
+        crate::conformance::trace_key("never", "extension_load"),
+        Conformance::policy("extensions-after-gates"),
+    );
+    levels.insert(
+        crate::conformance::trace_key("once", "set_device"),
+        Conformance::policy("target-context"),
+    );
+    let mut judge = Judge::new(&capabilities, TorchBuild::Hip, 2);
+    assert!(
+        judge.stopped(&step, (&rules, &levels), &[], &[]).is_empty(),
+        "nothing happened yet: nothing broken"
+    );
+    let broken = judge.stopped(&step, (&rules, &levels), &[], &[load]);
+    let keys: Vec<&str> = broken.iter().map(|m| m.key.as_str()).collect();
+    assert_eq!(keys, ["trace.never", "expect.trace.never"], "{broken:?}");
 }

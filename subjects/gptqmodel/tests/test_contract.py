@@ -24,10 +24,12 @@ def v2(env):
     assert d.close() == 0, d.stderr_text()[-4000:]
 
 
-@pytest.fixture(scope="module")
-def seedfix(env):
-    d = Driver({**env, "DEVSIM_GPTQMODEL_OVERLAY": "seedfix"})
+@pytest.fixture(scope="module", params=["seedfix", "seedfix2"])
+def seedfix(env, request):
+    """Each seed-fix variant: seedfix.py, and seedfix2.py with other valid choices (judged the same way)."""
+    d = Driver({**env, "DEVSIM_GPTQMODEL_OVERLAY": request.param})
     d.hello(protocol=2)
+    d.variant = request.param
     yield d
     assert d.close() == 0, d.stderr_text()[-4000:]
 
@@ -145,16 +147,30 @@ def test_runtime_unavailable_is_classified_by_its_swallowed_cause(v2):
     assert family["error"] == {"kind": "unsupported-family", "message": "Swordfish runtime unavailable."}
 
 
-def test_exl3_is_selected_by_the_loaders_branch(v2):
+def test_exl3_selection_is_the_loaders_undecided_pick(v2):
+    """The EXL3 module is picked inline in the model loader, by backend: nothing the subject can call decides it."""
     answer = v2.step(R9700X2, {"action": "select", "method": "exl3", "bits": 4, "device": s("cuda")})
-    assert answer["ok"] is True and answer["selected"] == "exl3_exllama_v3"
+    assert answer["ok"] is True and "selected" not in answer
+    assert "from_quantized" in answer["undecided"]["selected"]
+    assert answer["family"] == "rocm"  # the device conversion before the pick is GPTQModel's, and observed
+
+
+def test_a_wrapper_without_a_gate_decides_nothing_at_validate_and_move(v2, seedfix):
+    """7.7.0's EXL3/FP4 wrappers have no validate(): no gate of GPTQModel's runs, whatever a fix adds to them."""
+    steps = [{"action": "validate", "kernel": "exl3_exllama_v3", "device": s("cuda")},
+             {"action": "move", "kernel": "fp4_source", "device": s("cuda:1")}]
+    for driver in (v2, seedfix):
+        for answer in driver.scenario(R9700X2, steps)["answers"]:
+            assert answer["ok"] is True and "no validate()" in answer["undecided"]["ok"], answer
+            assert "ok" not in answer.get("decided_by", {})
 
 
 # ------------------------------------------------------------------------------------------------ the overlay
 
 
 def test_overlay_names_itself(seedfix):
-    assert seedfix.handshake["subject"] == {"name": "gptqmodel-seedfix", "version": "7.7.0+seedfix"}
+    variant = seedfix.variant
+    assert seedfix.handshake["subject"] == {"name": f"gptqmodel-{variant}", "version": f"7.7.0+{variant}"}
     by_name = {k["name"]: k for k in seedfix.handshake["kernels"]}
     assert "rocm" in by_name["bitsandbytes"]["families"]
     assert by_name["exl3_exllama_v3"]["families"] == ["cuda"]
@@ -162,12 +178,13 @@ def test_overlay_names_itself(seedfix):
     assert by_name["fp4_source"]["families"] == ["cpu", "cuda"]
 
 
-def test_overlay_subject_file_matches_the_plain_one():
+@pytest.mark.parametrize("variant", ["seedfix", "seedfix2"])
+def test_overlay_subject_file_matches_the_plain_one(variant):
     subjects = PACKAGE.parents[1]
     plain = tomllib.loads((subjects / "gptqmodel.toml").read_text())
-    fixed = tomllib.loads((subjects / "gptqmodel-seedfix.toml").read_text())
-    assert fixed["name"] == "gptqmodel-seedfix"
-    assert fixed["env"] == {**plain["env"], "DEVSIM_GPTQMODEL_OVERLAY": "seedfix"}
+    fixed = tomllib.loads((subjects / f"gptqmodel-{variant}.toml").read_text())
+    assert fixed["name"] == f"gptqmodel-{variant}"
+    assert fixed["env"] == {**plain["env"], "DEVSIM_GPTQMODEL_OVERLAY": variant}
     # a live record is one subject's own (the overlay never ran live): the plain file's names 7.7.0's
     assert "live_record" not in fixed
     own = ("name", "env", "live_record")
@@ -186,6 +203,7 @@ STEPS = [
     {"action": "validate", "kernel": "exl3_exllama_v3", "device": s("cuda")},  # 9 native EXL3 on HIP
     {"action": "set_device", "ordinal": 1},                                  # 10
     {"action": "move", "kernel": "gptq_torch", "device": fam("rocm")},       # 11 family move: current device
+    {"action": "warmup", "kernel": "exl3_exllama_v3", "device": s("cuda")},  # 12 native EXL3's first forward
 ]
 
 
@@ -201,12 +219,17 @@ def test_overlay_changes_exactly_the_seeds_behaviours(v2, seedfix):
     probes = [[e["event"] for e in a["trace"]] for a in (before[6], after[6])]
     assert "nvidia_capability" in probes[0] and "nvidia_capability" not in probes[1]
     assert before[7]["ok"] is False and after[7]["covers"] == ["cuda:0", "cuda:1"]
-    assert before[8]["ok"] is True
-    assert after[8]["ok"] is False and "EXL3_TORCH" in after[8]["error"]["message"]
-    assert "extension_load" not in [e["event"] for e in after[8]["trace"]]
+    assert before[8]["ok"] is after[8]["ok"] is True  # no gate of GPTQModel's at validate: undecided
+    assert before[8]["undecided"] == after[8]["undecided"]
     assert (before[10]["lands_on"], after[10]["lands_on"]) == (0, 1)
+    # native EXL3's first forward on HIP: 7.7.0 reaches for its extension (not simulated: unsupported); the fix
+    # refuses first, naming the portable kernel, and loads nothing
+    assert before[11]["type"] == "unsupported" and "exllamav3" in before[11]["reason"].lower()
+    assert after[11]["ok"] is False and after[11]["error"]["kind"] == "unsupported-family"
+    assert "EXL3_TORCH" in after[11]["error"]["message"]
+    assert "extension_load" not in [e["event"] for e in after[11]["trace"]]
     # what the seed does not touch stays as 7.7.0 has it
-    for b, a in zip(before, after, strict=True):
+    for b, a in zip(before[:11], after[:11], strict=True):
         assert b["type"] == a["type"] == "observed"
     strip = {"scenario"}
     assert {k: v for k, v in before[9].items() if k not in strip} == \
@@ -283,7 +306,7 @@ def test_overlay_units_revert_one_at_a_time(gptqmodel_path):
 
 @pytest.mark.parametrize(("overlay", "revert", "message"), [
     ("seedfix", "normalise_device", "names no unit of the overlay; one of: normalize_device, as_torch_device"),
-    ("", "normalize_device", "reverts a unit of the overlay, but DEVSIM_GPTQMODEL_OVERLAY is not 'seedfix'"),
+    ("", "normalize_device", "reverts a unit of an overlay, but DEVSIM_GPTQMODEL_OVERLAY is none of seedfix, seedfix2"),
 ])
 def test_unknown_or_unmatched_revert_is_refused(env, overlay, revert, message):
     """A revert name that is no unit is refused, listing the units; so is a revert without the overlay."""
@@ -298,7 +321,7 @@ def test_unknown_overlay_is_refused(env):
     with pytest.raises(AssertionError):
         d.hello(protocol=2)
     assert d.close() != 0
-    assert "the only overlay is 'seedfix'" in d.stderr_text()
+    assert "the overlays are seedfix, seedfix2" in d.stderr_text()
 
 
 @pytest.fixture(scope="module")

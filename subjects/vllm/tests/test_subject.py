@@ -56,6 +56,26 @@ def test_the_declaration_is_read_from_vllm_own_kernel_lists(subject):
     assert kernels["gptq_marlin"]["source"].endswith("_POSSIBLE_KERNELS: MarlinLinearKernel")
 
 
+def test_arch_rules_are_read_from_each_kernel_class_get_min_capability(subject):
+    kernels = {k["name"]: k for k in subject.handshake["kernels"]}
+    assert subject.handshake["packages"] == ["vllm"]
+    machete = kernels["gptq_machete"]["arch"]
+    assert machete["min_capability"] == 90, machete  # MacheteLinearKernel.get_min_capability()
+    assert machete["source"].endswith(".machete:MacheteLinearKernel.get_min_capability"), machete
+    assert kernels["awq_machete"]["arch"] == machete  # one class, one rule, whatever the method
+    assert kernels["gptq_marlin"]["arch"]["source"].endswith(":MarlinLinearKernel.get_min_capability")
+    assert set(kernels["gptq_exllama_v2"]["arch"]) == {"min_capability", "source"}
+    # The Triton W4A16 kernel declares a least capability of 0: no rule, so nothing is declared for it.
+    assert "arch" not in kernels["gptq_triton"] and "arch" not in kernels["awq_gemm_triton"]
+
+
+def test_decided_by_places_selection_in_choose_mp_linear_kernel(subject):
+    answer = subject.step(H200X2, {"action": "select", "method": "gptq", "bits": 4, "device": s("cuda:1")})
+    assert answer["decided_by"]["selected"]["function"] == "choose_mp_linear_kernel", answer
+    admitted = subject.step(H200X2, {"action": "validate", "kernel": "gptq_machete", "device": s("cuda:1")})
+    assert admitted["decided_by"]["ok"]["function"] == "choose_mp_linear_kernel", admitted
+
+
 def test_vllm_detects_rocm_through_amdsmi_and_asks_no_nvidia_capability(subject):
     answer = discover(subject, R9700X2)
     assert (answer["ok"], answer["vendor"], answer["torch_device_count"]) == (True, "amd", 2), answer

@@ -36,7 +36,7 @@ from torch._subclasses import fake_tensor
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.overrides import TorchFunctionMode
 
-from .livewarmup import K, M, module_args
+from .livewarmup import K, M, N, module_args
 
 
 class _NoGpuFakeMode(FakeTensorMode):
@@ -108,7 +108,21 @@ def _indexed(value: Any) -> Any:
 
 
 class Unsimulable(Exception):
-    """The forward could not run on fake tensors (a limit of the simulation, never the kernel's verdict)."""
+    """The forward could not run on fake tensors (a limit of the simulation, never the kernel's verdict).
+    `events`: the trace events GPTQModel's code recorded before it stopped there (a true prefix of its run)."""
+
+    def __init__(self, message: str, events: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.events = events or []
+
+
+class Refusal(Exception):
+    """The kernel's own code refused the device on its way to or in its forward (`error`): the project's
+    decision, observed like a gate's refusal. Told from a limit of the simulation by the caller's `refuses`."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def prime() -> None:
@@ -118,7 +132,19 @@ def prime() -> None:
 
 
 def build(cls: Any, bits: int | str) -> Any:
-    """The kernel's module on the CPU with the buffers its constructor gives it (the subject's own doing)."""
+    """The kernel's module on the CPU with the buffers its constructor gives it (the subject's own doing). A
+    wrapper built from its checkpoint tensors (`from_tensors`: GPTQModel's EXL3 modules) gets a zero trellis of
+    the problem's shape, which is all its placement reads before its first forward."""
+    if callable(getattr(cls, "from_tensors", None)):
+        try:
+            tensors = {
+                "trellis": torch.zeros(K // 16, N // 16, 16 * int(bits), dtype=torch.int16),
+                "suh": torch.ones(K, dtype=torch.float16),  # the unpacked sign vectors
+                "svh": torch.ones(N, dtype=torch.float16),
+            }
+            return cls.from_tensors(in_features=K, out_features=N, name="devsim", tensors=tensors).eval()
+        except Exception as exc:
+            raise Unsimulable(f"{cls.__name__} could not be built: {type(exc).__name__}: {exc}") from exc
     try:
         # register_buffers: the empty packed buffers GPTQModel's loader has its modules create (create_quant_layer);
         # the pack dtype the class declares when it does not take int32 (e.g. AwqGEMVFastLinear: int16)
@@ -131,26 +157,53 @@ def build(cls: Any, bits: int | str) -> Any:
         raise Unsimulable(f"{cls.__name__} could not be built: {type(exc).__name__}: {exc}") from exc
 
 
-def ran_on(build: Callable[[], Any], target: torch.device, recorder: Recorder) -> Any:
+def ran_on(
+    build: Callable[[], Any],
+    target: torch.device,
+    recorder: Recorder,
+    refuses: Callable[[BaseException], bool] = lambda _: False,
+) -> Any:
     """Where the kernel's forward put its output for `target`: an ordinal, or the device type ("cpu").
 
     `build` makes the kernel's module on the CPU (`build` above, as the subject's own doing). The forward runs
     on fake tensors first; where that stops at a limit of fake tensors (a value read on the way: `.item()`,
     `.numpy()`, a branch on a tensor), it runs again on a fresh module with the values held on the CPU (the kit's
     `CpuBackedGpus`), the first attempt's trace events dropped. Otherwise, or when both fail, the warmup is
-    `Unsimulable`."""
+    `Unsimulable`. An error the kernel's own code raised to refuse the device (`refuses`) is its `Refusal`, with
+    the trace up to it kept."""
     module = build()  # a module that cannot be built cannot be built twice either
     try:
-        with recorder.undone_on_error():
-            return _forward_device(module, target, _NoGpuFakeMode(allow_non_fake_inputs=True))
+        return _attempt(module, target, _NoGpuFakeMode(allow_non_fake_inputs=True), recorder, refuses)
     except Unsimulable as without_values:
         if not _fake_tensor_limit(without_values):
             # GPTQModel's own error (a missing extension namespace): values would not change it
-            raise Unsimulable(f"{without_values}; not retried with values, which would not change it") from None
+            raise Unsimulable(
+                f"{without_values}; not retried with values, which would not change it", without_values.events
+            ) from None
         try:
-            return _forward_device(build(), target, CpuBackedGpus())
+            return _attempt(build(), target, CpuBackedGpus(), recorder, refuses)
         except Unsimulable as with_values:
-            raise Unsimulable(f"{without_values}; with its values on the CPU: {with_values}") from with_values
+            # both are prefixes of the same run of GPTQModel's code: the longer one says more
+            events = max(without_values.events, with_values.events, key=len)
+            raise Unsimulable(f"{without_values}; with its values on the CPU: {with_values}", events) from with_values
+
+
+def _attempt(
+    module: Any, target: torch.device, tensors: Any, recorder: Recorder, refuses: Callable[[BaseException], bool]
+) -> Any:
+    """One forward: its trace events kept when the kernel refused; when it stops at the simulation, taken out of
+    the step's trace and kept on the `Unsimulable` as what happened before it stopped."""
+    refusal: Refusal | None = None
+    mark = len(recorder.events) if recorder.events is not None else 0
+    with recorder.undone_on_error():
+        try:
+            return _forward_device(module, target, tensors)
+        except Unsimulable as failed:
+            if failed.__cause__ is None or not refuses(failed.__cause__):
+                failed.events = list(recorder.events[mark:]) if recorder.events is not None else []
+                raise
+            refusal = Refusal(failed.__cause__)
+    raise refusal
 
 
 # What fake tensors cannot do and CPU-backed ones can: read a value, or take a shape from one. `.numpy()` and

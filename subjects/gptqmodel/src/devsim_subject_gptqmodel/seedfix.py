@@ -25,9 +25,10 @@ runs it as its own subject). What it changes, by the seed's wording:
 5. DeviceThreadPool accepts DEVICE enums: DEVICE.ROCM (and DEVICE.CUDA) -> the runtime's cuda family, covering
    every GPU; DEVICE.ALL -> every device.
 6. BitsAndBytesLinear declares DEVICE.ROCM.
-7. EXL3 / FP4 wrappers get explicit declarations: native EXL3 (ExllamaV3Linear) NVIDIA-only and refusing HIP
-   before its extension loads, naming EXL3_TORCH; portable EXL3 (ExllamaV3TorchLinear) DEVICE.ALL; source FP4
-   (TorchFP4Linear) CPU / NVIDIA.
+7. EXL3 / FP4 wrappers get explicit declarations (SUPPORTS_DEVICES and a validate_device classmethod): native
+   EXL3 (ExllamaV3Linear) NVIDIA-only, its gate run where its inner module is first built (post_init or the first
+   forward), before the extension loads, refusing HIP and naming EXL3_TORCH; portable EXL3
+   (ExllamaV3TorchLinear) DEVICE.ALL; source FP4 (TorchFP4Linear) CPU / NVIDIA.
 8. `auto_select_device()` retains DEVICE.ROCM on ROCm: with no device asked for, a HIP build's default is
    DEVICE.ROCM where 7.7.0 picks DEVICE.CUDA.
 
@@ -49,15 +50,33 @@ ENV = "DEVSIM_GPTQMODEL_OVERLAY"
 REVERT_ENV = "DEVSIM_GPTQMODEL_OVERLAY_REVERT"
 
 
-def requested() -> bool:
-    """Whether the environment asks for the overlay; another value is an error (a typo must not pass as 7.7.0)."""
+# The overlays: this one, and a second variant of the same fixes with other valid choices (seedfix2.py)
+VARIANTS = (NAME, "seedfix2")
+
+
+def variant() -> str | None:
+    """The overlay the environment asks for, or None; another value is an error (a typo must not pass as 7.7.0)."""
     value = os.environ.get(ENV, "")
     if value in ("", "none"):
         reverted()  # a revert without the overlay is refused too
-        return False
-    if value != NAME:
-        raise RuntimeError(f"{ENV}={value!r}: the only overlay is {NAME!r}")
-    return True
+        return None
+    if value not in VARIANTS:
+        raise RuntimeError(f"{ENV}={value!r}: the overlays are {', '.join(VARIANTS)}")
+    return value
+
+
+def requested() -> bool:
+    """Whether the environment asks for an overlay (`variant`)."""
+    return variant() is not None
+
+
+def units() -> dict[str, Callable[[], None]]:
+    """The units of the overlay asked for: this module's, or the second variant's (same names)."""
+    if variant() == "seedfix2":
+        from . import seedfix2
+
+        return seedfix2.UNITS
+    return UNITS
 
 
 def _is_rocm() -> bool:
@@ -302,6 +321,17 @@ def _unit_exl3_native() -> None:
         _family_gate(cls, device)
 
     _declare(ExllamaV3Linear, [DEVICE.CUDA], exl3_native_gate)
+    original_ensure_inner = ExllamaV3Linear._ensure_inner
+
+    def ensure_inner(self: Any) -> Any:
+        # the first forward (and post_init) builds the inner LinearEXL3, whose module imports the extension:
+        # the declaration's gate runs first, on the device the module's tensors are on
+        trellis = getattr(self, "trellis", None)
+        if trellis is not None and trellis.device.type != "meta":
+            type(self).validate_device(trellis.device)
+        return original_ensure_inner(self)
+
+    ExllamaV3Linear._ensure_inner = ensure_inner
 
 
 def _unit_exl3_torch() -> None:
@@ -364,8 +394,10 @@ def reverted() -> str | None:
         return None
     if value not in UNITS:
         raise RuntimeError(f"{REVERT_ENV}={value!r} names no unit of the overlay; one of: {', '.join(UNITS)}")
-    if os.environ.get(ENV, "") != NAME:
-        raise RuntimeError(f"{REVERT_ENV}={value!r} reverts a unit of the overlay, but {ENV} is not {NAME!r}")
+    if os.environ.get(ENV, "") not in VARIANTS:
+        raise RuntimeError(
+            f"{REVERT_ENV}={value!r} reverts a unit of an overlay, but {ENV} is none of {', '.join(VARIANTS)}"
+        )
     return value
 
 
@@ -376,6 +408,6 @@ def apply() -> None:
     global _original_normalize
     skip = reverted()
     _original_normalize = _const.normalize_device
-    for name, unit in UNITS.items():
+    for name, unit in units().items():
         if name != skip:
             unit()

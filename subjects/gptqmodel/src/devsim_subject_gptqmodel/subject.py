@@ -64,6 +64,9 @@ EXTENSION_STATE = ("_load_attempted", "_load_result", "_last_error", "_namespace
 # Not `discover`: GPTQModel 7.7.0 has no device-discovery function that reports a vendor and per-GPU archs
 # (gptqmodel.utils.torch.torch_devices() lists torch devices only, and device-smi, its hardware inventory, reads
 # the real machine), so a scenario that discovers is not applicable to it, as one naming a kernel it lacks is.
+# The error kinds that are a kernel's refusal of the device when its own code raises them on the way to or in its
+# forward (a wrapper has no other gate); any other error there is a limit of the simulated warmup.
+REFUSALS = ("unsupported-family", "unsupported-arch", "unsupported-bits")
 ACTIONS = ("normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup")
 
 # Protocol v2: the observation fields each action really reports (`current_after`: on every GPU build with a
@@ -109,7 +112,12 @@ WARMUP_NEEDS_GPU = (
 
 
 class StepUnsupported(Exception):
-    """The step cannot be observed on this subject; the reason goes to devsim."""
+    """The step cannot be observed on this subject; the reason goes to devsim, with the trace events GPTQModel
+    recorded before the step could go no further (`events`), on which devsim judges `never` rules."""
+
+    def __init__(self, reason: str, events: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(reason)
+        self.events = events or []
 
 
 @dataclass
@@ -310,11 +318,12 @@ class Subject:
             fakewarmup.prime()
             nativeops.prime()
 
-        if seedfix.requested():
+        overlay = seedfix.variant()
+        if overlay is not None:
             seedfix.apply()
-            self.overlay = seedfix.NAME
-            self.name = f"gptqmodel-{seedfix.NAME}"
-            self.version = f"{self.version}+{seedfix.NAME}"
+            self.overlay = overlay
+            self.name = f"gptqmodel-{overlay}"
+            self.version = f"{self.version}+{overlay}"
             without = seedfix.reverted()
             if without is not None:
                 self.version = f"{self.version}-without-{without}"
@@ -671,6 +680,7 @@ class Subject:
         self._families = []
         self._selectors = []
         self._held = []
+        self._undecided: dict[str, str] = {}
         repeat = int(msg.get("repeat") or 1)
         if repeat > 1 and not self.live:
             raise ProtocolError(f"a repeated step outside a live run: {msg}")
@@ -682,7 +692,11 @@ class Subject:
                     handler(msg, obs)
                 ok = True
             except (StepUnsupported, compat.Lacking) as exc:
-                return {"type": "unsupported", **head, "reason": str(exc)}
+                answer = {"type": "unsupported", **head, "reason": str(exc)}
+                stopped = [*trace, *getattr(exc, "events", [])]
+                if stopped:  # what GPTQModel did before the step could go no further: its `never` rules bind
+                    answer["trace"] = stopped
+                return answer
             except NeedsBuild as exc:
                 return {"type": "unsupported", **head, "reason": str(exc)}
             except _Refused as exc:
@@ -695,6 +709,9 @@ class Subject:
                     raise  # a bug of the subject itself: the child prints the traceback and exits non-zero
                 ok = False  # the code under test (or the simulated runtime) raised: an observation
                 obs["error"] = self.classify(exc)
+        if ok and self._undecided:
+            # a step that failed was decided by whatever refused it; one that succeeded decided nothing here
+            obs["undecided"] = dict(self._undecided)
         if self.torch_host.host.has_gpu_runtime and self.torch_host.count() > 0:
             obs["current_after"] = self.torch_host.current()
         if before is not None:
@@ -838,17 +855,17 @@ class Subject:
 
     def gate(self, kernel: Kernel, device: Any) -> None:
         """GPTQModel's kernel gate: validate_quant_linear, the entry point selection and an explicit backend use.
-        A class without the quant-linear contract has no gate in 7.7.0 (the loader builds the EXL3 wrappers by
-        backend alone), so it passes."""
+        A class without the quant-linear contract (no validate(): 7.7.0's EXL3 and FP4 wrappers) goes through no
+        gate of GPTQModel's: the loader builds it by backend alone, so the project decides nothing here and the
+        step's `ok` is undecided. Whatever such a class adds (a validate_device nothing of GPTQModel calls) is not
+        called: only its own first forward can refuse (`do_warmup`)."""
         from gptqmodel.utils import importer
 
         if not kernel.contract:
-            validate_device = getattr(kernel.cls, "validate_device", None)
-            if callable(validate_device):  # a wrapper that declares devices but has no validate() (the overlay)
-                try:
-                    validate_device(device)
-                except NotImplementedError as exc:
-                    raise _Refused(exc) from exc
+            self._undecided["ok"] = (
+                f"{kernel.cls_name} is not a quant-linear (no validate()): GPTQModel gates it nowhere before its "
+                "first forward"
+            )
             return
         validate_quant_linear = compat.need(importer, "validate_quant_linear", "kernel gate (validate, move, warmup)")
         self._missing.attempts.clear()
@@ -933,24 +950,21 @@ class Subject:
 
     def _select_exl3(self, device: Any, obs: dict) -> None:
         """7.7.0 never routes EXL3 through select_quant_linear (METHOD.EXL3 is not in its kernel tables): the
-        loader converts the device like any other (normalize_device_device_map) and then builds
-        ExllamaV3TorchLinear for backend EXL3_TORCH or MLX, ExllamaV3Linear otherwise (loader.py, from_quantized).
-        With backend AUTO that is ExllamaV3Linear on every host."""
-        from gptqmodel.models import loader
+        loader converts the device like any other (normalize_device_device_map, auto_select_device), then picks
+        the EXL3 module inline in from_quantized, by backend alone. The conversion is observed; the pick is no
+        function of GPTQModel's the subject can call, so `selected` is undecided, never modelled."""
         from gptqmodel.utils import importer
 
         auto_select_device = compat.need(importer, "auto_select_device", "EXL3 placement (select)")
         device_map = compat.need(importer, "normalize_device_device_map", "EXL3 placement (select)")
         try:
-            resolved = auto_select_device(device_map(device, None), None)
+            auto_select_device(device_map(device, None), None)
         finally:
             self._selector_view(device, obs)
-        chosen = loader.ExllamaV3Linear
-        kernel = next((k for k in self.kernels.values() if k.cls is chosen), None)
-        if kernel is None:
-            raise StepUnsupported("ExllamaV3Linear has no devsim name in the subject's kernel map")
-        self.gate(kernel, resolved)  # 7.7.0: no gate; the overlay's native EXL3 refuses HIP here
-        obs["selected"] = kernel.name
+        self._undecided["selected"] = (
+            "GPTQModel picks the EXL3 module inline in its model loader (from_quantized), by backend, in no "
+            "function of its own"
+        )
 
     def _unobservable_candidates(self, judged: list, chosen: Any) -> None:
         """A candidate refused only because a package is missing here would change the pick on a real host."""
@@ -1030,7 +1044,8 @@ class Subject:
         kernel = self.kernel(msg)
         if not self.live:
             device = self.selector(msg["device"])
-            self.gate(kernel, device)  # a refusal is observed (`_Refused`)
+            if kernel.contract:  # a wrapper's own forward is its only gate
+                self.gate(kernel, device)  # a refusal is observed (`_Refused`)
             target = self.boundary(device)
 
             def build() -> Any:
@@ -1039,9 +1054,11 @@ class Subject:
 
             blame.observed("ran_on", target)  # the module is moved to GPTQModel's boundary device
             try:
-                obs["ran_on"] = fakewarmup.ran_on(build, target, self.recorder)
+                obs["ran_on"] = fakewarmup.ran_on(build, target, self.recorder, self._refuses)
+            except fakewarmup.Refusal as refusal:
+                raise _Refused(refusal.error) from refusal.error
             except fakewarmup.Unsimulable as exc:
-                raise StepUnsupported(f"{WARMUP_NEEDS_GPU}: {exc}") from exc
+                raise StepUnsupported(f"{WARMUP_NEEDS_GPU}: {exc}", exc.events) from exc
             return
         fmt = liveformats.FORMATS.get(kernel.weights or "")
         if fmt is None:
@@ -1079,6 +1096,11 @@ class Subject:
         if fmt.shape is not None and "shape" in numerics:
             numerics["shape"] = fmt.shape
         obs["numerics"] = numerics
+
+    def _refuses(self, error: BaseException) -> bool:
+        """Whether an error a kernel's forward raised is its refusal of the device (by GPTQModel's wordings,
+        errors.toml) rather than a limit of the simulation."""
+        return self.classify(error)["kind"] in REFUSALS
 
     def _pack_checkpoints(self) -> None:
         """Pack, once in the parent, the checkpoint of every (format, width) a kernel with a live weight builder
@@ -1181,9 +1203,9 @@ class _Refused(Exception):
 
 
 # Modules of this package that stand in for the code under test: an exception raised in them is an observation.
-# seedfix.py is the overlay, written in place of GPTQModel functions (its errors are GPTQModel's, as the seed's
-# code would raise them). The kit's simulated torch lives outside this package: its torch-like errors are torch's.
-STAND_INS = ("seedfix.py",)
+# seedfix.py and seedfix2.py are the overlays, written in place of GPTQModel functions (their errors are
+# GPTQModel's, as the seed's code would raise them). The kit's simulated torch lives outside this package: its torch-like errors are torch's.
+STAND_INS = ("seedfix.py", "seedfix2.py")
 
 
 def raised_by_subject(exc: BaseException) -> bool:

@@ -256,6 +256,8 @@ def answer_step(subject: Subject, msg: dict[str, Any], packages: Sequence[str]) 
         answer = subject.step(msg)
     if answer.get("type") == "observed":
         decided = tracer.decisions(answer)
+        for field in answer.get("undecided", {}):  # where the project decided nothing, nothing is placed
+            decided.pop(field, None)
         if decided:
             answer["decided_by"] = decided
     return answer

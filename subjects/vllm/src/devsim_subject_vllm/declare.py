@@ -7,7 +7,7 @@ never typed here. vLLM classes with no devsim counterpart are listed in `UNMAPPE
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: PlatformEnum member names -> devsim families.
@@ -51,10 +51,12 @@ UNMAPPED = {
 
 @dataclass(frozen=True)
 class Declaration:
-    """Which families vLLM lists each kernel class for, read from `_POSSIBLE_KERNELS`."""
+    """Which families vLLM lists each kernel class for, read from `_POSSIBLE_KERNELS`, and each class's arch rules
+    as vLLM declares them (`arch_of_class`, the handshake's `arch`)."""
 
     families_of_class: dict[str, tuple[str, ...]]
     source: str
+    arch_of_class: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def kernel(self, name: str) -> Kernel | None:
         """The mapped kernel named `name` in devsim's catalog."""
@@ -66,11 +68,15 @@ class Declaration:
 
     def handshake_kernels(self) -> list[dict[str, Any]]:
         """The handshake's `kernels`: each mapped kernel with the families vLLM lists its class for."""
-        return [
-            {"name": k.name, "families": list(self.families_of_class.get(k.vllm_class, ())), "methods": [k.method],
-             "source": f"{self.source}: {k.vllm_class}"}
-            for k in KERNELS
-        ]
+        out = []
+        for k in KERNELS:
+            kernel: dict[str, Any] = {"name": k.name, "families": list(self.families_of_class.get(k.vllm_class, ())),
+                                      "methods": [k.method], "source": f"{self.source}: {k.vllm_class}"}
+            arch = self.arch_of_class.get(k.vllm_class)
+            if arch is not None:
+                kernel["arch"] = dict(arch)
+            out.append(kernel)
+        return out
 
     @staticmethod
     def all_classes(selection: Any) -> list[str]:
@@ -105,16 +111,36 @@ class Declaration:
                                    zero_points=method == "awq")
 
 
+def arch_rules(cls: Any) -> dict[str, Any] | None:
+    """A kernel class's arch rules as vLLM declares them: `get_min_capability()`, the least compute capability
+    `choose_mp_linear_kernel` admits it for (major * 10 + minor, as devsim's `min_capability`). vLLM compares it
+    with the capability it reads on every platform; devsim's `min_capability` binds NVIDIA GPUs only, so on AMD
+    this declares nothing. None where vLLM declares no least capability (0, or below any GPU's)."""
+    least = int(cls.get_min_capability())
+    if least < 10:  # below sm_10: every GPU is admitted, so vLLM declares no arch rule
+        return None
+    method = getattr(cls.get_min_capability, "__func__", cls.get_min_capability)
+    owner = next((base for base in cls.__mro__ if "get_min_capability" in vars(base)), cls)
+    where = f"{owner.__module__}:{method.__qualname__}"
+    return {"min_capability": least, "source": where}
+
+
 def read(selection: Any) -> Declaration:
-    """The families of each kernel class, from the imported selection module's `_POSSIBLE_KERNELS`."""
+    """The families of each kernel class, from the imported selection module's `_POSSIBLE_KERNELS`, and the arch
+    rules each class declares (`arch_rules`)."""
     families: dict[str, set[str]] = {}
+    arch: dict[str, dict[str, Any]] = {}
     for platform, kernels in selection._POSSIBLE_KERNELS.items():
         family = FAMILY_OF_PLATFORM_ENUM.get(platform.name)
         for cls in kernels:
             found = families.setdefault(cls.__name__, set())
             if family is not None:
                 found.add(family)
+            rules = arch_rules(cls)
+            if rules is not None:
+                arch[cls.__name__] = rules
     return Declaration(
         families_of_class={name: tuple(sorted(f)) for name, f in families.items()},
         source=f"{selection.__name__}._POSSIBLE_KERNELS",
+        arch_of_class=arch,
     )

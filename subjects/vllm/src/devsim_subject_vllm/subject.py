@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from devsim_subject_kit import Host, ProtocolError, Recorder, check_step
+from devsim_subject_kit import Host, ProtocolError, Recorder, blame, check_step
 
 from . import declare
 
@@ -164,6 +164,8 @@ class Subject:
             "messages": "own",
             "levels": ["policy", "contract"],
             "observes": OBSERVES,
+            # the kit traces each step inside vLLM and says which of its functions decided what (decided_by)
+            "packages": ["vllm"],
         }
 
     # -- per scenario
@@ -332,6 +334,7 @@ class Subject:
         name = self.declaration.devsim_name(chosen.__name__, msg["method"])
         if name is not None:
             obs["selected"] = name
+            blame.observed("selected", chosen)  # the class vLLM's selection returned
 
     def do_validate(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
         """Whether vLLM's selection would run this one kernel on the target device."""
@@ -356,6 +359,7 @@ class Subject:
             raise Refused(text, "unsupported-arch" if "requires capability" in text else None) from exc
         if chosen.__name__ != kernel.vllm_class:
             raise ProtocolError(f"VLLM_DISABLED_KERNELS left {chosen.__name__} in, asked for {kernel.vllm_class}")
+        blame.observed("ok", chosen)  # the admission is vLLM's selection returning the kernel
 
     def do_resolve(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
         """vLLM's `DeviceConfig` for the selector: the device it keeps for execution."""
