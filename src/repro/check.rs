@@ -13,7 +13,13 @@ use crate::subject::judge::UNBACKED;
 pub(super) type Why = String;
 
 /// The check the kit restates for one failure, or why it cannot.
-pub(super) fn check(scenario: &Scenario, failure: &Located<'_>) -> Result<Value, Why> {
+///
+/// `report_steps` is the number of the last step the subject answered in the run, if any.
+pub(super) fn check(
+    scenario: &Scenario,
+    failure: &Located<'_>,
+    report_steps: Option<usize>,
+) -> Result<Value, Why> {
     let mismatch = failure.mismatch;
     let Some(conformance) = &mismatch.conformance else {
         return Err(format!(
@@ -42,6 +48,15 @@ pub(super) fn check(scenario: &Scenario, failure: &Located<'_>) -> Result<Value,
                 None => Some(&step.expect),
             };
             ("step", Some(step), table.cloned())
+        }
+        // A step's own trace rule among the scenario's failures: the step the subject could not finish
+        // (`unsupported` with the events it recorded), the one after the last answered.
+        None if key.starts_with("trace.") => {
+            let number = report_steps.map_or(1, |n| n + 1);
+            let Some(step) = scenario.steps.get(number.wrapping_sub(1)) else {
+                return Err(format!("step {number} is not in the scenario"));
+            };
+            ("step", Some(step), Some(step.expect.clone()))
         }
         None => {
             let table = Expectations {

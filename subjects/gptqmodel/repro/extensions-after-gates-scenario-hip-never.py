@@ -83,6 +83,17 @@ REPRO = json.loads(r'''
       "type": "step"
     },
     {
+      "action": "warmup",
+      "device": {
+        "form": "string",
+        "written": "rocm"
+      },
+      "kernel": "exl3_exllama_v3",
+      "number": 2,
+      "scenario": "seed/native_exl3_refused_on_hip_before_extension_load.toml",
+      "type": "step"
+    },
+    {
       "scenario": "seed/native_exl3_refused_on_hip_before_extension_load.toml",
       "type": "end"
     }

@@ -72,6 +72,17 @@ REPRO = json.loads(r'''
       "type": "scenario"
     },
     {
+      "action": "warmup",
+      "device": {
+        "form": "string",
+        "written": "cuda:1"
+      },
+      "kernel": "gguf_triton",
+      "number": 1,
+      "scenario": "family-gate/gguf_triton_warmup_runs_on_rocm_target.toml",
+      "type": "step"
+    },
+    {
       "scenario": "family-gate/gguf_triton_warmup_runs_on_rocm_target.toml",
       "type": "end"
     }

@@ -83,6 +83,8 @@ class Replay:
 
     handshake: dict[str, Any]
     observed: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: The step the subject could not finish (`unsupported`, with the events it recorded before it stopped).
+    stopped: dict[str, Any] | None = None
 
 
 class _Subject:
@@ -176,10 +178,13 @@ def replay(launch: Launch, messages: list[dict[str, Any]]) -> Replay:
                 if answer.get("type") != "ready":
                     raise CannotReproduce(f"expected `ready`, got {answer!r}")
             elif kind == "step":
+                if result.stopped is not None:
+                    continue  # as devsim: no step after one the subject could not finish
                 number = int(message["number"])
                 answer = subject.ask(message, launch.step_timeout, f"`observed` for step {number}")
-                if answer.get("type") == "unsupported":
-                    raise CannotReproduce(f"the subject cannot perform step {number}: {answer.get('reason')}")
+                if answer.get("type") == "unsupported" and answer.get("number") == number:
+                    result.stopped = answer
+                    continue
                 if answer.get("type") != "observed" or answer.get("number") != number:
                     raise CannotReproduce(f"expected `observed` for step {number}, got {answer!r}")
                 result.observed[number] = answer
@@ -223,18 +228,29 @@ def _events(replayed: Replay, check: dict[str, Any]) -> list[str]:
     for event in wanted:
         if event not in recorded:
             raise CannotReproduce(f"the subject no longer records {event}")
-    if check["scope"] == "scenario":
-        answers = [replayed.observed[n] for n in sorted(replayed.observed)]
-    else:
-        answers = [_answer(replayed, check)]
+    answers = _answers(replayed) if check["scope"] == "scenario" else [_answer(replayed, check, stopped_too=True)]
     return [str(entry.get("event")) for answer in answers for entry in answer.get("trace") or []]
 
 
-def _answer(replayed: Replay, check: dict[str, Any]) -> dict[str, Any]:
+def _answer(replayed: Replay, check: dict[str, Any], stopped_too: bool = False) -> dict[str, Any]:
+    """The step's `observed` answer, or (for a trace rule) the `unsupported` one of the step it stopped at."""
     number = int(check["step"])
-    if number not in replayed.observed:
-        raise CannotReproduce(f"step {number} was not answered")
-    return replayed.observed[number]
+    if number in replayed.observed:
+        return replayed.observed[number]
+    stopped = replayed.stopped
+    if stopped is not None and stopped.get("number") == number:
+        if stopped_too:
+            return stopped
+        raise CannotReproduce(f"the subject cannot perform step {number}: {stopped.get('reason')}")
+    if stopped is not None:
+        raise CannotReproduce(f"the subject stopped at step {stopped.get('number')}: {stopped.get('reason')}")
+    raise CannotReproduce(f"step {number} was not answered")
+
+
+def _answers(replayed: Replay) -> list[dict[str, Any]]:
+    """Every step's answer in order, the one the subject stopped at last."""
+    answers = [replayed.observed[n] for n in sorted(replayed.observed)]
+    return answers + ([replayed.stopped] if replayed.stopped is not None else [])
 
 
 def _declared(replayed: Replay, kernel: str) -> list[str] | None:
@@ -313,11 +329,11 @@ def judge(check: dict[str, Any], replayed: Replay) -> Verdict:
 def _judge_trace(check: dict[str, Any], replayed: Replay) -> Verdict:
     """A `never`/`once`/`count` or `order` rule over one step's trace or the whole scenario's."""
     if check["scope"] == "step":
-        answers = [_answer(replayed, check)]
-        if not _branch_applies(check, answers[0]):
+        answers = [_answer(replayed, check, stopped_too=True)]
+        if answers[0].get("type") == "observed" and not _branch_applies(check, answers[0]):
             return Verdict(False, "the conditional branch no longer applies", note="branch")
     else:
-        answers = [replayed.observed[n] for n in sorted(replayed.observed)]
+        answers = _answers(replayed)
     names = _events(replayed, check)
     if check["kind"] == "order":
         wanted = list(check["events"])
@@ -406,6 +422,10 @@ def main(repro: dict[str, Any], script: str, argv: list[str] | None = None) -> i
         print(f"subject: {subject.get('name')} {subject.get('version')}")
         for number in sorted(replayed.observed):
             print(f"step {number} answered: {_summary(replayed.observed[number])}")
+        if replayed.stopped is not None:
+            stopped = replayed.stopped
+            events = ", ".join(str(e.get("event")) for e in stopped.get("trace") or []) or "no events"
+            print(f"step {stopped.get('number')} answered unsupported: {stopped.get('reason')} (after {events})")
         verdict = judge(check, replayed)
     except CannotReproduce as error:
         print(f"could not reproduce: {error}")
