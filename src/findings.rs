@@ -165,7 +165,7 @@ fn devices_or_cpu(devices: &[String]) -> String {
 
 /// The observed value with the subject's own message removed: `false (unsupported-arch: …)` →
 /// `false (unsupported-arch)`, `unsupported-family: …` → `unsupported-family`.
-fn without_wording(actual: &str) -> String {
+pub(crate) fn without_wording(actual: &str) -> String {
     let first = actual.lines().next().unwrap_or_default();
     if let Some(inner) = first.strip_prefix("false (") {
         let kind = inner.split([':', ')']).next().unwrap_or_default();
@@ -251,7 +251,7 @@ fn by_decider(check: String, decided_by: &DecidedBy) -> Signature {
 }
 
 /// What a mismatch adds to a finding by deciding function: the plain signature it shows and the line.
-type Grouped = Option<(Signature, u32)>;
+pub(crate) type Grouped = Option<(Signature, u32)>;
 
 /// A mismatch's signature, and the plain signature it groups when a deciding function is known: the
 /// `decided_by` of its step, or for a scenario-level trace rule of the first step that has one.
@@ -351,17 +351,10 @@ pub fn findings<'a>(
         if report.status != Status::Failed {
             continue;
         }
-        let mut seen = Vec::new();
-        for step in &report.steps {
-            for m in &step.mismatches {
-                let decided = std::iter::once(&step.observed.decided_by);
-                seen.push(grouped(m, scenario, Some(step.number), decided));
-            }
-        }
-        for m in &report.trace_mismatches {
-            let decided = report.steps.iter().map(|s| &s.observed.decided_by);
-            seen.push(grouped(m, scenario, None, decided));
-        }
+        let mut seen: Vec<(Signature, Grouped)> = located(scenario, report)
+            .into_iter()
+            .map(|failure| (failure.signature, failure.plain))
+            .collect();
         seen.sort();
         seen.dedup();
         for (signature, plain) in seen {
@@ -400,6 +393,12 @@ pub fn findings<'a>(
 /// the first scenarios that show it; nothing when no scenario failed. User text goes through
 /// [`crate::shown::field`].
 pub fn human(failed: usize, findings: &[Finding], marks: &[Mark]) -> String {
+    human_with(failed, findings, marks, &[])
+}
+
+/// [`human`], with one more line under each finding (`lines[n]` for `findings[n]`; none where absent): where
+/// its reproduction was written, or why none was ([`crate::repro`]).
+pub fn human_with(failed: usize, findings: &[Finding], marks: &[Mark], lines: &[String]) -> String {
     use std::fmt::Write as _;
     let mut out = String::new();
     if failed == 0 {
@@ -436,6 +435,9 @@ pub fn human(failed: usize, findings: &[Finding], marks: &[Mark]) -> String {
         if finding.shows.len() > 5 {
             let _ = writeln!(out, "    shows {} more", finding.shows.len() - 5);
         }
+        if let Some(line) = lines.get(n) {
+            let _ = writeln!(out, "    {}", crate::shown::field(line));
+        }
     }
     crate::shown::lines(&out).into_owned()
 }
@@ -453,6 +455,10 @@ fn first_names(names: &[String], n: usize) -> String {
         more => format!("{} and {more} more", shown.join(", ")),
     }
 }
+
+mod located;
+
+pub(crate) use located::{Located, located};
 
 #[cfg(test)]
 mod tests;

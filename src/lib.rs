@@ -89,6 +89,7 @@ pub mod live_record;
 pub mod pool;
 pub mod replay;
 pub mod report;
+pub mod repro;
 pub mod runner;
 pub mod runtime;
 pub mod scenario;

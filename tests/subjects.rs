@@ -402,6 +402,68 @@ fn identical_breakdowns_stop_the_subject() -> Result<(), Failed> {
     )
 }
 
+/// `devsim run --subject FILE --repro DIR`: one script per finding that can be restated, the reason for
+/// the other in the run and the index, the same bytes when regenerated, and the script exits 1.
+fn cli_run_with_reproductions() -> Result<(), Failed> {
+    let dir = tempfile::tempdir().map_err(|e| Failed::from(e.to_string()))?;
+    let scenarios = fixtures().join("scenarios").display().to_string();
+    let good = subject_file(dir.path(), "good")?;
+    let repro = dir.path().join("repro");
+    let repro_arg = repro.display().to_string();
+    let args = ["run", &scenarios, "--subject", &good, "--repro", &repro_arg];
+    let (ok, out, err) = devsim(&args)?;
+    expect(!ok, "the fixture corpus fails", &out, &err)?;
+    expect(
+        out.contains("    reproduction: ")
+            && out.contains("normalize-aliases-resolve-hip-family.py"),
+        "the wrong answer's finding names its script",
+        &out,
+        &err,
+    )?;
+    expect(
+        out.contains("    no reproduction: the subject claims the reference level"),
+        "the unbacked claim's finding says why it has none",
+        &out,
+        &err,
+    )?;
+    let read = |name: &str| {
+        std::fs::read_to_string(repro.join(name)).map_err(|e| Failed::from(format!("{name}: {e}")))
+    };
+    let script = read("normalize-aliases-resolve-hip-family.py")?;
+    let index = read("README.md")?;
+    expect(
+        index.contains("- no reproduction: [reference]"),
+        "the index lists the finding without a script",
+        &index,
+        "",
+    )?;
+    let (_, out, err) = devsim(&args)?;
+    expect(
+        read("normalize-aliases-resolve-hip-family.py")? == script && read("README.md")? == index,
+        "regenerating writes the same bytes",
+        &out,
+        &err,
+    )?;
+    // The script needs only Python 3.11 and the kit; where no python3 is installed there is nothing to run.
+    let kit = Path::new(env!("CARGO_MANIFEST_DIR")).join("subjects/kit/src");
+    let run = std::process::Command::new("python3")
+        .arg(repro.join("normalize-aliases-resolve-hip-family.py"))
+        .env("PYTHONPATH", &kit)
+        .output();
+    let Ok(run) = run else {
+        eprintln!("python3 is not installed: the generated script was not run");
+        return Ok(());
+    };
+    let out = String::from_utf8_lossy(&run.stdout);
+    let err = String::from_utf8_lossy(&run.stderr);
+    expect(
+        run.status.code() == Some(1) && out.contains("FAILS: the finding is still there"),
+        "the script replays the scenario and exits 1 while the finding is there",
+        &out,
+        &err,
+    )
+}
+
 fn main() {
     if let Ok(mode) = std::env::var(subject_fixture::MODE) {
         std::process::exit(subject_fixture::serve(&mode));
@@ -427,6 +489,10 @@ fn main() {
     trials.push(Trial::test(
         "devsim run --subject with a baseline",
         cli_run_and_baseline,
+    ));
+    trials.push(Trial::test(
+        "devsim run --subject with --repro",
+        cli_run_with_reproductions,
     ));
     trials.push(Trial::test(
         "identical breakdowns stop the subject with one finding",

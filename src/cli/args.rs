@@ -325,6 +325,17 @@ pub(super) struct RunArgs {
     /// than there are hosts to deal out). Live runs use one.
     #[arg(long, short, value_name = "N", requires = "subject")]
     pub(super) jobs: Option<NonZeroUsize>,
+    /// With --subject: write one standalone reproduction per distinct finding into DIR (a Python script
+    /// that replays its first failing scenario through the subject kit and exits 1 while the finding is
+    /// there, 0 once it is fixed, 2 when nothing could be judged), with an index, DIR/README.md; stale
+    /// generated scripts there are removed (docs/reproductions.md).
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "subject",
+        conflicts_with = "live"
+    )]
+    pub(super) repro: Option<PathBuf>,
     /// Compare each scenario's outcome with this baseline file; any change, either way, fails.
     #[arg(long, value_name = "FILE")]
     pub(super) baseline: Option<PathBuf>,

@@ -147,6 +147,9 @@ pub enum CliError {
     /// A baseline file could not be read or written.
     #[error(transparent)]
     Baseline(#[from] BaselineError),
+    /// Reproductions (`run --repro DIR`) could not be written.
+    #[error(transparent)]
+    Repro(#[from] crate::repro::ReproError),
     /// A live record could not be read, written or used (`crate::live_record`).
     #[error(transparent)]
     LiveRecord(#[from] crate::live_record::LiveRecordError),
@@ -237,6 +240,7 @@ impl CliError {
             | Self::Io(_)
             | Self::Subject(_)
             | Self::Baseline(_)
+            | Self::Repro(_)
             | Self::LiveRecord(_)
             | Self::EmptySelection { .. }
             | Self::BaselineSubject { .. }

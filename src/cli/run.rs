@@ -11,6 +11,7 @@ use crate::live_record::LiveRecord;
 use crate::output::{Mode, RunOutput, SubjectOutput};
 use crate::replay::LiveContext;
 use crate::report;
+use crate::repro::{self, Reproduction};
 use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;
 use crate::shown::field;
@@ -140,6 +141,15 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     if let Some(path) = &args.write_live_record {
         contained("--write-live-record", path)?;
     }
+    if let Some(path) = &args.repro {
+        contained("--repro", path)?;
+    }
+    // The reproduction folder is made (or refused) before anything runs, not after a long run.
+    let repro_context = args
+        .repro
+        .as_deref()
+        .map(|dir| repro_context(dir, &args))
+        .transpose()?;
     // The date a live record is written with, read first: a wrong override fails before anything runs.
     let today = match args.live {
         true => Some(crate::live_record::today()?),
@@ -229,6 +239,16 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     if let Some(path) = &args.write_baseline {
         suite.outcomes.write(path)?;
     }
+    let reproductions = match (&args.repro, &repro_context) {
+        (Some(dir), Some(context)) => {
+            let runs = scenarios
+                .iter()
+                .zip(reports.iter().map(|(report, _)| report));
+            let scripts = repro::scripts(findings, runs, context);
+            repro::write(dir, findings, scripts, context)?
+        }
+        _ => Vec::new(),
+    };
     if args.accept {
         let levels: Vec<crate::conformance::Level> = if args.accept_level.is_empty() {
             crate::conformance::Level::EVERY.to_vec()
@@ -248,9 +268,21 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
             if let Some(path) = &args.write_live_record {
                 say!("live record written to {}", field(path.display()));
             }
-            let findings = crate::findings::human(failed, findings, &marks);
+            let lines: Vec<String> = reproductions.iter().map(Reproduction::human).collect();
+            let findings = crate::findings::human_with(failed, findings, &marks, &lines);
             if !findings.is_empty() {
                 say!("{}", findings.trim_end());
+            }
+            if let Some(dir) = &args.repro {
+                let written = reproductions
+                    .iter()
+                    .filter(|r| matches!(r, Reproduction::Written(_)))
+                    .count();
+                say!(
+                    "reproductions written to {}: {written} script(s), {} finding(s) without one (index: README.md there)",
+                    field(dir.display()),
+                    reproductions.len() - written
+                );
             }
             say!("subject {}: {summary}", field(subject.name()));
         }
@@ -322,6 +354,54 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         Verdict::Errored { count } => Err(CliError::Errored { count }),
         Verdict::Failed { count } => Err(CliError::Failed { failed: count }),
     }
+}
+
+/// What the scripts `run --repro DIR` writes share: the subject (its file relative to DIR, or its command),
+/// `--subject-src`, the subject kit's folder, and the command that generates them, in canonical form.
+fn repro_context(dir: &std::path::Path, args: &RunArgs) -> Result<repro::Context, CliError> {
+    repro::create_folder(dir)?;
+    let subject = args.subject.clone().unwrap_or_default();
+    let spec = SubjectSpec::parse_with_source(&subject, args.subject_src.as_deref())?;
+    let file = std::path::Path::new(&subject);
+    let is_file = file.extension().is_some_and(|e| e == "toml") && file.is_file();
+    let launch = match is_file {
+        true => repro::Launch::File(repro::relative(file, dir)?),
+        false => repro::Launch::Command(spec.command.clone()),
+    };
+    let source = match &args.subject_src {
+        Some(source) => Some(repro::relative(source, dir)?),
+        None => None,
+    };
+    // The kit: the folder on the subject's PYTHONPATH that holds devsim_subject_kit/repro.py.
+    let cwd = spec.cwd.clone().unwrap_or_else(|| ".".into());
+    let kit = spec
+        .env
+        .get("PYTHONPATH")
+        .into_iter()
+        .flat_map(|path| path.split(':'))
+        .map(|entry| cwd.join(entry))
+        .find(|folder| folder.join("devsim_subject_kit").join("repro.py").is_file())
+        .map(|folder| repro::relative(&folder, dir))
+        .transpose()?;
+    let quote = |word: &str| shell_words::quote(word).into_owned();
+    let mut words = vec!["devsim run --subject".to_string(), quote(&subject)];
+    if let Some(source) = &args.subject_src {
+        words.extend(["--subject-src".into(), quote(&source.display().to_string())]);
+    }
+    for tag in &args.selection.tags {
+        words.extend(["--tag".into(), quote(tag)]);
+    }
+    for filter in &args.selection.filters {
+        words.extend(["--filter".into(), quote(filter)]);
+    }
+    words.extend(["--repro".into(), quote(&dir.display().to_string())]);
+    words.extend(args.paths.iter().map(|p| quote(&p.display().to_string())));
+    Ok(repro::Context {
+        launch,
+        source,
+        kit,
+        generated_by: words.join(" "),
+    })
 }
 
 /// Each scenario that shows a finding → its mark for people: confirmed when any of its findings is.

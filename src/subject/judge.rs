@@ -28,6 +28,9 @@ use crate::subject::protocol::{ArchDeclaration, KernelDeclaration, ObservedMessa
 use crate::trace::Entry;
 use crate::vocab::{Family, TorchBuild};
 
+/// What a failure expects when the subject claims a level whose expectation it cannot observe.
+pub(crate) const UNBACKED: &str = "an observation (the subject claims this level)";
+
 /// What happens to one expectation for this subject.
 enum Decision {
     /// Compared with what the subject produced.
@@ -195,7 +198,7 @@ impl<'a> Judge<'a> {
                 Decision::Unbacked(why) => {
                     unbacked.push(Mismatch {
                         key: format!("{prefix}{key}"),
-                        expected: "an observation (the subject claims this level)".into(),
+                        expected: UNBACKED.into(),
                         actual: why,
                         conformance: conformance.cloned(),
                     });

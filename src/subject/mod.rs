@@ -7,10 +7,10 @@
 mod answer;
 mod catalog;
 mod decode;
-mod encode;
+pub(crate) mod encode;
 mod error;
 mod handshake;
-mod judge;
+pub(crate) mod judge;
 mod lanes;
 pub(crate) mod process;
 mod session;

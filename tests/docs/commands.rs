@@ -311,6 +311,13 @@ pub const COVERS: &[(&str, &[Cover])] = &[
         ],
     ),
     (
+        "devsim run --subject subjects/gptqmodel.toml --repro subjects/gptqmodel/repro",
+        &[Cover::Step {
+            name: "baselines",
+            runs: "repro=(--repro \"subjects/$subject/repro\")",
+        }],
+    ),
+    (
         "devsim bench --rounds 1 --subject subjects/gptqmodel.toml --subject subjects/bitsandbytes.toml --subject subjects/vllm.toml",
         &[Cover::Test {
             file: SUBJECTS_RS,
