@@ -1,5 +1,7 @@
 use super::*;
-use crate::subject::protocol::Wording;
+use crate::dispatch::selector::Selector;
+use crate::output::ErrorOutput;
+use crate::subject::protocol::{KernelDeclaration, Wording};
 
 fn capabilities(levels: &[Level]) -> Capabilities {
     Capabilities {
