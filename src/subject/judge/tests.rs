@@ -368,23 +368,16 @@ fn declaring() -> Capabilities {
 
 /// Step 1 validates `exl3_exllama_v3` on "cuda" and, as policy, expects a refusal.
 fn validate_expecting_refusal() -> Step {
-    let mut levels = Levels::default();
-    levels.insert("ok".into(), Conformance::policy("declared-families"));
-    Step {
-        number: 1,
-        line: 1,
-        description: None,
-        action: Action::Validate {
-            kernel: "exl3_exllama_v3".into(),
-            device: Selector::from("cuda"),
-        },
-        repeat: 1,
-        expect: Expectations {
-            ok: Some(false),
-            levels,
-            ..Expectations::default()
-        },
-    }
+    let mut validate = step(Action::Validate {
+        kernel: "exl3_exllama_v3".into(),
+        device: Selector::from("cuda"),
+    });
+    validate.expect.ok = Some(false);
+    validate
+        .expect
+        .levels
+        .insert("ok".into(), Conformance::policy("declared-families"));
+    validate
 }
 
 fn admitted(undecided: &[(&str, &str)]) -> ObservedMessage {
