@@ -116,9 +116,16 @@ def test_json_rows_have_every_field(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     for row in rows.values():
         assert set(row) == EXPECTED_FIELDS == set(bt.ROW_FIELDS)
     measured, skipped = rows["bitsandbytes"], rows["gptqmodel"]
-    assert measured["status"] == "pass" and measured["within_tol"] is True
     assert measured["backend_calls"] and measured["path"]
     assert measured["storage_bytes"] > bt.N * bt.K // 2
     assert measured["retained_bytes"] is None  # no CUDA allocator on the CPU
     assert skipped["status"] == "skipped" and skipped["within_tol"] is None
     assert "NotImplementedError" in skipped["reason"]
+    if bnb.functional.has_avx512bf16():
+        # Known wrong: on a CPU with AVX512-BF16, bitsandbytes 0.50.2 registers its fused bf16 gemv_4bit CPU kernel
+        # (backends/cpu/ops.py) instead of dequantize + F.linear; its output here is 0.67 off the FP64 oracles
+        # (2026-12-06), which the tool reports as a failing row. Not yet known whether the kernel expects a packed
+        # weight layout the tool's build skips or computes wrong; the row is kept, the verdict expected to fail.
+        assert measured["status"] == "fail" and measured["within_tol"] is False
+        pytest.xfail("bitsandbytes' fused AVX512-BF16 CPU 4-bit kernel disagrees with the oracles (see comment)")
+    assert measured["status"] == "pass" and measured["within_tol"] is True
