@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{Judge, remember};
+use super::{Judge, remember, undecided_reason};
 use crate::conformance::{Conformance, Level, policy_spelling};
 use crate::dispatch::DispatchError;
 use crate::dispatch::selector::{Selector, normalize};
@@ -135,8 +135,9 @@ impl<'a> Judge<'a> {
             }
             _ => return None,
         };
-        let decided_field = if key == "error" { "ok" } else { key };
-        if undecided.contains_key(decided_field) || !policy_spelling(device, step.action.name()) {
+        if undecided_reason(key, undecided).is_some()
+            || !policy_spelling(device, step.action.name())
+        {
             return None;
         }
         let declaration = self
