@@ -208,7 +208,7 @@ fn form_and_kernel(action: &Action) -> (&'static str, Option<&str>) {
         | Action::Warmup { kernel, device }
         | Action::Move { kernel, device } => (form(device), Some(kernel.as_str())),
         Action::Lock { scope, .. } => (form(scope), None),
-        Action::SetDevice(_) | Action::Discover => ("-", None),
+        Action::SetDevice(_) | Action::Discover | Action::DefaultDevice => ("-", None),
     }
 }
 

@@ -116,6 +116,7 @@ mod tests {
             steps: Vec::new(),
             trace_mismatches: Vec::new(),
             subject: String::new(),
+            stopped_decided_by: Default::default(),
         };
         let shown = human(&report);
         assert!(!shown.contains('\u{1b}'), "{shown:?}");

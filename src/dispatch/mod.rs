@@ -46,6 +46,15 @@ impl<'a> Dispatch<'a> {
         result
     }
 
+    /// The target when no device is asked for: the build's GPU family, indexless (torch's current device),
+    /// when the build sees a GPU of it; else the CPU. On a HIP build that is ROCm, never CUDA.
+    pub fn default_target(&self) -> Result<Target, DispatchError> {
+        match self.runtime.build().gpu_family() {
+            Some(family) if self.runtime.torch_device_count()? > 0 => Ok(Target::family(family)),
+            _ => Ok(Target::family(crate::vocab::Family::Cpu)),
+        }
+    }
+
     fn record_normalize(&self, selector: &Selector, outcome: Result<Scope, &DispatchError>) {
         let passed = outcome.is_ok();
         let detail = Normalized {

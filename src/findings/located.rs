@@ -34,7 +34,11 @@ pub(crate) fn located<'a>(scenario: &Scenario, report: &'a ScenarioReport) -> Ve
         }
     }
     for mismatch in &report.trace_mismatches {
-        let decided = report.steps.iter().map(|s| &s.observed.decided_by);
+        let decided = report
+            .steps
+            .iter()
+            .map(|s| &s.observed.decided_by)
+            .chain(std::iter::once(&report.stopped_decided_by));
         let (signature, plain) = grouped(mismatch, scenario, None, decided);
         out.push(Located {
             signature,

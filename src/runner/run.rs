@@ -1,5 +1,6 @@
 //! Running a scenario's steps against a runtime wrapped by the recorder.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,7 @@ use crate::runner::status::{HarnessFault, Skip, Status};
 use crate::runtime::{FaultInjector, Recorder, Runtime};
 use crate::scenario::model::{Action, Expectations, Scenario, Step};
 use crate::trace::{Elided, Entry, expanded};
+use devsim_metadata::protocol::DecidedBy;
 
 /// One step's result.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -88,6 +90,10 @@ pub struct ScenarioReport {
     pub steps: Vec<StepReport>,
     /// Differences from the scenario-level trace rules.
     pub trace_mismatches: Vec<Mismatch>,
+    /// Where the project's code made the events of a step that stopped (`unsupported` with its trace so
+    /// far), keyed `trace.<event>`: what places a `never` rule it broke. Empty when no step stopped.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub stopped_decided_by: BTreeMap<String, DecidedBy>,
 }
 
 impl ScenarioReport {
@@ -119,6 +125,7 @@ impl ScenarioReport {
             status,
             steps: Vec::new(),
             trace_mismatches: Vec::new(),
+            stopped_decided_by: BTreeMap::new(),
         }
     }
 }
@@ -186,6 +193,7 @@ fn perform(
                 observed.covers = Some(guard.covers().iter().map(ToString::to_string).collect());
             }
             Action::SetDevice(ordinal) => dispatch.runtime.set_device(*ordinal)?,
+            Action::DefaultDevice => target_fields(observed, dispatch.default_target()?),
             Action::Discover => {
                 let found = discover(dispatch.runtime)?;
                 observed.vendor = Some(found.vendor.map_or("none".into(), |v| v.to_string()));
@@ -308,6 +316,7 @@ pub fn run_scenario(
         },
         steps,
         trace_mismatches,
+        stopped_decided_by: BTreeMap::new(),
     }
 }
 

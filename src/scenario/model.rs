@@ -120,6 +120,8 @@ pub enum Action {
     SetDevice(u32),
     /// List what the build can use.
     Discover,
+    /// The device the code picks when none is asked for (GPTQModel's `auto_select_device(None, …)`).
+    DefaultDevice,
 }
 
 impl Action {
@@ -143,7 +145,7 @@ impl Action {
             | Action::Move { device, .. }
             | Action::Select { device, .. } => Some(device),
             Action::Lock { scope, .. } => Some(scope),
-            Action::SetDevice(_) | Action::Discover => None,
+            Action::SetDevice(_) | Action::Discover | Action::DefaultDevice => None,
         }
     }
 
@@ -159,11 +161,12 @@ impl Action {
             Action::Lock { .. } => "lock",
             Action::SetDevice(_) => "set_device",
             Action::Discover => "discover",
+            Action::DefaultDevice => "default_device",
         }
     }
 
     /// Every action name.
-    pub const NAMES: [&'static str; 9] = [
+    pub const NAMES: [&'static str; 10] = [
         "normalize",
         "resolve",
         "validate",
@@ -173,6 +176,7 @@ impl Action {
         "lock",
         "set_device",
         "discover",
+        "default_device",
     ];
 }
 

@@ -94,6 +94,27 @@ pub fn trace(events: &[TraceEvent], declared: &[String]) -> Result<Vec<Entry>, I
     Ok(entries)
 }
 
+/// The `decided_by` of a step that stopped (`unsupported` with its trace so far): each key names an event of
+/// that trace (`trace.<event>`) and a frame of the project under test, as an `observed` answer's would.
+pub fn stopped_decided_by(
+    decided: &std::collections::BTreeMap<String, DecidedBy>,
+    events: &[TraceEvent],
+    packages: &[String],
+) -> Result<(), Invalid> {
+    for (field, place) in decided {
+        let recorded = field
+            .strip_prefix("trace.")
+            .is_some_and(|name| events.iter().any(|e| e.event == name));
+        if !recorded {
+            return Err(format!(
+                "`decided_by.{field}` of an `unsupported` step names no event of its `trace` (keys are `trace.<event>`)"
+            ));
+        }
+        decided_by(field, place, packages)?;
+    }
+    Ok(())
+}
+
 /// A live forward's numerics must be judged by what the handshake declared for the step's kernel and the
 /// forward's dtype: the project's tolerance against its reference where it states one, else the seed's
 /// `rtol = atol = 2e-3` against the FP64 oracle. A subject that applies any other has not judged the project
@@ -294,6 +315,50 @@ mod tests {
                 Err(problem.to_string())
             );
         }
+    }
+
+    #[test]
+    fn a_stopped_steps_decided_by_places_only_events_of_its_trace() {
+        let here = file!();
+        let packages = ["gptqmodel".to_string()];
+        let place = DecidedBy {
+            module: "gptqmodel.nn_modules.exllamav3".into(),
+            function: "ExllamaV3Linear._ensure_inner".into(),
+            line: 7,
+            file: here.into(),
+        };
+        let trace: Vec<TraceEvent> =
+            serde_json::from_str(r#"[{"event": "extension_load"}]"#).expect("a trace");
+        let with = |key: &str, place: &DecidedBy| {
+            std::collections::BTreeMap::from([(key.to_string(), place.clone())])
+        };
+        assert_eq!(
+            stopped_decided_by(&with("trace.extension_load", &place), &trace, &packages),
+            Ok(())
+        );
+        for (key, problem) in [
+            (
+                "trace.nvidia_capability",
+                "`decided_by.trace.nvidia_capability` of an `unsupported` step names no event of its `trace` (keys are `trace.<event>`)",
+            ),
+            (
+                "ok",
+                "`decided_by.ok` of an `unsupported` step names no event of its `trace` (keys are `trace.<event>`)",
+            ),
+        ] {
+            assert_eq!(
+                stopped_decided_by(&with(key, &place), &trace, &packages),
+                Err(problem.to_string())
+            );
+        }
+        let outside = DecidedBy {
+            module: "torch.cuda".into(),
+            ..place
+        };
+        assert_eq!(
+            stopped_decided_by(&with("trace.extension_load", &outside), &trace, &packages),
+            Err("`decided_by.trace.extension_load` names module `torch.cuda`, outside the project's packages (gptqmodel)".to_string())
+        );
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub fn step(scenario: &str, step: &Step) -> StepMessage {
             );
         }
         Action::SetDevice(ordinal) => message.ordinal = Some(*ordinal),
-        Action::Discover => {}
+        Action::Discover | Action::DefaultDevice => {}
     }
     message
 }

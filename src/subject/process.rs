@@ -276,6 +276,7 @@ impl ProcessSubject {
         let mut judge = Judge::for_host(&self.capabilities, &scenario.host);
         let mut entries = Vec::new();
         let mut stopped_mismatches = Vec::new();
+        let mut stopped_decided_by = std::collections::BTreeMap::new();
         if skipped.is_none() && refused_live.is_none() {
             for step in &scenario.steps {
                 let expected = format!("`observed` or `unsupported` for step {}", step.number);
@@ -312,11 +313,18 @@ impl ProcessSubject {
                         number: Some(n),
                         reason,
                         trace,
+                        decided_by,
                     } if s == name && n == step.number => {
-                        let stopped = decode::trace(&trace, &events).map_err(|why| Fault {
-                            expected: expected.clone(),
-                            problem: format!("{why} in `{}`", clip(&line)),
-                        })?;
+                        let stopped = decode::trace(&trace, &events)
+                            .and_then(|stopped| {
+                                decode::stopped_decided_by(&decided_by, &trace, &packages)
+                                    .map(|()| stopped)
+                            })
+                            .map_err(|why| Fault {
+                                expected: expected.clone(),
+                                problem: format!("{why} in `{}`", clip(&line)),
+                            })?;
+                        stopped_decided_by = decided_by;
                         stopped_mismatches = judge.stopped(
                             step,
                             (&scenario.trace_rules, &scenario.trace_levels),
@@ -365,6 +373,7 @@ impl ProcessSubject {
         Ok(ScenarioReport {
             steps: std::mem::take(steps),
             trace_mismatches,
+            stopped_decided_by,
             ..ScenarioReport::with_status(scenario, status)
         })
     }

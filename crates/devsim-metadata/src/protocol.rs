@@ -126,6 +126,10 @@ pub enum FromSubject {
         /// them (an event that happened stays happened; what would have come after is unknown).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         trace: Vec<TraceEvent>,
+        /// A step only: the function of the project under test whose call made each of `trace`'s events,
+        /// keyed `trace.<event>` (the first event of that name), as an `observed` answer's `decided_by`.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        decided_by: BTreeMap<String, DecidedBy>,
     },
     /// What a step produced.
     Observed(ObservedMessage),

@@ -52,7 +52,7 @@ impl ActionSpec {
 }
 
 /// Every action, in the order of [`Action::NAMES`].
-pub(crate) const ACTIONS: [ActionSpec; 9] = [
+pub(crate) const ACTIONS: [ActionSpec; 10] = [
     ActionSpec {
         name: "normalize",
         required: &["device"],
@@ -115,6 +115,13 @@ pub(crate) const ACTIONS: [ActionSpec; 9] = [
         optional: &[],
         produces: &[&["vendor", "archs", "torch_device_count", "runtime_devices"]],
         decode: discover,
+    },
+    ActionSpec {
+        name: "default_device",
+        required: &[],
+        optional: &[],
+        produces: &[TARGET],
+        decode: default_device,
     },
 ];
 
@@ -293,6 +300,10 @@ fn discover(_: &StepInput) -> Result<Action, LoadError> {
     Ok(Action::Discover)
 }
 
+fn default_device(_: &StepInput) -> Result<Action, LoadError> {
+    Ok(Action::DefaultDevice)
+}
+
 /// The step keys a file gave, by name.
 fn given_keys(fields: &StepFields) -> [(&'static str, bool); 7] {
     [
@@ -407,9 +418,11 @@ pub(crate) fn load_step(
     let context = StepContext {
         action: Some(spec.name),
         build,
-        explicit_ordinal: selector_of(&action).is_some_and(levels::explicit_ordinal),
+        explicit_ordinal: action.selector().is_some_and(levels::explicit_ordinal),
         expects_ok: None,
-        policy_spelling: selector_of(&action).is_none_or(|s| policy_spelling(s, spec.name)),
+        policy_spelling: action
+            .selector()
+            .is_none_or(|s| policy_spelling(s, spec.name)),
     };
     levels::resolve_step(
         source,
@@ -452,19 +465,6 @@ pub(crate) fn load_step(
         repeat,
         expect,
     })
-}
-
-/// The selector a step's action is about, if any.
-fn selector_of(action: &Action) -> Option<&Selector> {
-    match action {
-        Action::Normalize(device) | Action::Resolve(device) => Some(device),
-        Action::Validate { device, .. }
-        | Action::Warmup { device, .. }
-        | Action::Move { device, .. }
-        | Action::Select { device, .. } => Some(device),
-        Action::Lock { scope, .. } => Some(scope),
-        Action::SetDevice(_) | Action::Discover => None,
-    }
 }
 
 #[cfg(test)]

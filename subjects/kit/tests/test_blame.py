@@ -54,6 +54,15 @@ TOY_PACKAGE = {
             return [recorder.record("amd_arch", i) for i in range(2)]
 
 
+        def classify(kind):
+            return kind.upper()
+
+
+        def pick(kind):
+            family = classify(kind)
+            return [family]
+
+
         def validate(kind):
             try:
                 gate(kind)
@@ -220,3 +229,50 @@ def test_the_trace_keeps_no_value_alive(toy: tuple[ModuleType, ModuleType]) -> N
         assert dropped() is None
         kept = devices.resolve("rocm")
     assert tracer.place(kept) == place(devices, "make", "return Device(kind, index)")
+
+
+def test_a_value_a_hook_reads_is_placed_at_the_call_that_just_returned_it(
+    toy: tuple[ModuleType, ModuleType], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An adapter's wrapper around a project function the project itself calls (GPTQModel's `_device_family`
+    inside `select_quant_linear`): the value is placed where that call decided it, not left unknown."""
+    devices, _ = toy
+    original = devices.classify
+    seen: list[dict[str, Any] | None] = []
+
+    def hooked(kind: str) -> str:
+        family = original(kind)
+        seen.append(blame.just_returned(family))
+        return str(family)
+
+    monkeypatch.setattr(devices, "classify", hooked)
+    with blame.Tracer(["toyproject"]) as tracer:
+        devices.pick("rocm")
+        blame.observed_at("family", seen[0])
+        blame.observed_at("ordinal", None)  # nothing placed: nothing said
+    assert seen == [place(devices, "classify", "return kind.upper()")]
+    assert tracer.decisions({"ok": True, "family": "ROCM", "ordinal": None}) == {"family": seen[0]}
+    assert tracer.decisions({"ok": True}) == {}  # a field the answer does not carry is not placed
+    assert blame.just_returned("ROCM") is None  # outside a traced step
+
+
+class Stopping:
+    """A subject whose step probes the GPU through the toy project, then cannot go on."""
+
+    def __init__(self, devices: ModuleType) -> None:
+        self.devices = devices
+
+    def step(self, msg: dict[str, Any]) -> dict[str, Any]:
+        recorder = Recorder()
+        with recorder.capture() as trace:
+            self.devices.probe(recorder)
+        return {"type": "unsupported", "scenario": msg["scenario"], "number": msg["number"],
+                "reason": "needs a real GPU", "trace": trace}
+
+
+def test_a_stopped_steps_events_are_placed(toy: tuple[ModuleType, ModuleType]) -> None:
+    devices, _ = toy
+    answer = answer_step(Stopping(devices), {"scenario": "s", "number": 1}, ["toyproject"])
+    assert answer["decided_by"] == {
+        "trace.nvidia_capability": place(devices, "probe", 'recorder.record("nvidia_capability"'),
+    }

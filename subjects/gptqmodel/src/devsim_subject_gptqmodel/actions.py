@@ -54,6 +54,22 @@ class ActionsMixin(SubjectBase):
                 raise _Refused(exc) from exc
         raise ProtocolError(f"unknown selector form {form!r}")
 
+    def do_default_device(self, msg: dict, obs: dict) -> None:
+        """GPTQModel's pick when no device is asked for: importer.auto_select_device(None, BACKEND.AUTO), what
+        from_quantized / from_pretrained without a device or device_map and a default quantize config reach. It
+        returns a family enum, so only the family is observed."""
+        from gptqmodel.utils import importer
+        from gptqmodel.utils.backend import BACKEND
+
+        auto_select_device = compat.need(importer, "auto_select_device", "the default device (default_device)")
+        chosen = auto_select_device(None, BACKEND.AUTO)
+        blame.observed("family", chosen)
+        value = getattr(chosen, "value", chosen)
+        if value in FAMILIES:
+            obs["family"] = value
+        else:
+            print(f"devsim-subject: auto_select_device gave {chosen!r}, not a devsim family", file=sys.stderr)
+
     def family_of(self, device: Any, obs: dict) -> Any:
         """GPTQModel's normalize_device: the family the configuration path stores. It returns a family enum, so
         no ordinal is observed here (the ordinal is read where a torch.device crosses into torch)."""
@@ -332,7 +348,8 @@ class ActionsMixin(SubjectBase):
         from gptqmodel.models._const import DEVICE
 
         if self._families:
-            seen, family = self._families[0]
+            seen, family, decided = self._families[0]
+            blame.observed_at("family", decided)  # what _device_family answered, where it decided it
         else:
             # no device reached _device_family: the family enum the machinery holds instead, e.g. "rocm" (which
             # importer._as_selector_device turns into DEVICE.ROCM) or DEVICE.ROCM itself

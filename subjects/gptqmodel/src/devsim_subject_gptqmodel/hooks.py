@@ -14,7 +14,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from devsim_subject_kit import Recorder
+from devsim_subject_kit import Recorder, blame
 
 from . import compat
 from .model import EXTENSION_STATE, NeedsBuild, SubjectBase
@@ -189,7 +189,7 @@ class HooksMixin(SubjectBase):
         def device_family(device: Any) -> Any:
             family = original_family(device)
             if self.recorder.on_step_thread:
-                subject._families.append((device, family))
+                subject._families.append((device, family, blame.just_returned(family)))
             return family
 
         if original_family is not None:

@@ -45,7 +45,7 @@ EXTENSION_STATE = ("_load_attempted", "_load_result", "_last_error", "_namespace
 # The error kinds that are a kernel's refusal of the device when its own code raises them on the way to or in its
 # forward (a wrapper has no other gate); any other error there is a limit of the simulated warmup.
 REFUSALS = ("unsupported-family", "unsupported-arch", "unsupported-bits")
-ACTIONS = ("normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup")
+ACTIONS = ("normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup", "default_device")
 
 # Protocol v2: the observation fields each action really reports (`current_after`: on every GPU build with a
 # visible GPU). normalize reports no ordinal: GPTQModel's normalize_device returns a family enum.
@@ -60,6 +60,8 @@ OBSERVES: dict[str, tuple[str, ...]] = {
     # simulated: GPTQModel's forward on fake or CPU-backed tensors (fakewarmup.py) gives ran_on; retained_bytes is
     # live only
     "warmup": ("ok", "error", "ran_on", "current_after", "retained_bytes"),
+    # importer.auto_select_device returns a family enum: no ordinal or torch device
+    "default_device": ("ok", "error", "family", "current_after"),
 }
 
 
@@ -183,7 +185,7 @@ class SubjectBase:
     _lock_keys: dict[int, str]
     _held: list[str]
     _device_errors: list[BaseException]
-    _families: list[tuple[Any, Any]]
+    _families: list[tuple[Any, Any, dict[str, Any] | None]]
     _selectors: list[Any]
     name: str
     overlay: str | None

@@ -70,7 +70,8 @@ class Subject(HooksMixin, WarmupsMixin, ActionsMixin):
         self._lock_keys: dict[int, str] = {}
         self._held: list[str] = []  # pool keys whose locks the current step took
         self._device_errors: list[BaseException] = []
-        self._families: list[tuple[Any, Any]] = []  # (selector device, family) seen by importer._device_family
+        # (selector device, family, where it was decided) seen by importer._device_family
+        self._families: list[tuple[Any, Any, dict[str, Any] | None]] = []
         self._selectors: list[Any] = []  # what importer._as_selector_device made of a public device value
         self.name = "gptqmodel"
         self.overlay: str | None = None

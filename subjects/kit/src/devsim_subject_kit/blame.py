@@ -47,6 +47,26 @@ def observed(field: str, value: Any) -> None:
         _active.notes[field] = (value, len(_active.top))
 
 
+def just_returned(value: Any) -> dict[str, Any] | None:
+    """Where the project call that has just returned `value` decided it, for a hook the adapter wrapped around
+    a project function (the wrapper reads the original's answer): that call is the latest the project frame
+    running now made (or, from the adapter itself, the latest top call). None outside a traced step, for a
+    value identity says nothing about (None, a bool), or when no such call returned it."""
+    tracer = _active
+    if tracer is None or value is None or isinstance(value, bool):
+        return None
+    calls = tracer.stack[-1][1].children if tracer.stack else tracer.top
+    node = next((c for c in reversed(calls) if c.made is not None and _is(c.value, value)), None)
+    return None if node is None or node.made is None else _at(*node.made)
+
+
+def observed_at(field: str, place: dict[str, Any] | None) -> None:
+    """Say that the answer's `field` was decided at `place` (from `just_returned`), for a value the adapter read
+    inside a project call rather than from one it made. Does nothing outside a traced step or for None."""
+    if _active is not None and place is not None:
+        _active.placed[field] = place
+
+
 def event(name: str) -> None:
     """A trace event is being recorded: the first of its name in the step is placed at the innermost project
     frame running now (the one whose call reached the recorded API), as `trace.<name>`."""
@@ -139,6 +159,7 @@ class Tracer:
         self.raised_order: list[int] = []
         self.notes: dict[str, tuple[Any, int]] = {}  # field -> (value, project calls completed by then)
         self.events: dict[str, dict[str, Any]] = {}  # trace.<event> -> where the first one was made
+        self.placed: dict[str, dict[str, Any]] = {}  # field -> where a hook saw it decided (observed_at)
         self.previous: Any = None
         self.enabled = False
 
@@ -282,6 +303,9 @@ class Tracer:
                 continue  # a refusal is the error's decision, an admission the gate's answer
             where = self.place(value, before)
             if where is not None and self._placeable(where):
+                out[field] = where
+        for field, where in self.placed.items():
+            if field in answer and field not in out and self._placeable(where):
                 out[field] = where
         error = answer.get("error")
         if failed and "ok" not in out and isinstance(error, dict):

@@ -249,7 +249,8 @@ def blame_enabled() -> bool:
 
 def answer_step(subject: Subject, msg: dict[str, Any], packages: Sequence[str]) -> dict[str, Any]:
     """`subject.step(msg)`, traced inside the project's `packages` (the handshake's) so that an `observed` answer
-    says which of the project's functions decided each field it can place (`decided_by`, kit.blame)."""
+    says which of the project's functions decided each field it can place (`decided_by`, kit.blame), and an
+    `unsupported` one that carries the trace of a step that stopped says where each of its events was made."""
     if not packages or not blame_enabled():
         return subject.step(msg)
     with blame.Tracer(packages) as tracer:
@@ -260,6 +261,11 @@ def answer_step(subject: Subject, msg: dict[str, Any], packages: Sequence[str]) 
             decided.pop(field, None)
         if decided:
             answer["decided_by"] = decided
+    elif answer.get("type") == "unsupported" and answer.get("trace"):
+        # a step that stopped: its events so far are placed, as an observed answer's would be
+        events = {k: v for k, v in tracer.decisions(answer).items() if k.startswith("trace.")}
+        if events:
+            answer["decided_by"] = events
     return answer
 
 
