@@ -117,6 +117,7 @@ mod tests {
             trace_mismatches: Vec::new(),
             subject: String::new(),
             stopped_decided_by: Default::default(),
+            left_out: Vec::new(),
         };
         let shown = human(&report);
         assert!(!shown.contains('\u{1b}'), "{shown:?}");

@@ -21,7 +21,8 @@ fn messages(
 ) -> Result<Vec<Value>, Why> {
     let host = encode::host(&scenario.host).map_err(|error| error.to_string())?;
     // A scenario-level failure replays every step: devsim sent steps until one was answered `unsupported`
-    // (whose recorded events its trace rules still judge), and so does the kit.
+    // (whose recorded events its trace rules still judge), and so does the kit. Steps devsim left out (the
+    // subject lacks their kernel or action) were never sent.
     let last = last.unwrap_or(usize::MAX);
     let mut sent = vec![
         ToSubject::Hello {
@@ -39,7 +40,7 @@ fn messages(
         scenario
             .steps
             .iter()
-            .filter(|step| step.number <= last)
+            .filter(|step| step.number <= last && !report.left_out.contains(&step.number))
             .map(|step| ToSubject::Step(encode::step(&report.name, step))),
     );
     sent.push(ToSubject::End {

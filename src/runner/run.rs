@@ -94,6 +94,10 @@ pub struct ScenarioReport {
     /// far), keyed `trace.<event>`: what places a `never` rule it broke. Empty when no step stopped.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub stopped_decided_by: BTreeMap<String, DecidedBy>,
+    /// The steps left out, by number: read-only steps naming an action or kernel the subject does not have
+    /// (their expectations set aside, nothing sent for them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<usize>,
 }
 
 impl ScenarioReport {
@@ -126,6 +130,7 @@ impl ScenarioReport {
             steps: Vec::new(),
             trace_mismatches: Vec::new(),
             stopped_decided_by: BTreeMap::new(),
+            left_out: Vec::new(),
         }
     }
 }
@@ -317,6 +322,7 @@ pub fn run_scenario(
         steps,
         trace_mismatches,
         stopped_decided_by: BTreeMap::new(),
+        left_out: Vec::new(),
     }
 }
 

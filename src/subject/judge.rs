@@ -337,6 +337,42 @@ impl<'a> Judge<'a> {
         mismatches
     }
 
+    /// A step the subject cannot perform (an action or kernel it does not have) in a scenario whose other
+    /// steps it can: nothing of the step is judged, and its expectations are set aside with `why`, so the
+    /// scenario can pass no more than set aside.
+    pub fn lacking(&mut self, step: &Step, why: &str) {
+        remember(
+            &mut self.set_aside,
+            why.to_string(),
+            "",
+            &format!("step {}", step.number),
+        );
+    }
+
+    /// The scenario-level trace rules of a scenario some of whose steps were not run (`lacking`): only
+    /// `never` rules are judged, since an event that happened stays happened while the steps not run
+    /// might have made the others hold; those are set aside with `why`.
+    pub fn scenario_in_part(
+        &mut self,
+        rules: &TraceRules,
+        levels: &Levels,
+        entries: &[Entry],
+        why: &str,
+    ) -> Vec<Mismatch> {
+        let never = TraceRules {
+            never: rules.never.clone(),
+            ..TraceRules::default()
+        };
+        let rest = TraceRules {
+            never: Vec::new(),
+            ..rules.clone()
+        };
+        for key in rest.keys() {
+            remember(&mut self.set_aside, why.to_string(), "expect.", &key);
+        }
+        self.scenario(&never, levels, entries)
+    }
+
     /// The outcome of a scenario in which nothing failed and nothing was skipped.
     pub fn verdict(&self) -> Status {
         let subject = &self.capabilities.name;

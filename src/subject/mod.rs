@@ -5,6 +5,7 @@
 //! in any language, speaking the subject protocol (`docs/subject-protocol.md`, [`protocol`]).
 
 mod answer;
+mod applicable;
 mod catalog;
 mod decode;
 pub(crate) mod encode;

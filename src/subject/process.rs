@@ -17,7 +17,7 @@ use crate::scenario::Scenario;
 use crate::subject::decode;
 use crate::subject::judge::Judge;
 use crate::subject::protocol::{FromSubject, ToSubject};
-use crate::subject::{Subject, SubjectError, SubjectKind, SubjectSpec, encode};
+use crate::subject::{Subject, SubjectError, SubjectKind, SubjectSpec, applicable, encode};
 
 use super::handshake::Capabilities;
 use super::session::{Fault, Session, clip, connect, out_of_order, stderr_block};
@@ -183,22 +183,6 @@ impl ProcessSubject {
         self.start_time
     }
 
-    fn unsupported(&self, scenario: &Scenario) -> Option<String> {
-        let name = &self.capabilities.name;
-        for step in &scenario.steps {
-            let action = step.action.name();
-            if !self.capabilities.actions.iter().any(|a| a == action) {
-                return Some(format!("subject {name} does not have action {action}"));
-            }
-            if let Some(kernel) = encode::kernel_of(step) {
-                if !self.capabilities.kernels.iter().any(|k| k == kernel) {
-                    return Some(format!("subject {name} does not have kernel {kernel}"));
-                }
-            }
-        }
-        None
-    }
-
     fn failed(
         &self,
         scenario: &Scenario,
@@ -223,6 +207,7 @@ impl ProcessSubject {
     fn exchange(
         &mut self,
         scenario: &Scenario,
+        lacking: &BTreeMap<usize, String>,
         steps: &mut Vec<StepReport>,
     ) -> Result<ScenarioReport, Fault> {
         let name = scenario.name.clone();
@@ -279,6 +264,10 @@ impl ProcessSubject {
         let mut stopped_decided_by = std::collections::BTreeMap::new();
         if skipped.is_none() && refused_live.is_none() {
             for step in &scenario.steps {
+                if let Some(why) = lacking.get(&step.number) {
+                    judge.lacking(step, why);
+                    continue;
+                }
                 let expected = format!("`observed` or `unsupported` for step {}", step.number);
                 let started = Instant::now();
                 let mut message = encode::step(&name, step);
@@ -356,11 +345,18 @@ impl ProcessSubject {
                 format!("it answered `unsupported`: {reason}"),
             ));
         }
-        let trace_mismatches = if skipped.is_none() {
-            judge.scenario(&scenario.trace_rules, &scenario.trace_levels, &entries)
-        } else {
+        let trace_mismatches = if skipped.is_some() {
             // a step it could not finish: only what its events so far already break
             stopped_mismatches
+        } else if let Some(why) = lacking.values().next() {
+            judge.scenario_in_part(
+                &scenario.trace_rules,
+                &scenario.trace_levels,
+                &entries,
+                &format!("{why}: a step was left out"),
+            )
+        } else {
+            judge.scenario(&scenario.trace_rules, &scenario.trace_levels, &entries)
         };
         let failed = !trace_mismatches.is_empty() || steps.iter().any(|s| !s.mismatches.is_empty());
         let status = if failed {
@@ -374,6 +370,7 @@ impl ProcessSubject {
             steps: std::mem::take(steps),
             trace_mismatches,
             stopped_decided_by,
+            left_out: lacking.keys().copied().collect(),
             ..ScenarioReport::with_status(scenario, status)
         })
     }
@@ -405,9 +402,12 @@ impl ProcessSubject {
             return ScenarioReport::skipped(scenario, Skip::Protocol("no step to judge".into()));
         }
         // What the subject lacks (a kernel, an action) is a fact about it, whatever else the scenario needs.
-        if let Some(reason) = self.unsupported(scenario) {
-            return ScenarioReport::with_status(scenario, Status::NotApplicable(reason));
-        }
+        let lacking = match applicable::lacking(&self.capabilities, scenario) {
+            Ok(lacking) => lacking,
+            Err(reason) => {
+                return ScenarioReport::with_status(scenario, Status::NotApplicable(reason));
+            }
+        };
         if !scenario.host.faults.is_empty() {
             // Fault injection lives in devsim's runtime; a subject process runs its own code on its own
             // simulated host, so an injected driver error cannot reach it.
@@ -462,7 +462,7 @@ impl ProcessSubject {
             }
         }
         let mut steps = Vec::new();
-        match self.exchange(scenario, &mut steps) {
+        match self.exchange(scenario, &lacking, &mut steps) {
             Ok(report) => report,
             Err(fault) => {
                 let tail = self
