@@ -47,9 +47,6 @@ GAPS = {
     "TorchFP4Linear.validate_device": "a declaration alone (CPU and NVIDIA): the source-FP4 wrapper is no "
     "quant-linear, so GPTQModel gates it nowhere (validate and move are undecided), and its module takes "
     "NVFP4 checkpoint tensors the simulated warmup does not build, so its forward is not observed",
-    "importer.auto_select_device": "7.7.0 picks DEVICE.CUDA on a HIP build only when no device is given "
-    "(from_quantized / from_pretrained without device or device_map, a default quantize config's device); every "
-    "step of the scenario format names a device, so no step reaches that branch",
 }
 
 

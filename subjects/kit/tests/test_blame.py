@@ -276,3 +276,17 @@ def test_a_stopped_steps_events_are_placed(toy: tuple[ModuleType, ModuleType]) -
     assert answer["decided_by"] == {
         "trace.nvidia_capability": place(devices, "probe", 'recorder.record("nvidia_capability"'),
     }
+
+
+def test_a_value_read_through_a_recorded_query_is_placed_where_the_query_was_made(
+    toy: tuple[ModuleType, ModuleType],
+) -> None:
+    devices, _ = toy
+    recorder = Recorder()
+    with recorder.capture(), blame.Tracer(["toyproject"]) as tracer:
+        devices.probe_each(recorder)
+        blame.observed_event("archs", "amd_arch")
+        blame.observed_event("vendor", "nvidia_capability")  # no such event this step: not placed
+    assert tracer.decisions({"ok": True, "archs": ["gfx942"], "vendor": "amd"}) == {
+        "archs": place(devices, "probe_each", 'recorder.record("amd_arch"'),
+    }

@@ -219,9 +219,13 @@ class ActionsMixin(SubjectBase):
         judged: list[tuple[Any, bool]] = []
         original = compat.need(importer, "validate_quant_linear", "view of the candidates (select)")
 
+        admitted_at: dict[Any, dict | None] = {}  # candidate -> where the shared gate admitted it
+
         def observing(cls: Any, **kwargs: Any) -> Any:
             result = original(cls, **kwargs)
             judged.append((cls, bool(result[0])))
+            if result[0]:
+                admitted_at.setdefault(cls, blame.just_returned(result))
             return result
 
         importer.validate_quant_linear = observing
@@ -247,7 +251,13 @@ class ActionsMixin(SubjectBase):
             self._selector_view(device, obs)
         self._unobservable_candidates(judged, chosen)
         name = next((k.name for k in self.kernels.values() if k.cls is chosen), None)
-        blame.observed("selected", chosen)
+        # the pick may run on this target because the shared gate admitted it: where a policy check of the
+        # pick (declared families, arch) fails, that admission decided it, as for a validate step
+        admitted = admitted_at.get(chosen)
+        if admitted is not None:
+            blame.observed_at("selected", admitted)
+        else:
+            blame.observed("selected", chosen)
         if name is None:
             print(f"devsim-subject: selected {chosen!r} has no devsim name in kernels.toml", file=sys.stderr)
         else:

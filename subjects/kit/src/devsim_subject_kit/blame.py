@@ -67,6 +67,14 @@ def observed_at(field: str, place: dict[str, Any] | None) -> None:
         _active.placed[field] = place
 
 
+def observed_event(field: str, name: str) -> None:
+    """Say that the answer's `field` is what the project read through the query recorded as event `name`
+    (vLLM's ROCm arch, read from amdsmi at import): the field is placed where the first such event of the step
+    was made. Nothing is placed when the step made none (the project read it in an earlier step)."""
+    if _active is not None:
+        _active.from_events[field] = f"trace.{name}"
+
+
 def event(name: str) -> None:
     """A trace event is being recorded: the first of its name in the step is placed at the innermost project
     frame running now (the one whose call reached the recorded API), as `trace.<name>`."""
@@ -160,6 +168,7 @@ class Tracer:
         self.notes: dict[str, tuple[Any, int]] = {}  # field -> (value, project calls completed by then)
         self.events: dict[str, dict[str, Any]] = {}  # trace.<event> -> where the first one was made
         self.placed: dict[str, dict[str, Any]] = {}  # field -> where a hook saw it decided (observed_at)
+        self.from_events: dict[str, str] = {}  # field -> the trace.<event> it was read through (observed_event)
         self.previous: Any = None
         self.enabled = False
 
@@ -307,6 +316,10 @@ class Tracer:
         for field, where in self.placed.items():
             if field in answer and field not in out and self._placeable(where):
                 out[field] = where
+        for field, key in self.from_events.items():
+            made = self.events.get(key)
+            if field in answer and field not in out and made is not None and self._placeable(made):
+                out[field] = made
         error = answer.get("error")
         if failed and "ok" not in out and isinstance(error, dict):
             message = error.get("message")

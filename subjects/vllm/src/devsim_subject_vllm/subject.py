@@ -358,6 +358,8 @@ class Subject:
             count = int(platform.device_count())
             obs["torch_device_count"] = count
             obs["archs"] = [self.arch_of(platform, i) for i in range(count)]
+            # each arch is what vLLM read through its capability query: placed where it queried
+            blame.observed_event("archs", "amd_arch" if family == "rocm" else "nvidia_capability")
         except Exception as exc:  # vLLM's own error while it looks at this host's devices: the observation
             raise Refused(f"vLLM raised {type(exc).__name__}: {exc}", None) from exc
 
