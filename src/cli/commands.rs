@@ -3,12 +3,13 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::CliError;
 use super::args::{CorpusArgs, Format, SchemaName, Selection};
 use super::select::{contained, contained_subject, load_selected, print_load_errors, verdict};
-use super::{CliError, output};
 use crate::kernel::Catalog;
 use crate::output::{CheckOutput, HostsOutput, KernelsOutput};
 use crate::replay::LiveContext;
+use crate::reporter::json as output;
 use crate::runner::ScenarioReport;
 use crate::runner::coverage::{Coverage, Threshold};
 use crate::scenario::schema::SchemaKind;

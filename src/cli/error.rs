@@ -3,6 +3,7 @@
 use thiserror::Error;
 
 use crate::baseline::BaselineError;
+use crate::bench::BenchError;
 use crate::cli::filter::PatternError;
 use crate::cli::probe::ProbeError;
 use crate::dispatch::DispatchError;
@@ -206,6 +207,9 @@ pub enum CliError {
     /// The coverage threshold file cannot be read.
     #[error(transparent)]
     Threshold(#[from] crate::runner::coverage::ThresholdError),
+    /// A benchmark could not be measured (`devsim bench`).
+    #[error(transparent)]
+    Bench(#[from] BenchError),
 }
 
 impl CliError {
@@ -226,6 +230,16 @@ impl CliError {
             // devsim's own failure to run or judge: no verdict.
             Self::Errored { .. } => exit::ERRORED,
             Self::DriverFailing(_) => exit::DRIVER_FAILING,
+            // A GPU driver failed while a live benchmark measured it.
+            Self::Bench(error) => match error {
+                BenchError::Live(_) => exit::DRIVER_FAILING,
+                BenchError::Io(_)
+                | BenchError::Corpus(_)
+                | BenchError::Load(_)
+                | BenchError::Dispatch(_)
+                | BenchError::Subject(_)
+                | BenchError::LiveRecord(_) => exit::BAD_INPUT,
+            },
             // What devsim was given could not be used.
             Self::Escapes { .. }
             | Self::DanglingLink { .. }

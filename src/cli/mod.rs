@@ -40,19 +40,15 @@ macro_rules! document {
 }
 
 mod args;
-pub(crate) mod bench;
 mod color;
 mod commands;
 mod error;
 pub(crate) mod filter;
-pub(crate) mod junit;
 pub(crate) mod masks;
 mod migrate;
-pub(crate) mod output;
 mod review;
 mod run;
 mod select;
-mod side_by_side;
 // Not part of the public API: public only for devsim's own tests of `probe --write` and progress.
 #[doc(hidden)]
 pub mod probe;
@@ -68,11 +64,12 @@ use devsim_metadata::exit;
 
 use clap::{CommandFactory, Parser};
 
+use crate::bench;
 use crate::kernel::Catalog;
 use args::{Cli, Command};
 use commands::{check, check_subject, coverage, hosts, kernels, probe, schema};
 use run::run;
-use select::write_stdout;
+use select::{contained_subject, write_stdout};
 
 /// The exit code of `run --live` and `probe` when a GPU driver is present but failing.
 pub const EXIT_DRIVER_FAILING: u8 = devsim_metadata::exit::DRIVER_FAILING;
@@ -132,16 +129,15 @@ pub fn main(catalog: Catalog) -> ExitCode {
             subject,
             subject_src,
             jobs,
-        } => {
-            if !subject.is_empty() {
-                let jobs = jobs.unwrap_or_else(args::default_jobs);
-                side_by_side::run_subjects(&root, &subject, subject_src.as_deref(), rounds, jobs)
-            } else if live {
-                bench::run_live(rounds).and_then(|()| bench::corpus_live(&root, &catalog, rounds))
-            } else {
-                bench::run(&root, &catalog, rounds)
-            }
-        }
+        } => bench_command(
+            &catalog,
+            &root,
+            rounds,
+            live,
+            &subject,
+            subject_src.as_deref(),
+            jobs,
+        ),
         Command::Completions { shell } => {
             // Into memory first: clap_complete panics on a failed write, and a closed pipe is no error.
             let mut script = Vec::new();
@@ -175,4 +171,31 @@ pub fn main(catalog: Catalog) -> ExitCode {
             ExitCode::from(error.exit_code())
         }
     }
+}
+
+/// `devsim bench`: subjects side by side, the live benchmarks, or the simulated ones, each figure printed
+/// as it is measured.
+fn bench_command(
+    catalog: &Catalog,
+    root: &std::path::Path,
+    rounds: u32,
+    live: bool,
+    subjects: &[String],
+    source: Option<&std::path::Path>,
+    jobs: Option<std::num::NonZeroUsize>,
+) -> Result<(), CliError> {
+    let mut show = |line: &str| say!("{line}");
+    if !subjects.is_empty() {
+        for subject in subjects {
+            contained_subject(subject)?;
+        }
+        let jobs = jobs.unwrap_or_else(args::default_jobs);
+        bench::side_by_side::run_subjects(root, subjects, source, rounds, jobs, &mut show)?;
+    } else if live {
+        bench::run_live(rounds, &mut show)?;
+        bench::corpus_live(root, catalog, rounds, &mut show)?;
+    } else {
+        bench::run(root, catalog, rounds, &mut show)?;
+    }
+    Ok(())
 }

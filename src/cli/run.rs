@@ -4,14 +4,14 @@
 use super::args::{RunArgs, RunFormat, default_jobs};
 use super::progress::{self, Progress};
 use super::select::{contained, contained_subject, load_selected, print_load_errors};
-use super::{CliError, color, junit, output, review};
+use super::{CliError, color, review};
 use crate::baseline::Baseline;
 use crate::kernel::Catalog;
 use crate::live_record::LiveRecord;
-use crate::output::{Mode, RunOutput, SubjectOutput};
 use crate::replay::LiveContext;
-use crate::report;
-use crate::repro::{self, Reproduction};
+use crate::reporter::human;
+use crate::reporter::run::{JudgedSubject, RunReport};
+use crate::repro;
 use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;
 use crate::shown::field;
@@ -257,77 +257,38 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         };
         review::accept_failures(&scenarios, &plain, &levels)?;
     }
+    let judged = JudgedSubject {
+        name: subject.name().to_string(),
+        version: subject.version().to_string(),
+        kind: subject.kind().to_string(),
+    };
+    let rendered = RunReport {
+        subject: &judged,
+        live: args.live,
+        machine: live_description.as_deref(),
+        fake_driver,
+        scenarios: &scenarios,
+        reports,
+        load_errors: &errors,
+        summary,
+        failed,
+        findings,
+        marks: &marks,
+        baseline_differences: differences.as_deref(),
+        wrote_baseline: args.write_baseline.as_deref(),
+        wrote_live_record: args.write_live_record.as_deref(),
+        reproductions: args.repro.as_deref().map(|dir| (dir, &reproductions[..])),
+    };
     match args.format {
         RunFormat::Human => {
-            for difference in differences.iter().flatten() {
-                say!("baseline changed: {}", field(difference));
+            for entry in rendered.human_closing() {
+                say!("{entry}");
             }
-            if let Some(path) = &args.write_baseline {
-                say!("baseline written to {}", field(path.display()));
-            }
-            if let Some(path) = &args.write_live_record {
-                say!("live record written to {}", field(path.display()));
-            }
-            let lines: Vec<String> = reproductions.iter().map(Reproduction::human).collect();
-            let findings = crate::findings::human_with(failed, findings, &marks, &lines);
-            if !findings.is_empty() {
-                say!("{}", findings.trim_end());
-            }
-            if let Some(dir) = &args.repro {
-                let written = reproductions
-                    .iter()
-                    .filter(|r| matches!(r, Reproduction::Written(_)))
-                    .count();
-                say!(
-                    "reproductions written to {}: {written} script(s), {} finding(s) without one (index: README.md there)",
-                    field(dir.display()),
-                    reproductions.len() - written
-                );
-            }
-            say!("subject {}: {summary}", field(subject.name()));
         }
         RunFormat::Json => {
-            let document = RunOutput {
-                version: crate::output::VERSION,
-                mode: if args.live {
-                    Mode::Live
-                } else {
-                    Mode::Simulated
-                },
-                machine: live_description,
-                subject: SubjectOutput {
-                    name: subject.name().to_string(),
-                    version: subject.version().to_string(),
-                    kind: subject.kind().to_string(),
-                },
-                baseline_differences: differences
-                    .as_ref()
-                    .map(|d| d.iter().map(ToString::to_string).collect()),
-                scenarios: reports
-                    .iter()
-                    .zip(&scenarios)
-                    .map(|((report, took), scenario)| output::scenario(report, scenario, *took))
-                    .collect(),
-                load_errors: errors.iter().map(output::load_error).collect(),
-                summary: output::summary(summary, errors.len()),
-                findings: findings
-                    .iter()
-                    .zip(&marks)
-                    .map(|(finding, mark)| output::finding(finding, mark))
-                    .collect(),
-            };
-            document!("{}", serde_json::to_string_pretty(&document)?);
+            document!("{}", serde_json::to_string_pretty(&rendered.json())?);
         }
-        RunFormat::Junit => {
-            let run = junit::RunInfo {
-                subject: format!("{} {}", subject.name(), subject.version()),
-                mode: if args.live { "live" } else { "simulated" },
-                machine: live_description.as_deref(),
-                fake_driver,
-                marks: scenario_marks(findings, &marks),
-            };
-            document!("{}", junit::render(reports, &errors, &run)?.trim_end());
-        }
+        RunFormat::Junit => document!("{}", rendered.junit()?.trim_end()),
     }
     let asked = Expectations {
         baseline_differences: differences,
@@ -404,22 +365,6 @@ fn repro_context(dir: &std::path::Path, args: &RunArgs) -> Result<repro::Context
     })
 }
 
-/// Each scenario that shows a finding → its mark for people: confirmed when any of its findings is.
-fn scenario_marks(
-    findings: &[crate::findings::Finding],
-    marks: &[crate::live_record::Mark],
-) -> std::collections::BTreeMap<String, String> {
-    let mut out = std::collections::BTreeMap::new();
-    for (finding, mark) in findings.iter().zip(marks) {
-        for scenario in &finding.scenarios {
-            if mark.is_confirmed() || !out.contains_key(scenario) {
-                out.insert(scenario.clone(), mark.human());
-            }
-        }
-    }
-    out
-}
-
 /// What `devsim run` shows while the suite runs: the progress bar, and each report (failures always,
 /// the rest unless `--quiet`) in human output.
 pub(super) struct Shown {
@@ -436,7 +381,7 @@ impl SuiteObserver for Shown {
     fn finished(&mut self, _scenario: &Scenario, report: &ScenarioReport) {
         if self.human && (report.status.fails_run() || !self.quiet) {
             self.progress
-                .suspend(|| color::print(&color::report(report::human(report).trim_end())));
+                .suspend(|| color::print(&color::report(human::scenario(report).trim_end())));
         }
         self.progress.done();
     }
