@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::CliError;
 use super::args::{CorpusArgs, Format, SchemaName, Selection};
-use super::select::{contained, contained_subject, load_selected, print_load_errors, verdict};
+use super::select::{contained, contained_subject, load_selected, print_load_errors};
+use super::{CliError, RunOutcome};
 use crate::kernel::Catalog;
 use crate::output::{CheckOutput, HostsOutput, KernelsOutput};
 use crate::replay::LiveContext;
@@ -17,7 +17,7 @@ use crate::scenario::{CorpusError, ProfileSources};
 use crate::shown::field;
 use crate::subject::{ProcessSubject, Subject, SubjectSpec};
 
-pub(super) fn schema(which: SchemaName) -> Result<(), CliError> {
+pub(super) fn schema(which: SchemaName) -> Result<RunOutcome, CliError> {
     match which {
         SchemaName::Scenario => document!("{}", SchemaKind::Scenario.render().trim_end()),
         SchemaName::Host => document!("{}", SchemaKind::Host.render().trim_end()),
@@ -26,10 +26,10 @@ pub(super) fn schema(which: SchemaName) -> Result<(), CliError> {
             serde_json::to_string_pretty(&crate::subject::protocol::schema())?
         ),
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }
 
-pub(super) fn check_subject(subject: &str, source: Option<&Path>) -> Result<(), CliError> {
+pub(super) fn check_subject(subject: &str, source: Option<&Path>) -> Result<RunOutcome, CliError> {
     contained_subject(subject)?;
     let subject = ProcessSubject::start(SubjectSpec::parse_with_source(subject, source)?)?;
     let capabilities = subject.capabilities();
@@ -78,7 +78,7 @@ pub(super) fn check_subject(subject: &str, source: Option<&Path>) -> Result<(), 
             say!("{}", line.trim_end());
         }
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }
 
 pub(super) fn probe(
@@ -86,7 +86,7 @@ pub(super) fn probe(
     force: bool,
     root: PathBuf,
     require_gpu: Option<usize>,
-) -> Result<(), CliError> {
+) -> Result<RunOutcome, CliError> {
     let live = LiveContext::detect(None);
     if live.machine.gpus.is_empty() {
         warn!("{}", live.describe());
@@ -100,7 +100,7 @@ pub(super) fn probe(
         }
     }
     if live.driver_failing() {
-        return Err(CliError::DriverFailing(live.unavailable.join("; ")));
+        return Ok(RunOutcome::DriverFailing(live.unavailable.join("; ")));
     }
     if let Some(required) = require_gpu {
         let real = if live.machine.fake {
@@ -109,13 +109,13 @@ pub(super) fn probe(
             live.machine.gpus.len()
         };
         if real < required {
-            return Err(CliError::TooFewGpus {
+            return Ok(RunOutcome::TooFewGpus {
                 required,
                 found: live.describe(),
             });
         }
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }
 
 pub(super) fn check(
@@ -124,7 +124,7 @@ pub(super) fn check(
     selection: &Selection,
     corpus: &CorpusArgs,
     format: Format,
-) -> Result<(), CliError> {
+) -> Result<RunOutcome, CliError> {
     let (scenarios, errors) = load_selected(catalog, paths, selection, corpus)?;
     match format {
         Format::Human => {
@@ -144,7 +144,7 @@ pub(super) fn check(
             document!("{}", serde_json::to_string_pretty(&document)?);
         }
     }
-    verdict(errors.len(), 0)
+    Ok(RunOutcome::of_counts(errors.len(), 0))
 }
 
 pub(super) fn coverage(
@@ -153,7 +153,7 @@ pub(super) fn coverage(
     threshold_file: &Path,
     corpus: &CorpusArgs,
     format: Format,
-) -> Result<(), CliError> {
+) -> Result<RunOutcome, CliError> {
     let selection = Selection {
         tags: Vec::new(),
         filters: Vec::new(),
@@ -193,12 +193,12 @@ pub(super) fn coverage(
     }
     let failed = reports.iter().filter(|r| r.status.fails_run()).count();
     if !gaps.is_empty() {
-        return Err(CliError::CoverageGaps { count: gaps.len() });
+        return Ok(RunOutcome::CoverageGaps { count: gaps.len() });
     }
-    verdict(errors.len(), failed)
+    Ok(RunOutcome::of_counts(errors.len(), failed))
 }
 
-pub(super) fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError> {
+pub(super) fn kernels(catalog: &Catalog, format: Format) -> Result<RunOutcome, CliError> {
     match format {
         Format::Json => {
             let document = KernelsOutput {
@@ -240,10 +240,14 @@ pub(super) fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError>
             say!("{} kernels", catalog.len());
         }
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }
 
-pub(super) fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Result<(), CliError> {
+pub(super) fn hosts(
+    root: PathBuf,
+    folders: Vec<PathBuf>,
+    format: Format,
+) -> Result<RunOutcome, CliError> {
     for folder in &folders {
         contained("--hosts", folder)?;
     }
@@ -296,5 +300,5 @@ pub(super) fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Res
             );
         }
     }
-    verdict(errors.len(), 0)
+    Ok(RunOutcome::of_counts(errors.len(), 0))
 }

@@ -46,6 +46,7 @@ mod error;
 pub(crate) mod filter;
 pub(crate) mod masks;
 mod migrate;
+mod outcome;
 mod review;
 mod run;
 mod select;
@@ -57,10 +58,9 @@ pub mod progress;
 mod visible;
 
 pub use error::CliError;
+pub use outcome::RunOutcome;
 
 use std::process::ExitCode;
-
-use devsim_metadata::exit;
 
 use clap::{CommandFactory, Parser};
 
@@ -142,7 +142,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
             // Into memory first: clap_complete panics on a failed write, and a closed pipe is no error.
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "devsim", &mut script);
-            write_stdout(&script)
+            write_stdout(&script).map(|()| RunOutcome::Passed)
         }
         Command::Man => {
             let mut page = Vec::new();
@@ -150,27 +150,33 @@ pub fn main(catalog: Catalog) -> ExitCode {
                 .render(&mut page)
                 .map_err(CliError::Io)
                 .and_then(|()| write_stdout(&page))
+                .map(|()| RunOutcome::Passed)
         }
         Command::LiveWorker => crate::replay::worker::serve(
             &catalog,
             std::io::stdin().lock(),
             std::io::stdout().lock(),
         )
+        .map(|()| RunOutcome::Passed)
         .map_err(CliError::from),
-        Command::DriverView => masks::driver_view(),
-        Command::Visible { stdin_jsonl: _ } => visible::stdin_jsonl().map_err(CliError::from),
+        Command::DriverView => masks::driver_view().map(|()| RunOutcome::Passed),
+        Command::Visible { stdin_jsonl: _ } => visible::stdin_jsonl()
+            .map(|()| RunOutcome::Passed)
+            .map_err(CliError::from),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(CliError::Failed { failed }) => {
-            warn!("error: failed to pass {failed} scenario(s)");
-            ExitCode::from(exit::FAILED)
+    let code = match result {
+        Ok(outcome) => {
+            if let Some(shortfall) = outcome.shortfall() {
+                warn!("error: failed to {shortfall}");
+            }
+            outcome.exit_code()
         }
         Err(error) => {
             warn!("error: failed to {error}");
-            ExitCode::from(error.exit_code())
+            error.exit_code()
         }
-    }
+    };
+    ExitCode::from(code)
 }
 
 /// `devsim bench`: subjects side by side, the live benchmarks, or the simulated ones, each figure printed
@@ -183,7 +189,7 @@ fn bench_command(
     subjects: &[String],
     source: Option<&std::path::Path>,
     jobs: Option<std::num::NonZeroUsize>,
-) -> Result<(), CliError> {
+) -> Result<RunOutcome, CliError> {
     let mut show = |line: &str| say!("{line}");
     if !subjects.is_empty() {
         for subject in subjects {
@@ -197,5 +203,5 @@ fn bench_command(
     } else {
         bench::run(root, catalog, rounds, &mut show)?;
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }

@@ -4,7 +4,7 @@
 use super::args::{RunArgs, RunFormat, default_jobs};
 use super::progress::{self, Progress};
 use super::select::{contained, contained_subject, load_selected, print_load_errors};
-use super::{CliError, color, review};
+use super::{CliError, RunOutcome, color, review};
 use crate::baseline::Baseline;
 use crate::kernel::Catalog;
 use crate::live_record::LiveRecord;
@@ -16,7 +16,7 @@ use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;
 use crate::shown::field;
 use crate::subject::{CatalogSubject, Lanes, ProcessSubject, Subject, SubjectSpec, useful_lanes};
-use crate::suite::{Expectations, SuiteObserver, Verdict, run_suite};
+use crate::suite::{Expectations, SuiteObserver, run_suite};
 
 /// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
 /// failing, why.
@@ -124,7 +124,7 @@ pub(super) fn catalog_subject(catalog: Catalog) -> CatalogSubject {
     )
 }
 
-pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
+pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliError> {
     // Path arguments first: a link out of its folder is refused before anything is loaded or run.
     if let Some(subject) = &args.subject {
         contained_subject(subject)?;
@@ -298,23 +298,10 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         allow_fake: args.allow_fake,
         driver_failing,
     };
-    match suite.verdict(&scenarios, &asked) {
-        Verdict::Passed => Ok(()),
-        Verdict::DriverFailing(failing) => Err(CliError::DriverFailing(failing)),
-        Verdict::FakeDriver { required } => Err(CliError::FakeDriver { required }),
-        Verdict::TooFewLive { ran, required } => Err(CliError::TooFewLive { ran, required }),
-        Verdict::BaselineDiffers { count } => Err(CliError::BaselineDiffers {
-            path: args
-                .baseline
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            count,
-        }),
-        Verdict::LoadErrors { count } => Err(CliError::Load { count }),
-        Verdict::Errored { count } => Err(CliError::Errored { count }),
-        Verdict::Failed { count } => Err(CliError::Failed { failed: count }),
-    }
+    Ok(RunOutcome::of_run(
+        suite.verdict(&scenarios, &asked),
+        args.baseline.as_deref(),
+    ))
 }
 
 /// What the scripts `run --repro DIR` writes share: the subject (its file relative to DIR, or its command),
