@@ -126,24 +126,7 @@ pub(super) fn catalog_subject(catalog: Catalog) -> CatalogSubject {
 
 pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliError> {
     // Path arguments first: a link out of its folder is refused before anything is loaded or run.
-    if let Some(subject) = &args.subject {
-        contained_subject(subject)?;
-    }
-    if let Some(path) = &args.baseline {
-        contained("--baseline", path)?;
-    }
-    if let Some(path) = &args.write_baseline {
-        contained("--write-baseline", path)?;
-    }
-    if let Some(path) = &args.live_record {
-        contained("--live-record", path)?;
-    }
-    if let Some(path) = &args.write_live_record {
-        contained("--write-live-record", path)?;
-    }
-    if let Some(path) = &args.repro {
-        contained("--repro", path)?;
-    }
+    refuse_escaping_paths(&args)?;
     // The reproduction folder is made (or refused) before anything runs, not after a long run.
     let repro_context = args
         .repro
@@ -157,16 +140,9 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
     };
     let baseline = args.baseline.as_deref().map(Baseline::read).transpose()?;
     // A process subject's kernels are named by devsim's reference catalog.
-    let (scenarios, errors) = if args.subject.is_some() {
-        load_selected(
-            &Catalog::reference(),
-            &args.paths,
-            &args.selection,
-            &args.corpus,
-        )?
-    } else {
-        load_selected(&catalog, &args.paths, &args.selection, &args.corpus)?
-    };
+    let reference = args.subject.as_ref().map(|_| Catalog::reference());
+    let naming = reference.as_ref().unwrap_or(&catalog);
+    let (scenarios, errors) = load_selected(naming, &args.paths, &args.selection, &args.corpus)?;
     let human = args.format == RunFormat::Human;
     if human {
         print_load_errors(&errors);
@@ -250,12 +226,7 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
         _ => Vec::new(),
     };
     if args.accept {
-        let levels: Vec<crate::conformance::Level> = if args.accept_level.is_empty() {
-            crate::conformance::Level::EVERY.to_vec()
-        } else {
-            args.accept_level.iter().map(|&l| l.into()).collect()
-        };
-        review::accept_failures(&scenarios, &plain, &levels)?;
+        review::accept_failures(&scenarios, &plain, &accept_levels(&args))?;
     }
     let judged = JudgedSubject {
         name: subject.name().to_string(),
@@ -279,17 +250,7 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
         wrote_live_record: args.write_live_record.as_deref(),
         reproductions: args.repro.as_deref().map(|dir| (dir, &reproductions[..])),
     };
-    match args.format {
-        RunFormat::Human => {
-            for entry in rendered.human_closing() {
-                say!("{entry}");
-            }
-        }
-        RunFormat::Json => {
-            document!("{}", serde_json::to_string_pretty(&rendered.json())?);
-        }
-        RunFormat::Junit => document!("{}", rendered.junit()?.trim_end()),
-    }
+    print(&rendered, args.format)?;
     let asked = Expectations {
         baseline_differences: differences,
         writes_baseline: args.write_baseline.is_some(),
@@ -302,6 +263,52 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
         suite.verdict(&scenarios, &asked),
         args.baseline.as_deref(),
     ))
+}
+
+/// Refuses each path argument of `run` that is a link resolving outside the folder it was given under.
+fn refuse_escaping_paths(args: &RunArgs) -> Result<(), CliError> {
+    if let Some(subject) = &args.subject {
+        contained_subject(subject)?;
+    }
+    let paths = [
+        ("--baseline", &args.baseline),
+        ("--write-baseline", &args.write_baseline),
+        ("--live-record", &args.live_record),
+        ("--write-live-record", &args.write_live_record),
+        ("--repro", &args.repro),
+    ];
+    for (flag, path) in paths {
+        if let Some(path) = path {
+            contained(flag, path)?;
+        }
+    }
+    Ok(())
+}
+
+/// The conformance levels `run --accept` writes pending expectations for: those asked, else every level.
+fn accept_levels(args: &RunArgs) -> Vec<crate::conformance::Level> {
+    if args.accept_level.is_empty() {
+        crate::conformance::Level::EVERY.to_vec()
+    } else {
+        args.accept_level.iter().map(|&l| l.into()).collect()
+    }
+}
+
+/// Prints what follows the last scenario's report in `format`: the closing lines of human output, or the
+/// whole JSON or JUnit document.
+fn print(rendered: &RunReport<'_>, format: RunFormat) -> Result<(), CliError> {
+    match format {
+        RunFormat::Human => {
+            for entry in rendered.human_closing() {
+                say!("{entry}");
+            }
+        }
+        RunFormat::Json => {
+            document!("{}", serde_json::to_string_pretty(&rendered.json())?);
+        }
+        RunFormat::Junit => document!("{}", rendered.junit()?.trim_end()),
+    }
+    Ok(())
 }
 
 /// What the scripts `run --repro DIR` writes share: the subject (its file relative to DIR, or its command),
