@@ -91,6 +91,8 @@ pub mod host;
 pub mod kernel;
 pub mod live_record;
 pub mod pool;
+#[cfg(feature = "cli")]
+pub mod probe;
 pub mod replay;
 /// One scenario's report for a terminal, at the path it had before [`reporter`]: `report::human` is
 /// [`reporter::human::scenario`].

@@ -91,11 +91,11 @@ pub(super) fn probe(
     if live.machine.gpus.is_empty() {
         warn!("{}", live.describe());
     }
-    let text = super::probe::profile_text(&live.machine, SystemTime::now());
+    let text = crate::probe::profile_text(&live.machine, SystemTime::now());
     match write {
         None => document!("{}", text.trim_end()),
         Some(name) => {
-            let path = super::probe::write_profile(&root, &name, &text, force)?;
+            let path = crate::probe::write_profile(&root, &name, &text, force)?;
             say!("wrote {}", path.display());
         }
     }

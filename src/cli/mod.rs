@@ -52,7 +52,10 @@ mod run;
 mod select;
 // Not part of the public API: public only for devsim's own tests of `probe --write` and progress.
 #[doc(hidden)]
-pub mod probe;
+pub mod probe {
+    //! [`crate::probe`], at the path devsim's own tests of `probe --write` use.
+    pub use crate::probe::{ProbeError, driver_version, profile_text, write_profile};
+}
 #[doc(hidden)]
 pub mod progress;
 mod visible;
