@@ -2,14 +2,14 @@
 //! exit codes above it (the command line).
 //!
 //! - [`human`]: one scenario's report as text for a terminal.
+//! - [`findings`]: the distinct findings of a run's failures ([`crate::findings`] groups them), for a
+//!   terminal.
 //! - [`json`]: devsim's results as the typed documents of [`crate::output`] (`--format json`).
 //! - [`junit`]: a run as JUnit XML (`--format junit`), one test case per scenario.
 //! - [`run`]: a whole `devsim run` in each format: the closing lines of human output (baseline changes,
 //!   findings, reproductions, the summary), the JSON document and the JUnit report.
-//!
-//! Distinct findings are grouped in [`crate::findings`], which renders them for a terminal too
-//! ([`crate::findings::human`]).
 
+pub mod findings;
 pub mod human;
 pub mod json;
 #[cfg(feature = "cli")]

@@ -78,7 +78,7 @@ impl RunReport<'_> {
         }
         let reproductions = self.reproductions.map_or(&[][..], |(_, written)| written);
         let lines: Vec<String> = reproductions.iter().map(Reproduction::human).collect();
-        let findings = crate::findings::human_with(self.failed, self.findings, self.marks, &lines);
+        let findings = super::findings::human_with(self.failed, self.findings, self.marks, &lines);
         if !findings.is_empty() {
             out.push(findings.trim_end().to_string());
         }
