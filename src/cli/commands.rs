@@ -10,6 +10,7 @@ use crate::kernel::Catalog;
 use crate::output::{CheckOutput, HostsOutput, KernelsOutput};
 use crate::replay::LiveContext;
 use crate::reporter::json as output;
+use crate::reporter::tables;
 use crate::runner::ScenarioReport;
 use crate::runner::coverage::{Coverage, Threshold};
 use crate::scenario::schema::SchemaKind;
@@ -44,39 +45,9 @@ pub(super) fn check_subject(subject: &str, source: Option<&Path>) -> Result<RunO
     if let Some(warning) = capabilities.deprecation() {
         warn!("{}", field(warning));
     }
-    if !capabilities.declared.is_empty() {
-        // Information, never failures: a project's declarations are its own decision. devsim judges each
-        // kernel against the subject's column.
-        say!("  declared contract (the subject's own, beside devsim's reference catalog):");
-        let reference = Catalog::reference();
-        let rows: Vec<[String; 4]> = capabilities
-            .declared
-            .iter()
-            .map(|d| {
-                let devsim = reference
-                    .get(&d.name)
-                    .map_or_else(|_| "-".into(), |k| k.spec().families_text());
-                let own = if d.families.is_empty() {
-                    "(none)".to_string()
-                } else {
-                    d.families.join(", ")
-                };
-                let differs = if own == devsim { "" } else { "differs" };
-                [
-                    field(&d.name).to_string(),
-                    field(own).to_string(),
-                    devsim,
-                    differs.to_string(),
-                ]
-            })
-            .collect();
-        let width = |i: usize| rows.iter().map(|r| r[i].len()).max().unwrap_or(0).max(6);
-        let (w0, w1, w2) = (width(0), width(1), width(2));
-        say!("    {:w0$}  {:w1$}  devsim", "kernel", "subject");
-        for [name, own, devsim, differs] in &rows {
-            let line = format!("    {name:w0$}  {own:w1$}  {devsim:w2$}  {differs}");
-            say!("{}", line.trim_end());
-        }
+    // Information, never failures: devsim judges each kernel against the subject's column.
+    for line in tables::declared_contract(&capabilities.declared, &Catalog::reference()) {
+        say!("{line}");
     }
     Ok(RunOutcome::Passed)
 }
@@ -170,15 +141,8 @@ pub(super) fn coverage(
     let gaps = counted.gaps(&threshold);
     match format {
         Format::Human => {
-            say!("{}", counted.table().trim_end());
-            say!("cells: ran/refused steps of passing scenarios; - none");
-            say!(
-                "threshold {}: {} gap(s)",
-                threshold_file.display(),
-                gaps.len()
-            );
-            for gap in &gaps {
-                say!("  not exercised: {gap}");
+            for line in tables::coverage(&counted, threshold_file, &gaps) {
+                say!("{line}");
             }
         }
         Format::Json => document!(
@@ -208,36 +172,9 @@ pub(super) fn kernels(catalog: &Catalog, format: Format) -> Result<RunOutcome, C
             document!("{}", serde_json::to_string_pretty(&document)?);
         }
         Format::Human => {
-            say!(
-                "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} {:<18} arch",
-                "name",
-                "method",
-                "families",
-                "prio",
-                "auto",
-                "extension",
-                "rocm (inventory)"
-            );
-            let inventory = crate::kernel::audit::Inventory::reference();
-            for kernel in catalog.iter() {
-                let spec = kernel.spec();
-                // The ROCm decision the inventory records for the kernel (`-`: a kernel it does not list).
-                let rocm = inventory
-                    .row(&spec.name)
-                    .map_or("-", |row| row.rocm.as_str());
-                say!(
-                    "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} {:<18} {}",
-                    spec.name,
-                    spec.method.as_str(),
-                    spec.families_text(),
-                    spec.priority,
-                    if spec.selectable { "yes" } else { "no" },
-                    spec.extension.as_deref().unwrap_or("-"),
-                    rocm,
-                    spec.arch_text()
-                );
+            for line in tables::kernels(catalog) {
+                say!("{line}");
             }
-            say!("{} kernels", catalog.len());
         }
     }
     Ok(RunOutcome::Passed)
@@ -268,36 +205,9 @@ pub(super) fn hosts(
         }
         Format::Human => {
             print_load_errors(&errors);
-            for host in &profiles {
-                let gpus: Vec<String> = host.gpus.iter().map(|g| g.arch.to_string()).collect();
-                let foreign: Vec<String> = host
-                    .foreign_gpus
-                    .iter()
-                    .map(|g| g.arch.to_string())
-                    .collect();
-                say!(
-                    "{:<14} torch={:<5} gpus=[{}]{}",
-                    field(&host.name),
-                    host.torch,
-                    gpus.join(", "),
-                    if foreign.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" foreign=[{}]", foreign.join(", "))
-                    }
-                );
+            for line in tables::hosts(&profiles, sources.configured()) {
+                say!("{line}");
             }
-            let mut searched: Vec<String> = sources
-                .configured()
-                .iter()
-                .map(|f| field(f.display()).to_string())
-                .collect();
-            searched.push("the built-in profiles".into());
-            say!(
-                "{} host profile(s) from {}",
-                profiles.len(),
-                searched.join(", ")
-            );
         }
     }
     Ok(RunOutcome::of_counts(errors.len(), 0))

@@ -6,6 +6,8 @@
 //!   terminal.
 //! - [`json`]: devsim's results as the typed documents of [`crate::output`] (`--format json`).
 //! - [`junit`]: a run as JUnit XML (`--format junit`), one test case per scenario.
+//! - [`tables`]: the human tables of the inspecting commands (kernels, hosts, a subject's declared
+//!   contract, coverage).
 //! - [`run`]: a whole `devsim run` in each format: the closing lines of human output (baseline changes,
 //!   findings, reproductions, the summary), the JSON document and the JUnit report.
 
@@ -15,3 +17,4 @@ pub mod json;
 #[cfg(feature = "cli")]
 pub mod junit;
 pub mod run;
+pub mod tables;
