@@ -30,7 +30,7 @@ use libtest_mimic::{Arguments, Failed, Trial};
 
 use crate::kernel::Catalog;
 use crate::replay::LiveContext;
-use crate::report;
+use crate::reporter::human;
 use crate::runner::{ScenarioReport, Status};
 use crate::scenario::load::{Found, ProfileSources, load_found};
 use crate::scenario::{CorpusError, ProfileError, Scenario, find_named};
@@ -271,7 +271,7 @@ fn run_one(mut subject: CatalogSubject, scenario: &Scenario) -> ScenarioReport {
 fn simulated(report: ScenarioReport) -> Result<(), Failed> {
     match report.status {
         Status::Passed => Ok(()),
-        Status::Failed | Status::Errored(_) => Err(report::human(&report).into()),
+        Status::Failed | Status::Errored(_) => Err(human::scenario(&report).into()),
         Status::Skipped(_) | Status::NotApplicable(_) | Status::SetAside(_) => Err(format!(
             "a simulated run cannot be skipped: {}",
             report.status.reason().unwrap_or_default()
@@ -288,7 +288,7 @@ fn replayed(report: ScenarioReport) -> Result<(), Failed> {
             report.status.reason().unwrap_or_default()
         )
         .into()),
-        Status::Failed | Status::Errored(_) => Err(report::human(&report).into()),
+        Status::Failed | Status::Errored(_) => Err(human::scenario(&report).into()),
     }
 }
 

@@ -68,11 +68,15 @@
 //!
 //! Dependencies flow one way (a test fails on a cycle): [`vocab`] (vendors, families, archs, builds,
 //! targets) ← [`trace`] ← [`visible`] ← [`host`] ← [`runtime`] ← [`dispatch`] (selectors, normalization,
-//! errors) ← [`kernel`], [`pool`], [`discover`] ← [`scenario`] ← [`harness`] and [`cli`]. `child` (a child
-//! process spoken to in lines, with timeouts) depends on nothing in devsim.
+//! errors) ← [`kernel`], [`pool`], [`discover`] ← [`scenario`] ← … ← [`reporter`] (human text, JSON,
+//! JUnit) and the benchmarks ← [`harness`] and [`cli`], which parses arguments, calls the library, prints
+//! and maps outcomes to exit codes. `child` (a child process spoken to in lines, with timeouts) depends on
+//! nothing in devsim.
 
 pub mod accept;
 pub mod baseline;
+#[cfg(feature = "cli")]
+pub mod bench;
 pub(crate) mod child;
 #[cfg(feature = "cli")]
 pub mod cli;
@@ -87,8 +91,15 @@ pub mod host;
 pub mod kernel;
 pub mod live_record;
 pub mod pool;
+#[cfg(feature = "cli")]
+pub mod probe;
 pub mod replay;
-pub mod report;
+/// One scenario's report for a terminal, at the path it had before [`reporter`]: `report::human` is
+/// [`reporter::human::scenario`].
+pub mod report {
+    pub use crate::reporter::human::scenario as human;
+}
+pub mod reporter;
 pub mod repro;
 pub mod runner;
 pub mod runtime;

@@ -823,6 +823,50 @@ fn a_silent_worker_times_out() {
     assert!(text.contains("did not answer within 1 s"), "{text}");
 }
 
+/// A run in which devsim fails to run a scenario exits with its own code (4), apart from failures (1) and
+/// bad input (2), in every format. The live worker cannot load the scenario: its host profile comes from
+/// `--hosts`, which a worker (loading the file as `devsim run FILE` would) does not search.
+fn an_errored_run_exits_with_its_own_code() {
+    let scratch = TempDir::new().expect("scratch dir");
+    let scenarios = scratch.path().join("scenarios");
+    let hosts = scratch.path().join("elsewhere");
+    std::fs::create_dir_all(&scenarios).expect("make the scenario folder");
+    std::fs::create_dir_all(&hosts).expect("make the hosts folder");
+    std::fs::copy(profile_path("h200x2"), hosts.join("moved.toml")).expect("copy the profile");
+    let fixture = repo().join("tests/fixtures/live-worker/a_ends_with_gpu1_current.toml");
+    let original = std::fs::read_to_string(fixture).expect("read the fixture");
+    let moved = original.replace("profile = \"h200x2\"", "profile = \"moved\"");
+    assert_ne!(moved, original, "the fixture names its profile");
+    std::fs::write(scenarios.join("a.toml"), moved).expect("write the scenario");
+    let (hosts, scenarios) = (hosts.display().to_string(), scenarios.display().to_string());
+    let args = ["run", "--live", "--hosts", &hosts, &scenarios];
+    let output = devsim(Fake::Cuda, &profile_path("h200x2"), &[], &args);
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(i32::from(devsim_metadata::exit::ERRORED)),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("ERROR   a.toml"), "{stdout}");
+    assert!(stdout.contains("find host profile `moved`"), "{stdout}");
+    assert!(stdout.contains("0 failed"), "{stdout}");
+    assert!(
+        stderr.contains("error: failed to run or judge 1 scenario(s)"),
+        "{stderr}"
+    );
+    for format in ["json", "junit"] {
+        let mut with_format = args.to_vec();
+        with_format.extend(["--format", format]);
+        let output = devsim(Fake::Cuda, &profile_path("h200x2"), &[], &with_format);
+        assert_eq!(
+            output.status.code(),
+            Some(i32::from(devsim_metadata::exit::ERRORED)),
+            "{format}: {}",
+            text(&output.stderr)
+        );
+    }
+}
+
 /// `probe --check-masks` through each fake: every generated mask agrees with the driver (the fakes
 /// apply devsim's model, so this proves the plumbing: the children, UUIDs, the rejected `0,0`).
 fn check_masks_agrees_through_the_fakes() {
@@ -1363,7 +1407,7 @@ fn main() {
         .into_iter()
         .map(|(profile, fake)| trial(format!("replay::{profile}"), move || replay(fake, &profile)))
         .collect();
-    let others: [(&str, fn()); 17] = [
+    let others: [(&str, fn()); 18] = [
         (
             "a_live_record_confirms_what_failed_live_and_nothing_else",
             a_live_record_confirms_what_failed_live_and_nothing_else,
@@ -1401,6 +1445,10 @@ fn main() {
             a_worker_that_dies_errors_its_scenario_and_is_replaced,
         ),
         ("a_silent_worker_times_out", a_silent_worker_times_out),
+        (
+            "an_errored_run_exits_with_its_own_code",
+            an_errored_run_exits_with_its_own_code,
+        ),
         (
             "check_masks_agrees_through_the_fakes",
             check_masks_agrees_through_the_fakes,

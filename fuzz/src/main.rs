@@ -331,7 +331,7 @@ fn exercise(bytes: Vec<u8>, name: &str, catalog: &Catalog, profiles: &ProfileSou
     }
     let found = devsim::findings::findings(ran.iter().map(|(s, r)| (s, r)));
     let failed = ran.iter().filter(|(_, r)| r.status.fails_run()).count();
-    let summary = devsim::findings::human(failed, &found, &[]);
+    let summary = devsim::reporter::findings::human(failed, &found, &[]);
     safe("the findings summary", &summary);
     if failed > 0 {
         assert!(summary.starts_with(&format!("{failed} failed scenario(s)")));

@@ -4,11 +4,13 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::args::{CorpusArgs, Format, SchemaName, Selection};
-use super::select::{contained, contained_subject, load_selected, print_load_errors, verdict};
-use super::{CliError, output};
+use super::select::{contained, contained_subject, load_selected, print_load_errors};
+use super::{CliError, RunOutcome};
 use crate::kernel::Catalog;
 use crate::output::{CheckOutput, HostsOutput, KernelsOutput};
 use crate::replay::LiveContext;
+use crate::reporter::json as output;
+use crate::reporter::tables;
 use crate::runner::ScenarioReport;
 use crate::runner::coverage::{Coverage, Threshold};
 use crate::scenario::schema::SchemaKind;
@@ -16,7 +18,7 @@ use crate::scenario::{CorpusError, ProfileSources};
 use crate::shown::field;
 use crate::subject::{ProcessSubject, Subject, SubjectSpec};
 
-pub(super) fn schema(which: SchemaName) -> Result<(), CliError> {
+pub(super) fn schema(which: SchemaName) -> Result<RunOutcome, CliError> {
     match which {
         SchemaName::Scenario => document!("{}", SchemaKind::Scenario.render().trim_end()),
         SchemaName::Host => document!("{}", SchemaKind::Host.render().trim_end()),
@@ -25,10 +27,10 @@ pub(super) fn schema(which: SchemaName) -> Result<(), CliError> {
             serde_json::to_string_pretty(&crate::subject::protocol::schema())?
         ),
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }
 
-pub(super) fn check_subject(subject: &str, source: Option<&Path>) -> Result<(), CliError> {
+pub(super) fn check_subject(subject: &str, source: Option<&Path>) -> Result<RunOutcome, CliError> {
     contained_subject(subject)?;
     let subject = ProcessSubject::start(SubjectSpec::parse_with_source(subject, source)?)?;
     let capabilities = subject.capabilities();
@@ -43,41 +45,11 @@ pub(super) fn check_subject(subject: &str, source: Option<&Path>) -> Result<(), 
     if let Some(warning) = capabilities.deprecation() {
         warn!("{}", field(warning));
     }
-    if !capabilities.declared.is_empty() {
-        // Information, never failures: a project's declarations are its own decision. devsim judges each
-        // kernel against the subject's column.
-        say!("  declared contract (the subject's own, beside devsim's reference catalog):");
-        let reference = Catalog::reference();
-        let rows: Vec<[String; 4]> = capabilities
-            .declared
-            .iter()
-            .map(|d| {
-                let devsim = reference
-                    .get(&d.name)
-                    .map_or_else(|_| "-".into(), |k| k.spec().families_text());
-                let own = if d.families.is_empty() {
-                    "(none)".to_string()
-                } else {
-                    d.families.join(", ")
-                };
-                let differs = if own == devsim { "" } else { "differs" };
-                [
-                    field(&d.name).to_string(),
-                    field(own).to_string(),
-                    devsim,
-                    differs.to_string(),
-                ]
-            })
-            .collect();
-        let width = |i: usize| rows.iter().map(|r| r[i].len()).max().unwrap_or(0).max(6);
-        let (w0, w1, w2) = (width(0), width(1), width(2));
-        say!("    {:w0$}  {:w1$}  devsim", "kernel", "subject");
-        for [name, own, devsim, differs] in &rows {
-            let line = format!("    {name:w0$}  {own:w1$}  {devsim:w2$}  {differs}");
-            say!("{}", line.trim_end());
-        }
+    // Information, never failures: devsim judges each kernel against the subject's column.
+    for line in tables::declared_contract(&capabilities.declared, &Catalog::reference()) {
+        say!("{line}");
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }
 
 pub(super) fn probe(
@@ -85,21 +57,21 @@ pub(super) fn probe(
     force: bool,
     root: PathBuf,
     require_gpu: Option<usize>,
-) -> Result<(), CliError> {
+) -> Result<RunOutcome, CliError> {
     let live = LiveContext::detect(None);
     if live.machine.gpus.is_empty() {
         warn!("{}", live.describe());
     }
-    let text = super::probe::profile_text(&live.machine, SystemTime::now());
+    let text = crate::probe::profile_text(&live.machine, SystemTime::now());
     match write {
         None => document!("{}", text.trim_end()),
         Some(name) => {
-            let path = super::probe::write_profile(&root, &name, &text, force)?;
+            let path = crate::probe::write_profile(&root, &name, &text, force)?;
             say!("wrote {}", path.display());
         }
     }
     if live.driver_failing() {
-        return Err(CliError::DriverFailing(live.unavailable.join("; ")));
+        return Ok(RunOutcome::DriverFailing(live.unavailable.join("; ")));
     }
     if let Some(required) = require_gpu {
         let real = if live.machine.fake {
@@ -108,13 +80,13 @@ pub(super) fn probe(
             live.machine.gpus.len()
         };
         if real < required {
-            return Err(CliError::TooFewGpus {
+            return Ok(RunOutcome::TooFewGpus {
                 required,
                 found: live.describe(),
             });
         }
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }
 
 pub(super) fn check(
@@ -123,7 +95,7 @@ pub(super) fn check(
     selection: &Selection,
     corpus: &CorpusArgs,
     format: Format,
-) -> Result<(), CliError> {
+) -> Result<RunOutcome, CliError> {
     let (scenarios, errors) = load_selected(catalog, paths, selection, corpus)?;
     match format {
         Format::Human => {
@@ -143,7 +115,7 @@ pub(super) fn check(
             document!("{}", serde_json::to_string_pretty(&document)?);
         }
     }
-    verdict(errors.len(), 0)
+    Ok(RunOutcome::of_counts(errors.len(), 0))
 }
 
 pub(super) fn coverage(
@@ -152,7 +124,7 @@ pub(super) fn coverage(
     threshold_file: &Path,
     corpus: &CorpusArgs,
     format: Format,
-) -> Result<(), CliError> {
+) -> Result<RunOutcome, CliError> {
     let selection = Selection {
         tags: Vec::new(),
         filters: Vec::new(),
@@ -169,15 +141,8 @@ pub(super) fn coverage(
     let gaps = counted.gaps(&threshold);
     match format {
         Format::Human => {
-            say!("{}", counted.table().trim_end());
-            say!("cells: ran/refused steps of passing scenarios; - none");
-            say!(
-                "threshold {}: {} gap(s)",
-                threshold_file.display(),
-                gaps.len()
-            );
-            for gap in &gaps {
-                say!("  not exercised: {gap}");
+            for line in tables::coverage(&counted, threshold_file, &gaps) {
+                say!("{line}");
             }
         }
         Format::Json => document!(
@@ -192,12 +157,12 @@ pub(super) fn coverage(
     }
     let failed = reports.iter().filter(|r| r.status.fails_run()).count();
     if !gaps.is_empty() {
-        return Err(CliError::CoverageGaps { count: gaps.len() });
+        return Ok(RunOutcome::CoverageGaps { count: gaps.len() });
     }
-    verdict(errors.len(), failed)
+    Ok(RunOutcome::of_counts(errors.len(), failed))
 }
 
-pub(super) fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError> {
+pub(super) fn kernels(catalog: &Catalog, format: Format) -> Result<RunOutcome, CliError> {
     match format {
         Format::Json => {
             let document = KernelsOutput {
@@ -207,42 +172,19 @@ pub(super) fn kernels(catalog: &Catalog, format: Format) -> Result<(), CliError>
             document!("{}", serde_json::to_string_pretty(&document)?);
         }
         Format::Human => {
-            say!(
-                "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} {:<18} arch",
-                "name",
-                "method",
-                "families",
-                "prio",
-                "auto",
-                "extension",
-                "rocm (inventory)"
-            );
-            let inventory = crate::kernel::audit::Inventory::reference();
-            for kernel in catalog.iter() {
-                let spec = kernel.spec();
-                // The ROCm decision the inventory records for the kernel (`-`: a kernel it does not list).
-                let rocm = inventory
-                    .row(&spec.name)
-                    .map_or("-", |row| row.rocm.as_str());
-                say!(
-                    "{:<22} {:<12} {:<26} {:>4} {:<5} {:<14} {:<18} {}",
-                    spec.name,
-                    spec.method.as_str(),
-                    spec.families_text(),
-                    spec.priority,
-                    if spec.selectable { "yes" } else { "no" },
-                    spec.extension.as_deref().unwrap_or("-"),
-                    rocm,
-                    spec.arch_text()
-                );
+            for line in tables::kernels(catalog) {
+                say!("{line}");
             }
-            say!("{} kernels", catalog.len());
         }
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }
 
-pub(super) fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Result<(), CliError> {
+pub(super) fn hosts(
+    root: PathBuf,
+    folders: Vec<PathBuf>,
+    format: Format,
+) -> Result<RunOutcome, CliError> {
     for folder in &folders {
         contained("--hosts", folder)?;
     }
@@ -263,37 +205,10 @@ pub(super) fn hosts(root: PathBuf, folders: Vec<PathBuf>, format: Format) -> Res
         }
         Format::Human => {
             print_load_errors(&errors);
-            for host in &profiles {
-                let gpus: Vec<String> = host.gpus.iter().map(|g| g.arch.to_string()).collect();
-                let foreign: Vec<String> = host
-                    .foreign_gpus
-                    .iter()
-                    .map(|g| g.arch.to_string())
-                    .collect();
-                say!(
-                    "{:<14} torch={:<5} gpus=[{}]{}",
-                    field(&host.name),
-                    host.torch,
-                    gpus.join(", "),
-                    if foreign.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" foreign=[{}]", foreign.join(", "))
-                    }
-                );
+            for line in tables::hosts(&profiles, sources.configured()) {
+                say!("{line}");
             }
-            let mut searched: Vec<String> = sources
-                .configured()
-                .iter()
-                .map(|f| field(f.display()).to_string())
-                .collect();
-            searched.push("the built-in profiles".into());
-            say!(
-                "{} host profile(s) from {}",
-                profiles.len(),
-                searched.join(", ")
-            );
         }
     }
-    verdict(errors.len(), 0)
+    Ok(RunOutcome::of_counts(errors.len(), 0))
 }

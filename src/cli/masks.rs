@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::cli::CliError;
+use crate::cli::{CliError, RunOutcome};
 use crate::runtime::live::masks::{
     DriverView, Mask, Prediction, Verdict, judge, machine_of, masks_for, predict,
 };
@@ -53,7 +53,7 @@ fn view_in_child(exe: &Path, mask: Option<&Mask>) -> DriverView {
 }
 
 /// `devsim probe --check-masks`.
-pub fn check() -> Result<(), CliError> {
+pub fn check() -> Result<RunOutcome, CliError> {
     let exe = std::env::current_exe()?;
     let machine = match view_in_child(&exe, None) {
         DriverView::Gpus { build, gpus } => {
@@ -63,7 +63,7 @@ pub fn check() -> Result<(), CliError> {
             say(&format!(
                 "masks: 0 checked, all skipped: the driver shows no GPU without a mask ({other:?})"
             ));
-            return Ok(());
+            return Ok(RunOutcome::Passed);
         }
     };
     let names: Vec<String> = machine
@@ -110,7 +110,7 @@ pub fn check() -> Result<(), CliError> {
         "masks: {agree} agree, {disagree} disagree, {skipped} skipped"
     ));
     if disagree > 0 {
-        return Err(CliError::MasksDisagree { count: disagree });
+        return Ok(RunOutcome::MasksDisagree { count: disagree });
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }

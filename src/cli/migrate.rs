@@ -4,15 +4,15 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use super::CliError;
 use super::select::{default_paths, print_load_errors};
+use super::{CliError, RunOutcome};
 use crate::scenario::error::escape_controls;
 use crate::scenario::find_scenarios;
 use crate::scenario::load::read_bounded;
 use crate::scenario::migrate::migrate_text;
 
 /// Migrates (or with `check`, lists) every scenario file under `paths` that has a deprecated form.
-pub(super) fn migrate(paths: &[PathBuf], check: bool) -> Result<(), CliError> {
+pub(super) fn migrate(paths: &[PathBuf], check: bool) -> Result<RunOutcome, CliError> {
     let paths = default_paths(paths)?;
     let files = find_scenarios(&paths)?;
     let mut unreadable = Vec::new();
@@ -44,14 +44,14 @@ pub(super) fn migrate(paths: &[PathBuf], check: bool) -> Result<(), CliError> {
     let verb = if check { "need migrating" } else { "migrated" };
     say!("{changed} of {} file(s) {verb}", files.len());
     if !unreadable.is_empty() {
-        return Err(CliError::Load {
+        return Ok(RunOutcome::LoadErrors {
             count: unreadable.len(),
         });
     }
     if check && changed > 0 {
-        return Err(CliError::MigrationNeeded { count: changed });
+        return Ok(RunOutcome::MigrationNeeded { count: changed });
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }
 
 /// Replaces `path` with `text` through `<path>.migrating` beside it, renamed over the original, so a

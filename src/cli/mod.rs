@@ -40,39 +40,39 @@ macro_rules! document {
 }
 
 mod args;
-pub(crate) mod bench;
 mod color;
 mod commands;
 mod error;
 pub(crate) mod filter;
-pub(crate) mod junit;
 pub(crate) mod masks;
 mod migrate;
-pub(crate) mod output;
+mod outcome;
 mod review;
 mod run;
 mod select;
-mod side_by_side;
 // Not part of the public API: public only for devsim's own tests of `probe --write` and progress.
 #[doc(hidden)]
-pub mod probe;
+pub mod probe {
+    //! [`crate::probe`], at the path devsim's own tests of `probe --write` use.
+    pub use crate::probe::{ProbeError, driver_version, profile_text, write_profile};
+}
 #[doc(hidden)]
 pub mod progress;
 mod visible;
 
 pub use error::CliError;
+pub use outcome::RunOutcome;
 
 use std::process::ExitCode;
 
-use devsim_metadata::exit;
-
 use clap::{CommandFactory, Parser};
 
+use crate::bench;
 use crate::kernel::Catalog;
 use args::{Cli, Command};
 use commands::{check, check_subject, coverage, hosts, kernels, probe, schema};
 use run::run;
-use select::write_stdout;
+use select::{contained_subject, write_stdout};
 
 /// The exit code of `run --live` and `probe` when a GPU driver is present but failing.
 pub const EXIT_DRIVER_FAILING: u8 = devsim_metadata::exit::DRIVER_FAILING;
@@ -132,21 +132,20 @@ pub fn main(catalog: Catalog) -> ExitCode {
             subject,
             subject_src,
             jobs,
-        } => {
-            if !subject.is_empty() {
-                let jobs = jobs.unwrap_or_else(args::default_jobs);
-                side_by_side::run_subjects(&root, &subject, subject_src.as_deref(), rounds, jobs)
-            } else if live {
-                bench::run_live(rounds).and_then(|()| bench::corpus_live(&root, &catalog, rounds))
-            } else {
-                bench::run(&root, &catalog, rounds)
-            }
-        }
+        } => bench_command(
+            &catalog,
+            &root,
+            rounds,
+            live,
+            &subject,
+            subject_src.as_deref(),
+            jobs,
+        ),
         Command::Completions { shell } => {
             // Into memory first: clap_complete panics on a failed write, and a closed pipe is no error.
             let mut script = Vec::new();
             clap_complete::generate(shell, &mut Cli::command(), "devsim", &mut script);
-            write_stdout(&script)
+            write_stdout(&script).map(|()| RunOutcome::Passed)
         }
         Command::Man => {
             let mut page = Vec::new();
@@ -154,25 +153,58 @@ pub fn main(catalog: Catalog) -> ExitCode {
                 .render(&mut page)
                 .map_err(CliError::Io)
                 .and_then(|()| write_stdout(&page))
+                .map(|()| RunOutcome::Passed)
         }
         Command::LiveWorker => crate::replay::worker::serve(
             &catalog,
             std::io::stdin().lock(),
             std::io::stdout().lock(),
         )
+        .map(|()| RunOutcome::Passed)
         .map_err(CliError::from),
-        Command::DriverView => masks::driver_view(),
-        Command::Visible { stdin_jsonl: _ } => visible::stdin_jsonl().map_err(CliError::from),
+        Command::DriverView => masks::driver_view().map(|()| RunOutcome::Passed),
+        Command::Visible { stdin_jsonl: _ } => visible::stdin_jsonl()
+            .map(|()| RunOutcome::Passed)
+            .map_err(CliError::from),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(CliError::Failed { failed }) => {
-            warn!("error: failed to pass {failed} scenario(s)");
-            ExitCode::from(exit::FAILED)
+    let code = match result {
+        Ok(outcome) => {
+            if let Some(shortfall) = outcome.shortfall() {
+                warn!("error: failed to {shortfall}");
+            }
+            outcome.exit_code()
         }
         Err(error) => {
             warn!("error: failed to {error}");
-            ExitCode::from(error.exit_code())
+            error.exit_code()
         }
+    };
+    ExitCode::from(code)
+}
+
+/// `devsim bench`: subjects side by side, the live benchmarks, or the simulated ones, each figure printed
+/// as it is measured.
+fn bench_command(
+    catalog: &Catalog,
+    root: &std::path::Path,
+    rounds: u32,
+    live: bool,
+    subjects: &[String],
+    source: Option<&std::path::Path>,
+    jobs: Option<std::num::NonZeroUsize>,
+) -> Result<RunOutcome, CliError> {
+    let mut show = |line: &str| say!("{line}");
+    if !subjects.is_empty() {
+        for subject in subjects {
+            contained_subject(subject)?;
+        }
+        let jobs = jobs.unwrap_or_else(args::default_jobs);
+        bench::side_by_side::run_subjects(root, subjects, source, rounds, jobs, &mut show)?;
+    } else if live {
+        bench::run_live(rounds, &mut show)?;
+        bench::corpus_live(root, catalog, rounds, &mut show)?;
+    } else {
+        bench::run(root, catalog, rounds, &mut show)?;
     }
+    Ok(RunOutcome::Passed)
 }

@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
 use crate::accept::{self, AcceptError};
-use crate::cli::CliError;
+use crate::cli::{CliError, RunOutcome};
 use crate::conformance::Level;
 use crate::runner::ScenarioReport;
 use crate::scenario::model::Scenario;
@@ -62,11 +62,11 @@ pub fn accept_failures(
 
 /// `devsim review`: each pending copy under `root` as a diff, then accepted (it replaces the scenario file),
 /// rejected (deleted) or, on a terminal, asked about.
-pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<(), CliError> {
+pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<RunOutcome, CliError> {
     let pending = accept::pending_under(root);
     if pending.is_empty() {
         say!("review: nothing pending under {}", field(root.display()));
-        return Ok(());
+        return Ok(RunOutcome::Passed);
     }
     let interactive = !accept_all && !reject_all && std::io::stdin().is_terminal();
     let mut left = 0;
@@ -127,9 +127,9 @@ pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<(), Cli
         }
     }
     if left > 0 {
-        return Err(CliError::PendingLeft { count: left });
+        return Ok(RunOutcome::PendingLeft { count: left });
     }
-    Ok(())
+    Ok(RunOutcome::Passed)
 }
 
 fn read(path: &Path) -> Result<String, AcceptError> {

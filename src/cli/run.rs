@@ -4,19 +4,19 @@
 use super::args::{RunArgs, RunFormat, default_jobs};
 use super::progress::{self, Progress};
 use super::select::{contained, contained_subject, load_selected, print_load_errors};
-use super::{CliError, color, junit, output, review};
+use super::{CliError, RunOutcome, color, review};
 use crate::baseline::Baseline;
 use crate::kernel::Catalog;
 use crate::live_record::LiveRecord;
-use crate::output::{Mode, RunOutput, SubjectOutput};
 use crate::replay::LiveContext;
-use crate::report;
-use crate::repro::{self, Reproduction};
+use crate::reporter::human;
+use crate::reporter::run::{JudgedSubject, RunReport};
+use crate::repro;
 use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;
 use crate::shown::field;
 use crate::subject::{CatalogSubject, Lanes, ProcessSubject, Subject, SubjectSpec, useful_lanes};
-use crate::suite::{Expectations, SuiteObserver, Verdict, run_suite};
+use crate::suite::{Expectations, SuiteObserver, run_suite};
 
 /// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
 /// failing, why.
@@ -124,26 +124,9 @@ pub(super) fn catalog_subject(catalog: Catalog) -> CatalogSubject {
     )
 }
 
-pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
+pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliError> {
     // Path arguments first: a link out of its folder is refused before anything is loaded or run.
-    if let Some(subject) = &args.subject {
-        contained_subject(subject)?;
-    }
-    if let Some(path) = &args.baseline {
-        contained("--baseline", path)?;
-    }
-    if let Some(path) = &args.write_baseline {
-        contained("--write-baseline", path)?;
-    }
-    if let Some(path) = &args.live_record {
-        contained("--live-record", path)?;
-    }
-    if let Some(path) = &args.write_live_record {
-        contained("--write-live-record", path)?;
-    }
-    if let Some(path) = &args.repro {
-        contained("--repro", path)?;
-    }
+    refuse_escaping_paths(&args)?;
     // The reproduction folder is made (or refused) before anything runs, not after a long run.
     let repro_context = args
         .repro
@@ -157,16 +140,9 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
     };
     let baseline = args.baseline.as_deref().map(Baseline::read).transpose()?;
     // A process subject's kernels are named by devsim's reference catalog.
-    let (scenarios, errors) = if args.subject.is_some() {
-        load_selected(
-            &Catalog::reference(),
-            &args.paths,
-            &args.selection,
-            &args.corpus,
-        )?
-    } else {
-        load_selected(&catalog, &args.paths, &args.selection, &args.corpus)?
-    };
+    let reference = args.subject.as_ref().map(|_| Catalog::reference());
+    let naming = reference.as_ref().unwrap_or(&catalog);
+    let (scenarios, errors) = load_selected(naming, &args.paths, &args.selection, &args.corpus)?;
     let human = args.format == RunFormat::Human;
     if human {
         print_load_errors(&errors);
@@ -250,85 +226,31 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         _ => Vec::new(),
     };
     if args.accept {
-        let levels: Vec<crate::conformance::Level> = if args.accept_level.is_empty() {
-            crate::conformance::Level::EVERY.to_vec()
-        } else {
-            args.accept_level.iter().map(|&l| l.into()).collect()
-        };
-        review::accept_failures(&scenarios, &plain, &levels)?;
+        review::accept_failures(&scenarios, &plain, &accept_levels(&args))?;
     }
-    match args.format {
-        RunFormat::Human => {
-            for difference in differences.iter().flatten() {
-                say!("baseline changed: {}", field(difference));
-            }
-            if let Some(path) = &args.write_baseline {
-                say!("baseline written to {}", field(path.display()));
-            }
-            if let Some(path) = &args.write_live_record {
-                say!("live record written to {}", field(path.display()));
-            }
-            let lines: Vec<String> = reproductions.iter().map(Reproduction::human).collect();
-            let findings = crate::findings::human_with(failed, findings, &marks, &lines);
-            if !findings.is_empty() {
-                say!("{}", findings.trim_end());
-            }
-            if let Some(dir) = &args.repro {
-                let written = reproductions
-                    .iter()
-                    .filter(|r| matches!(r, Reproduction::Written(_)))
-                    .count();
-                say!(
-                    "reproductions written to {}: {written} script(s), {} finding(s) without one (index: README.md there)",
-                    field(dir.display()),
-                    reproductions.len() - written
-                );
-            }
-            say!("subject {}: {summary}", field(subject.name()));
-        }
-        RunFormat::Json => {
-            let document = RunOutput {
-                version: crate::output::VERSION,
-                mode: if args.live {
-                    Mode::Live
-                } else {
-                    Mode::Simulated
-                },
-                machine: live_description,
-                subject: SubjectOutput {
-                    name: subject.name().to_string(),
-                    version: subject.version().to_string(),
-                    kind: subject.kind().to_string(),
-                },
-                baseline_differences: differences
-                    .as_ref()
-                    .map(|d| d.iter().map(ToString::to_string).collect()),
-                scenarios: reports
-                    .iter()
-                    .zip(&scenarios)
-                    .map(|((report, took), scenario)| output::scenario(report, scenario, *took))
-                    .collect(),
-                load_errors: errors.iter().map(output::load_error).collect(),
-                summary: output::summary(summary, errors.len()),
-                findings: findings
-                    .iter()
-                    .zip(&marks)
-                    .map(|(finding, mark)| output::finding(finding, mark))
-                    .collect(),
-            };
-            document!("{}", serde_json::to_string_pretty(&document)?);
-        }
-        RunFormat::Junit => {
-            let run = junit::RunInfo {
-                subject: format!("{} {}", subject.name(), subject.version()),
-                mode: if args.live { "live" } else { "simulated" },
-                machine: live_description.as_deref(),
-                fake_driver,
-                marks: scenario_marks(findings, &marks),
-            };
-            document!("{}", junit::render(reports, &errors, &run)?.trim_end());
-        }
-    }
+    let judged = JudgedSubject {
+        name: subject.name().to_string(),
+        version: subject.version().to_string(),
+        kind: subject.kind().to_string(),
+    };
+    let rendered = RunReport {
+        subject: &judged,
+        live: args.live,
+        machine: live_description.as_deref(),
+        fake_driver,
+        scenarios: &scenarios,
+        reports,
+        load_errors: &errors,
+        summary,
+        failed,
+        findings,
+        marks: &marks,
+        baseline_differences: differences.as_deref(),
+        wrote_baseline: args.write_baseline.as_deref(),
+        wrote_live_record: args.write_live_record.as_deref(),
+        reproductions: args.repro.as_deref().map(|dir| (dir, &reproductions[..])),
+    };
+    print(&rendered, args.format)?;
     let asked = Expectations {
         baseline_differences: differences,
         writes_baseline: args.write_baseline.is_some(),
@@ -337,23 +259,56 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<(), CliError> {
         allow_fake: args.allow_fake,
         driver_failing,
     };
-    match suite.verdict(&scenarios, &asked) {
-        Verdict::Passed => Ok(()),
-        Verdict::DriverFailing(failing) => Err(CliError::DriverFailing(failing)),
-        Verdict::FakeDriver { required } => Err(CliError::FakeDriver { required }),
-        Verdict::TooFewLive { ran, required } => Err(CliError::TooFewLive { ran, required }),
-        Verdict::BaselineDiffers { count } => Err(CliError::BaselineDiffers {
-            path: args
-                .baseline
-                .as_ref()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default(),
-            count,
-        }),
-        Verdict::LoadErrors { count } => Err(CliError::Load { count }),
-        Verdict::Errored { count } => Err(CliError::Errored { count }),
-        Verdict::Failed { count } => Err(CliError::Failed { failed: count }),
+    Ok(RunOutcome::of_run(
+        suite.verdict(&scenarios, &asked),
+        args.baseline.as_deref(),
+    ))
+}
+
+/// Refuses each path argument of `run` that is a link resolving outside the folder it was given under.
+fn refuse_escaping_paths(args: &RunArgs) -> Result<(), CliError> {
+    if let Some(subject) = &args.subject {
+        contained_subject(subject)?;
     }
+    let paths = [
+        ("--baseline", &args.baseline),
+        ("--write-baseline", &args.write_baseline),
+        ("--live-record", &args.live_record),
+        ("--write-live-record", &args.write_live_record),
+        ("--repro", &args.repro),
+    ];
+    for (flag, path) in paths {
+        if let Some(path) = path {
+            contained(flag, path)?;
+        }
+    }
+    Ok(())
+}
+
+/// The conformance levels `run --accept` writes pending expectations for: those asked, else every level.
+fn accept_levels(args: &RunArgs) -> Vec<crate::conformance::Level> {
+    if args.accept_level.is_empty() {
+        crate::conformance::Level::EVERY.to_vec()
+    } else {
+        args.accept_level.iter().map(|&l| l.into()).collect()
+    }
+}
+
+/// Prints what follows the last scenario's report in `format`: the closing lines of human output, or the
+/// whole JSON or JUnit document.
+fn print(rendered: &RunReport<'_>, format: RunFormat) -> Result<(), CliError> {
+    match format {
+        RunFormat::Human => {
+            for entry in rendered.human_closing() {
+                say!("{entry}");
+            }
+        }
+        RunFormat::Json => {
+            document!("{}", serde_json::to_string_pretty(&rendered.json())?);
+        }
+        RunFormat::Junit => document!("{}", rendered.junit()?.trim_end()),
+    }
+    Ok(())
 }
 
 /// What the scripts `run --repro DIR` writes share: the subject (its file relative to DIR, or its command),
@@ -404,22 +359,6 @@ fn repro_context(dir: &std::path::Path, args: &RunArgs) -> Result<repro::Context
     })
 }
 
-/// Each scenario that shows a finding → its mark for people: confirmed when any of its findings is.
-fn scenario_marks(
-    findings: &[crate::findings::Finding],
-    marks: &[crate::live_record::Mark],
-) -> std::collections::BTreeMap<String, String> {
-    let mut out = std::collections::BTreeMap::new();
-    for (finding, mark) in findings.iter().zip(marks) {
-        for scenario in &finding.scenarios {
-            if mark.is_confirmed() || !out.contains_key(scenario) {
-                out.insert(scenario.clone(), mark.human());
-            }
-        }
-    }
-    out
-}
-
 /// What `devsim run` shows while the suite runs: the progress bar, and each report (failures always,
 /// the rest unless `--quiet`) in human output.
 pub(super) struct Shown {
@@ -436,7 +375,7 @@ impl SuiteObserver for Shown {
     fn finished(&mut self, _scenario: &Scenario, report: &ScenarioReport) {
         if self.human && (report.status.fails_run() || !self.quiet) {
             self.progress
-                .suspend(|| color::print(&color::report(report::human(report).trim_end())));
+                .suspend(|| color::print(&color::report(human::scenario(report).trim_end())));
         }
         self.progress.done();
     }

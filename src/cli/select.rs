@@ -1,5 +1,4 @@
-//! Which scenarios a command takes: the paths (default `./scenarios`), the tag and name selection, and the
-//! verdict of a finished run.
+//! Which scenarios a command takes: the paths (default `./scenarios`) and the tag and name selection.
 
 use std::path::{Path, PathBuf};
 
@@ -163,15 +162,4 @@ pub(super) fn load_selected(
         });
     }
     Ok((scenarios, errors))
-}
-
-/// The exit status of a finished run or check: load errors first (2), then failures (1).
-pub(super) fn verdict(load_errors: usize, failed: usize) -> Result<(), CliError> {
-    if load_errors > 0 {
-        Err(CliError::Load { count: load_errors })
-    } else if failed > 0 {
-        Err(CliError::Failed { failed })
-    } else {
-        Ok(())
-    }
 }

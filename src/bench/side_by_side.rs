@@ -1,4 +1,4 @@
-//! `devsim bench --subject A [--subject B …]`: the corpus through the reference catalog and each subject, side
+//! Subjects side by side (`devsim bench --subject A [--subject B …]`): the corpus through the reference catalog and each subject, side
 //! by side. The first table times them (per-step median, the corpus without and with start-up, start-up
 //! alone, and each against the reference). The second is a conformance table: each subject's outcomes and its
 //! distinct findings, with the findings counted by the rule or level they break, and how many of them the
@@ -10,8 +10,7 @@ use std::num::NonZeroUsize;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::cli::CliError;
-use crate::cli::bench::ms;
+use super::{BenchError, Sink, ms};
 use crate::findings::findings;
 use crate::kernel::Catalog;
 use crate::live_record::LiveRecord;
@@ -101,17 +100,16 @@ fn ratio(reference: f64, subject: f64) -> String {
     }
 }
 
-/// `devsim bench --subject …`.
+/// `devsim bench --subject …`: each subject (a command line or a subject file, as `--subject` takes it)
+/// started and measured over the corpus under `root`, beside the reference catalog.
 pub fn run_subjects(
     root: &Path,
     subjects: &[String],
     source: Option<&Path>,
     rounds: u32,
     jobs: NonZeroUsize,
-) -> Result<(), CliError> {
-    for subject in subjects {
-        super::select::contained_subject(subject)?;
-    }
+    show: Sink<'_>,
+) -> Result<(), BenchError> {
     let specs = subjects
         .iter()
         .map(|s| SubjectSpec::parse_with_source(s, source))
@@ -143,61 +141,74 @@ pub fn run_subjects(
             record.as_ref(),
         ));
     }
-    say!(
+    emit!(
+        show,
         "bench: {} scenarios ({} failed to load), best of {} round(s)",
         scenarios.len(),
         errors.len(),
         rounds.max(1)
     );
-    say!(
+    emit!(
+        show,
         "{}",
         row("", all.iter().map(|f| field(&f.name).to_string()))
     );
     let base = &all[0];
     let step = |f: &Figures| f.step_median.as_secs_f64();
     let with_start = |f: &Figures| f.start + f.best_corpus;
-    say!(
+    emit!(
+        show,
         "{}",
         row(
             "step median (us)",
             all.iter().map(|f| format!("{:.1}", step(f) * 1e6))
         )
     );
-    say!(
+    emit!(
+        show,
         "{}",
         row(
             "  against the reference",
             all.iter().map(|f| ratio(step(base), step(f)))
         )
     );
-    say!(
+    emit!(
+        show,
         "{}",
         row(
             "corpus, start excluded (ms)",
             all.iter().map(|f| ms(f.best_corpus))
         )
     );
-    say!(
+    emit!(
+        show,
         "{}",
         row(
             "corpus, start included (ms)",
             all.iter().map(|f| ms(with_start(f)))
         )
     );
-    say!(
+    emit!(
+        show,
         "{}",
         row(
             "  against the reference",
             all.iter().map(|f| ratio(with_start(base), with_start(f)))
         )
     );
-    say!("{}", row("start (ms)", all.iter().map(|f| ms(f.start))));
-    say!(
+    emit!(
+        show,
+        "{}",
+        row("start (ms)", all.iter().map(|f| ms(f.start)))
+    );
+    emit!(
+        show,
         "{}",
         row("steps timed", all.iter().map(|f| f.steps.to_string()))
     );
-    say!("");
-    say!(
+    show("");
+    emit!(
+        show,
         "{}",
         row(
             "conformance (scenarios)",
@@ -213,19 +224,22 @@ pub fn run_subjects(
         ("not applicable", |s| s.not_applicable),
     ];
     for (label, count) in outcomes {
-        say!(
+        emit!(
+            show,
             "{}",
             row(label, all.iter().map(|f| count(&f.summary).to_string()))
         );
     }
-    say!(
+    emit!(
+        show,
         "{}",
         row(
             "distinct findings",
             all.iter().map(|f| f.distinct.to_string())
         )
     );
-    say!(
+    emit!(
+        show,
         "{}",
         row(
             "  confirmed on a real GPU",
@@ -236,7 +250,8 @@ pub fn run_subjects(
     let checks: std::collections::BTreeSet<&String> =
         all.iter().flat_map(|f| f.findings.keys()).collect();
     for check in checks {
-        say!(
+        emit!(
+            show,
             "{}",
             row(
                 &format!("  {}", field(check)),
@@ -246,7 +261,12 @@ pub fn run_subjects(
         );
     }
     for figures in &all {
-        say!("{}: {}", field(&figures.name), field(&figures.describe));
+        emit!(
+            show,
+            "{}: {}",
+            field(&figures.name),
+            field(&figures.describe)
+        );
     }
     Ok(())
 }

@@ -1,4 +1,5 @@
-//! Human and JSON output for scenario reports.
+//! Human text for a terminal: one scenario's report (its status line and, for a failure, every difference
+//! with the failing step's trace). Printing is the caller's; this only renders.
 
 use std::fmt::Write;
 
@@ -10,7 +11,7 @@ use crate::runner::{ScenarioReport, Status};
 /// failing step's trace. Every piece of user text (the name with its matrix values, the path, the
 /// description, reasons, messages, trace entries) is placed through [`field`], so none can start a line of
 /// its own or reach the terminal raw ([`crate::shown`]).
-pub fn human(report: &ScenarioReport) -> String {
+pub fn scenario(report: &ScenarioReport) -> String {
     crate::shown::lines(&placed(report)).into_owned()
 }
 
@@ -119,7 +120,7 @@ mod tests {
             stopped_decided_by: Default::default(),
             left_out: Vec::new(),
         };
-        let shown = human(&report);
+        let shown = scenario(&report);
         assert!(!shown.contains('\u{1b}'), "{shown:?}");
         assert!(shown.contains("evil\\u{1b}[2J.toml"), "{shown:?}");
         assert!(!shown.contains('\u{202e}'), "{shown:?}");

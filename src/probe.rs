@@ -1,5 +1,5 @@
-//! `devsim probe [--write NAME [--force]]`: the real machine as a host profile, printed or written to
-//! `<root>/hosts/NAME.toml` with the probe date and the driver version as comments.
+//! The real machine as a host profile (`devsim probe [--write NAME [--force]]`): its text, headed by the
+//! probe date and the driver version as comments, and writing it to `<root>/hosts/NAME.toml`.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

@@ -1,16 +1,61 @@
-//! `devsim bench`: decisions per second over the kernel matrix, the median cost of one validate,
-//! scenarios per second over the corpus, and load times at scale (a generated scenario of 1,000,000 steps,
-//! a visible-device mask of 200,000 entries, discovery of a tree 2,000 folders deep).
+//! The benchmarks behind `devsim bench`: decisions per second over the kernel matrix, the median cost of one
+//! validate, scenarios per second over the corpus, and load times at scale (a generated scenario of 1,000,000
+//! steps, a visible-device mask of 200,000 entries, discovery of a tree 2,000 folders deep); the cost of a
+//! live replay against direct runtime calls (`--live`); and subjects side by side ([`side_by_side`]).
+//!
+//! Each benchmark hands its figures, one line at a time as they are measured, to a sink the caller gives
+//! (the command line prints them); it prints nothing itself.
 
 use std::path::Path;
 use std::time::Instant;
 
-use crate::cli::CliError;
+use thiserror::Error;
+
+use crate::dispatch::DispatchError;
 use crate::kernel::Catalog;
 use crate::scenario::load::{MAX_DEPTH, ProfileSources, find_named, parse_scenario};
 use crate::sweep::{median, run_matrix, shipped_hosts};
 use crate::visible::torch::{TorchList, parse_list};
 use {crate::runner::run_simulated, crate::scenario::load_all};
+
+/// Where a benchmark's figures go, one line each: human text, user text already placed through
+/// [`crate::shown::field`].
+pub type Sink<'a> = &'a mut dyn FnMut(&str);
+
+/// Hands one formatted line to a [`Sink`].
+macro_rules! emit {
+    ($sink:expr, $($arg:tt)*) => {
+        ($sink)(&format!($($arg)*))
+    };
+}
+
+/// Why a benchmark could not be measured.
+#[derive(Debug, Error)]
+pub enum BenchError {
+    /// A scratch tree could not be made or removed, or the running binary could not be found.
+    #[error("set up the benchmark: {0}")]
+    Io(#[from] std::io::Error),
+    /// The corpus could not be listed.
+    #[error(transparent)]
+    Corpus(#[from] crate::scenario::CorpusError),
+    /// A generated scenario or a shipped profile did not load.
+    #[error(transparent)]
+    Load(#[from] crate::scenario::LoadError),
+    /// A kernel the benchmark needs is missing from the catalog.
+    #[error(transparent)]
+    Dispatch(#[from] DispatchError),
+    /// A subject could not be started.
+    #[error(transparent)]
+    Subject(#[from] crate::subject::SubjectError),
+    /// A subject file's live record could not be read.
+    #[error(transparent)]
+    LiveRecord(#[from] crate::live_record::LiveRecordError),
+    /// A runtime or dispatch call of the live benchmark failed.
+    #[error("measure the live runtime: {0}")]
+    Live(String),
+}
+
+pub mod side_by_side;
 
 /// Steps in the generated scenario that `bench` loads.
 pub const GENERATED_STEPS: usize = 1_000_000;
@@ -33,7 +78,7 @@ pub fn generated_scenario(steps: usize) -> String {
 }
 
 /// Load time of a generated scenario and parse time of a long visible-device mask.
-pub fn run_load_scale(catalog: &Catalog) -> Result<(), CliError> {
+pub fn run_load_scale(catalog: &Catalog, show: Sink<'_>) -> Result<(), BenchError> {
     let text = generated_scenario(GENERATED_STEPS);
     let started = Instant::now();
     let scenario = parse_scenario(
@@ -43,7 +88,8 @@ pub fn run_load_scale(catalog: &Catalog) -> Result<(), CliError> {
         &ProfileSources::shipped(),
     )?;
     let load_time = started.elapsed();
-    say!(
+    emit!(
+        show,
         "load: {} steps ({:.1} MiB) loaded in {:.2} s",
         scenario.steps.len(),
         text.len() as f64 / (1024.0 * 1024.0),
@@ -60,11 +106,12 @@ pub fn run_load_scale(catalog: &Catalog) -> Result<(), CliError> {
         Ok(TorchList::Range(n)) => n,
         Err(_) => 0,
     };
-    say!(
+    emit!(
+        show,
         "mask: {MASK_ENTRIES} entries ({entries} kept) parsed in {:.2} ms",
         mask_time.as_secs_f64() * 1e3
     );
-    run_depth()
+    run_depth(show)
 }
 
 /// Folders in the deep tree whose refusal `bench` times.
@@ -72,13 +119,13 @@ pub const DEEP_FOLDERS: usize = 2_000;
 
 /// Discovery over depth: a tree [`MAX_DEPTH`] folders deep (listed) and one [`DEEP_FOLDERS`] deep (refused
 /// at the limit), each with one scenario at the bottom, in a scratch folder removed afterwards.
-pub fn run_depth() -> Result<(), CliError> {
+pub fn run_depth(show: Sink<'_>) -> Result<(), BenchError> {
     let scratch = std::env::temp_dir().join(format!("devsim-bench-depth-{}", std::process::id()));
-    let timed = |depth: usize| -> Result<(f64, bool), CliError> {
+    let timed = |depth: usize| -> Result<(f64, bool), BenchError> {
         let root = scratch.join(depth.to_string());
         let bottom = (0..depth).fold(root.clone(), |path, _| path.join("d"));
-        std::fs::create_dir_all(&bottom).map_err(CliError::Io)?;
-        std::fs::write(bottom.join("x.toml"), "").map_err(CliError::Io)?;
+        std::fs::create_dir_all(&bottom).map_err(BenchError::Io)?;
+        std::fs::write(bottom.join("x.toml"), "").map_err(BenchError::Io)?;
         let started = Instant::now();
         let listed = find_named(&[root]).is_ok();
         Ok((started.elapsed().as_secs_f64() * 1e3, listed))
@@ -86,8 +133,9 @@ pub fn run_depth() -> Result<(), CliError> {
     let measured = timed(MAX_DEPTH).and_then(|limit| Ok((limit, timed(DEEP_FOLDERS)?)));
     let removed = std::fs::remove_dir_all(&scratch);
     let ((limit_ms, limit_listed), (deep_ms, deep_listed)) = measured?;
-    removed.map_err(CliError::Io)?;
-    say!(
+    removed.map_err(BenchError::Io)?;
+    emit!(
+        show,
         "depth: {MAX_DEPTH} folders {} in {limit_ms:.2} ms, {DEEP_FOLDERS} folders {} in {deep_ms:.2} ms",
         if limit_listed { "listed" } else { "REFUSED" },
         if deep_listed {
@@ -100,7 +148,7 @@ pub fn run_depth() -> Result<(), CliError> {
 }
 
 /// Runs the benchmarks and prints their figures.
-pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> {
+pub fn run(root: &Path, catalog: &Catalog, rounds: u32, show: Sink<'_>) -> Result<(), BenchError> {
     let hosts = shipped_hosts(root)?;
     let mut best_rate = 0.0f64;
     let mut validate_times = Vec::new();
@@ -114,13 +162,15 @@ pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> 
         validate_times.extend(outcome.validate_times);
     }
     let median_validate = median(&mut validate_times);
-    say!(
+    emit!(
+        show,
         "matrix: {} kernels x {} hosts = {cases} cases per round, {rounds} round(s)",
         catalog.len(),
         hosts.len()
     );
-    say!("matrix: {best_rate:.0} decisions/s (best round)");
-    say!(
+    emit!(show, "matrix: {best_rate:.0} decisions/s (best round)");
+    emit!(
+        show,
         "validate: median {:.2} us over {} calls",
         median_validate.as_secs_f64() * 1e6,
         validate_times.len()
@@ -136,7 +186,8 @@ pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> 
         }
         best_corpus = best_corpus.min(started.elapsed().as_secs_f64());
     }
-    say!(
+    emit!(
+        show,
         "corpus: {} scenarios ({} failed to load) loaded in {:.1} ms, run in {:.2} ms (best of {rounds}): {:.0} scenarios/s",
         scenarios.len(),
         errors.len(),
@@ -144,14 +195,14 @@ pub fn run(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> 
         best_corpus * 1e3,
         scenarios.len() as f64 / best_corpus
     );
-    run_budget(catalog)?;
-    run_load_scale(catalog)
+    run_budget(catalog, show)?;
+    run_load_scale(catalog, show)
 }
 
 /// The largest repeated input the budget accepts ([`crate::scenario::Step::MAX_EXECUTIONS`] warmups, each
 /// switching devices and launching), run on the simulated runtime: its time and the process's peak resident
 /// memory while it ran (Linux: the high-water mark is reset first through `/proc/self/clear_refs`).
-pub fn run_budget(catalog: &Catalog) -> Result<(), CliError> {
+pub fn run_budget(catalog: &Catalog, show: Sink<'_>) -> Result<(), BenchError> {
     let executions = crate::scenario::Step::MAX_EXECUTIONS;
     let (steps, repeat) = (executions / 10_000, 10_000);
     let mut text = String::from(
@@ -177,7 +228,8 @@ pub fn run_budget(catalog: &Catalog) -> Result<(), CliError> {
         .map_or("not measured (no /proc/self)".to_string(), |kib| {
             format!("{:.1} MiB", kib as f64 / 1024.0)
         });
-    say!(
+    emit!(
+        show,
         "budget: {executions} step executions ({steps} steps x repeat {repeat}) run in {:.2} s, peak resident memory {peak}, {}",
         took.as_secs_f64(),
         report.status.word()
@@ -197,7 +249,7 @@ fn peak_resident_kib() -> Option<u64> {
 /// Both sides do the same work on the last visible GPU from a GPU-0 context: a weight move (alloc, copy in,
 /// copy out, free) and a warmup (switch context, launch, synchronize, switch back). The harness side goes
 /// through dispatch (normalize, gates, the recorder's trace); the direct side calls the runtime in a loop.
-pub fn run_live(rounds: u32) -> Result<(), CliError> {
+pub fn run_live(rounds: u32, show: Sink<'_>) -> Result<(), BenchError> {
     use crate::dispatch::Dispatch;
     use crate::dispatch::selector::Selector;
     use crate::runtime::live::LiveRuntime;
@@ -210,7 +262,8 @@ pub fn run_live(rounds: u32) -> Result<(), CliError> {
         Ok(driver) => Arc::<dyn crate::runtime::live::driver::GpuDriver>::from(driver),
         Err(errors) => {
             let why: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            println!(
+            emit!(
+                show,
                 "live bench: no GPU driver, nothing measured ({})",
                 why.join("; ")
             );
@@ -220,17 +273,14 @@ pub fn run_live(rounds: u32) -> Result<(), CliError> {
     let tensors = cfg!(feature = "torch");
     let count = driver.device_count().unwrap_or(0);
     if count == 0 {
-        println!("live bench: the driver sees no GPU, nothing measured");
+        emit!(show, "live bench: the driver sees no GPU, nothing measured");
         return Ok(());
     }
     let target = count - 1;
     let iterations = 50 * rounds.max(1);
     let catalog = Catalog::reference();
     let kernel = catalog.get("gptq_torch")?;
-    let failure = |error: String| {
-        println!("live bench: {error}");
-        CliError::Failed { failed: 1 }
-    };
+    let failure = BenchError::Live;
 
     let direct = LiveRuntime::new(Arc::clone(&driver), tensors);
     direct.set_device(0).map_err(|e| failure(e.to_string()))?;
@@ -269,7 +319,8 @@ pub fn run_live(rounds: u32) -> Result<(), CliError> {
     }
     let harness_time = started.elapsed();
     let per = |t: std::time::Duration| t.as_secs_f64() * 1e6 / f64::from(iterations);
-    println!(
+    emit!(
+        show,
         "live bench on GPU {target} ({} iterations, {}): direct {:.1} us, through the harness {:.1} us per move+warmup; ratio {:.2}",
         iterations,
         if tensors { "tch tensors" } else { "driver API" },
@@ -288,7 +339,12 @@ pub(crate) fn ms(seconds: f64) -> String {
 /// `bench --live`, second part: the scenario corpus under `root` simulated and live, wall time and
 /// ratio, with the worker pool's part (workers started, scenarios they ran). The first live round
 /// starts the workers (cold); later rounds reuse them (warm).
-pub fn corpus_live(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), CliError> {
+pub fn corpus_live(
+    root: &Path,
+    catalog: &Catalog,
+    rounds: u32,
+    show: Sink<'_>,
+) -> Result<(), BenchError> {
     use crate::replay::LiveContext;
     use crate::runner::Status;
 
@@ -322,11 +378,13 @@ pub fn corpus_live(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), Cl
         .count();
     let cold = times.first().copied().unwrap_or_default();
     let warm = times.iter().skip(1).copied().fold(f64::MAX, f64::min);
-    say!(
+    emit!(
+        show,
         "live corpus: {} scenario(s), {ran} ran live ({in_workers} in workers), {skipped} skipped, {failed} failed",
         scenarios.len()
     );
-    say!(
+    emit!(
+        show,
         "live corpus: simulated {} ms; live {} ms cold (workers started: {}), ratio live/simulated {:.1}",
         ms(simulated),
         ms(cold),
@@ -334,7 +392,8 @@ pub fn corpus_live(root: &Path, catalog: &Catalog, rounds: u32) -> Result<(), Cl
         cold / simulated.max(f64::EPSILON)
     );
     if times.len() > 1 {
-        say!(
+        emit!(
+            show,
             "live corpus: {} ms warm (workers reused), ratio live/simulated {:.1}",
             ms(warm),
             warm / simulated.max(f64::EPSILON)

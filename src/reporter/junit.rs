@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
-use crate::report;
+use crate::reporter::human;
 use crate::runner::{ScenarioReport, Status};
 use crate::scenario::LoadError;
 
@@ -74,7 +74,7 @@ pub fn render(
                 };
                 status.set_message(xml(&message));
                 status.set_type("scenario-failure");
-                status.set_description(xml_text(&report::human(scenario)));
+                status.set_description(xml_text(&human::scenario(scenario)));
                 status
             }
             Status::Errored(error) => {
@@ -82,7 +82,7 @@ pub fn render(
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
                 status.set_message(xml(&error.to_string()));
                 status.set_type("harness-error");
-                status.set_description(xml_text(&report::human(scenario)));
+                status.set_description(xml_text(&human::scenario(scenario)));
                 status
             }
         };
