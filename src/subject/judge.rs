@@ -447,4 +447,6 @@ mod contract;
 use contract::numerics;
 
 #[cfg(test)]
+mod partial_tests;
+#[cfg(test)]
 mod tests;
