@@ -21,7 +21,8 @@ pub(crate) fn lacking(
     for step in &scenario.steps {
         if let Some(reason) = lacks(capabilities, step) {
             if !reads_only(&step.action) {
-                return Err(reason);
+                // the whole scenario, named by the first step it lacks, as before steps could be left out
+                return Err(lacking.pop_first().map_or(reason, |(_, first)| first));
             }
             lacking.insert(step.number, reason);
         }
@@ -144,6 +145,11 @@ mod tests {
         for (steps, why) in cases {
             assert_eq!(lacking(&all, &scenario(steps)), Err(why.to_string()));
         }
+        assert_eq!(
+            lacking(&all, &scenario(&[VALIDATE_EXLLAMA, MOVE_EXLLAMA])),
+            Err("subject s does not have kernel gptq_exllama_v2".to_string()),
+            "named by the first step it lacks"
+        );
         let no_set_device = subject(&["validate"]);
         assert_eq!(
             lacking(&no_set_device, &scenario(&[SET_DEVICE, VALIDATE_MARLIN])),

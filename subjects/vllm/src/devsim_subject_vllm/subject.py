@@ -352,6 +352,9 @@ class Subject:
         platform = self.resolved()
         family = self.family()
         obs["vendor"] = VENDOR_OF_FAMILY.get(family or "", "none")
+        # the vendor is the platform vLLM's detection picked by counting devices through the vendors' libraries:
+        # placed where this step's first count was queried (nothing when an earlier step resolved it)
+        blame.observed_event("vendor", "device_count")
         if family not in ("cuda", "rocm"):
             return
         try:
