@@ -353,7 +353,9 @@ class ActionsMixin(SubjectBase):
         """validate / select: the selector as GPTQModel's kernel machinery saw it. `family` is what
         importer._device_family answered for the first selector device it judged during the step (validate: the
         validation-cache key; select: the family check), `ordinal` and `torch_device` that device's own. A
-        family enum the machinery never passed to _device_family is its own family."""
+        family enum the machinery made of a public value (importer._as_selector_device) is its family; one the
+        caller handed in and the machinery never passed to _device_family decided nothing: the family is the
+        caller's own value, so `family` is undecided there (its ordinal, none, is still the target's)."""
         import torch
         from gptqmodel.models._const import DEVICE
 
@@ -367,8 +369,13 @@ class ActionsMixin(SubjectBase):
             if not held:
                 return
             seen = family = held[0]
+            if family is device:
+                self._undecided["family"] = (
+                    "GPTQModel's kernel machinery never converts a family enum it is handed (no call of "
+                    "importer._device_family on it): the family is the caller's own value"
+                )
         value = getattr(family, "value", family)
-        if value in FAMILIES:
+        if value in FAMILIES and "family" not in self._undecided:
             obs["family"] = value
         if isinstance(seen, torch.device):
             self.report_target(seen, obs)
