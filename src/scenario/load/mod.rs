@@ -221,7 +221,7 @@ pub fn parse_scenario(
     let trace_levels = levels::resolve(
         &source,
         expect.levels.as_ref(),
-        &trace_rules.keys(),
+        trace_rules.keys(),
         &StepContext {
             action: None,
             build: host.torch,
