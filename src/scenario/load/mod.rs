@@ -317,6 +317,7 @@ pub(crate) fn load_all_named(
 ) -> Result<(Vec<Scenario>, Vec<NamedLoadError>), CorpusError> {
     let mut scenarios = Vec::new();
     let mut errors = Vec::new();
+    let profiles = &profiles.for_one_load();
     for file in find_named(paths)? {
         for (name, loaded) in load_found(&file, catalog, profiles, None) {
             match loaded {
