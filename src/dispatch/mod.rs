@@ -58,7 +58,7 @@ impl<'a> Dispatch<'a> {
     fn record_normalize(&self, selector: &Selector, outcome: Result<Scope, &DispatchError>) {
         let passed = outcome.is_ok();
         let detail = Normalized {
-            selector: selector.clone(),
+            selector: Kept::of(selector),
             outcome: outcome.map_err(DispatchError::kind),
         };
         self.trace
@@ -69,8 +69,47 @@ impl<'a> Dispatch<'a> {
 /// The normalize gate's detail: `"cuda:1" -> rocm:1`, `"all" -> all`, `"tpu": unknown-selector`.
 #[derive(PartialEq)]
 struct Normalized {
-    selector: Selector,
+    selector: Kept,
     outcome: Result<Scope, &'static str>,
+}
+
+/// The most bytes of a string selector [`Kept`] holds in place.
+const SHORT: usize = 22;
+
+/// A selector kept for a trace entry: a short string in place (every usual spelling, `torch.device('cuda:1')`
+/// included), so recording one allocates nothing beyond the entry; any other selector as a copy.
+#[derive(PartialEq)]
+enum Kept {
+    /// A string selector of at most [`SHORT`] bytes: its length and bytes.
+    Short(u8, [u8; SHORT]),
+    /// Any other selector.
+    Other(Selector),
+}
+
+impl Kept {
+    fn of(selector: &Selector) -> Self {
+        match selector {
+            Selector::Text(text) if text.len() <= SHORT => {
+                let mut bytes = [0; SHORT];
+                bytes[..text.len()].copy_from_slice(text.as_bytes());
+                Kept::Short(text.len() as u8, bytes)
+            }
+            other => Kept::Other(other.clone()),
+        }
+    }
+}
+
+impl fmt::Display for Kept {
+    /// As the selector displays: a string in double quotes.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Kept::Short(len, bytes) => {
+                let text = std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default();
+                write!(f, "\"{text}\"")
+            }
+            Kept::Other(selector) => selector.fmt(f),
+        }
+    }
 }
 
 impl fmt::Display for Normalized {
@@ -81,5 +120,29 @@ impl fmt::Display for Normalized {
             Ok(Scope::Target(target)) => write!(f, "{selector} -> {target}"),
             Err(kind) => write!(f, "{selector}: {kind}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_selector_displays_as_the_selector() {
+        let long = "torch.device(type='cuda', index=1)";
+        for selector in [
+            Selector::from("cuda:1"),
+            Selector::from(""),
+            Selector::from("é:ü"),
+            Selector::from("x".repeat(SHORT).as_str()),
+            Selector::from("x".repeat(SHORT + 1).as_str()),
+            Selector::from(long),
+            Selector::Ordinal(-3),
+            Selector::Family(crate::vocab::Family::Rocm),
+        ] {
+            assert_eq!(Kept::of(&selector).to_string(), selector.to_string());
+        }
+        assert!(matches!(Kept::of(&"cuda:1".into()), Kept::Short(6, _)));
+        assert!(matches!(Kept::of(&long.into()), Kept::Other(_)));
     }
 }

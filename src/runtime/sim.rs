@@ -28,9 +28,60 @@ const INVALID_VALUE: i32 = 1;
 struct State {
     /// Each thread's current device, once it set one: a handful of threads at most, so a list.
     current: Vec<(ThreadId, u32)>,
-    memory: HashMap<u64, (Place, Vec<u8>)>,
+    memory: HashMap<u64, (Place, Memory)>,
     next_handle: u64,
     extensions: BTreeSet<String>,
+}
+
+/// One allocation's bytes. A buffer is zeroed when allocated, but its bytes are stored only once something
+/// is copied in: most buffers are filled whole at once, so zeroing them first was wasted work.
+struct Memory {
+    /// The allocation's size.
+    len: usize,
+    /// Its bytes once written (`len` of them); empty while it is still all zeros.
+    written: Vec<u8>,
+}
+
+impl Memory {
+    fn zeroed(len: usize) -> Self {
+        Self {
+            len,
+            written: Vec::new(),
+        }
+    }
+
+    /// Writes `data` at the start; `false` when it does not fit.
+    fn write(&mut self, data: &[u8]) -> bool {
+        if data.len() > self.len {
+            return false;
+        }
+        if self.written.is_empty() {
+            self.written.reserve_exact(self.len);
+            self.written.extend_from_slice(data);
+            self.written.resize(self.len, 0);
+        } else {
+            self.written[..data.len()].copy_from_slice(data);
+        }
+        true
+    }
+
+    /// Whether the bytes are exactly `expected`.
+    fn matches(&self, expected: &[u8]) -> bool {
+        if self.written.is_empty() {
+            expected.len() == self.len && expected.iter().all(|b| *b == 0)
+        } else {
+            self.written == expected
+        }
+    }
+
+    /// A copy of the bytes.
+    fn bytes(&self) -> Vec<u8> {
+        if self.written.is_empty() {
+            vec![0; self.len]
+        } else {
+            self.written.clone()
+        }
+    }
 }
 
 /// What a simulated machine is, worked out once from its host: shared by every runtime over it.
@@ -214,7 +265,7 @@ impl Runtime for SimRuntime {
         let place = self.place_of(&state, Call::Alloc, device)?;
         let handle = state.next_handle;
         state.next_handle += (bytes as u64).max(1).next_multiple_of(256);
-        state.memory.insert(handle, (place, vec![0; bytes]));
+        state.memory.insert(handle, (place, Memory::zeroed(bytes)));
         Ok(Buffer {
             place,
             handle,
@@ -227,10 +278,9 @@ impl Runtime for SimRuntime {
         // Built only on failure: a copy that succeeds formats no message.
         let invalid = || self.error(Call::Copy, INVALID_VALUE, None);
         let (_, memory) = state.memory.get_mut(&dst.handle).ok_or_else(invalid)?;
-        if data.len() > memory.len() {
+        if !memory.write(data) {
             return Err(invalid());
         }
-        memory[..data.len()].copy_from_slice(data);
         Ok(())
     }
 
@@ -239,7 +289,7 @@ impl Runtime for SimRuntime {
         state
             .memory
             .get(&src.handle)
-            .map(|(_, data)| data.clone())
+            .map(|(_, memory)| memory.bytes())
             .ok_or_else(|| self.error(Call::Copy, INVALID_VALUE, None))
     }
 
@@ -248,7 +298,7 @@ impl Runtime for SimRuntime {
         state
             .memory
             .get(&src.handle)
-            .map(|(_, data)| data.as_slice() == expected)
+            .map(|(_, memory)| memory.matches(expected))
             .ok_or_else(|| self.error(Call::Copy, INVALID_VALUE, None))
     }
 
@@ -294,7 +344,7 @@ impl Runtime for SimRuntime {
             .memory
             .values()
             .filter(|(place, _)| matches!(place, Place::Gpu(_)))
-            .map(|(_, data)| data.len() as u64)
+            .map(|(_, memory)| memory.len as u64)
             .sum();
         Ok(Some(bytes))
     }
@@ -378,6 +428,27 @@ mod tests {
         assert_eq!(
             sim.free(&buffer).expect_err("double free").code,
             INVALID_VALUE
+        );
+    }
+
+    #[test]
+    fn memory_reads_zero_until_written_and_keeps_what_a_short_copy_left() {
+        let sim = SimRuntime::new(host(TorchBuild::Cuda, &["sm_90"])).expect("host");
+        let buffer = sim.alloc(TorchDevice::cuda(0), 8).expect("alloc");
+        assert_eq!(sim.copy_out(&buffer).expect("copy back"), vec![0; 8]);
+        assert!(sim.copy_out_matches(&buffer, &[0; 8]).expect("compare"));
+        assert!(!sim.copy_out_matches(&buffer, &[0; 7]).expect("compare"));
+        assert_eq!(sim.device_bytes_in_use().expect("in use"), Some(8));
+        assert!(sim.copy_in(&buffer, &[1; 9]).is_err(), "too long");
+        sim.copy_in(&buffer, &[2; 3]).expect("copy");
+        assert_eq!(
+            sim.copy_out(&buffer).expect("copy back"),
+            [2, 2, 2, 0, 0, 0, 0, 0]
+        );
+        sim.copy_in(&buffer, &[5]).expect("copy");
+        assert!(
+            sim.copy_out_matches(&buffer, &[5, 2, 2, 0, 0, 0, 0, 0])
+                .expect("compare")
         );
     }
 

@@ -12,6 +12,8 @@ use toml::Spanned;
 
 use crate::vocab::TorchBuild;
 
+mod int_or_text;
+
 /// The only format version this build reads.
 pub const FORMAT_VERSION: i64 = 1;
 
@@ -150,7 +152,7 @@ impl StepExpectFields {
 }
 
 /// A selector as written: a string or an integer.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]
 #[serde(untagged)]
 pub enum SelectorValue {
     /// An ordinal.
@@ -160,7 +162,7 @@ pub enum SelectorValue {
 }
 
 /// An expected ordinal or place: an integer, or a word (`"none"`, `"cpu"`).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, JsonSchema)]
 #[serde(untagged)]
 pub enum IntOrWord {
     /// An ordinal.

@@ -22,6 +22,8 @@ use crate::scenario::load::source::{Source, did_you_mean, shown};
 use crate::trace::Call;
 use crate::vocab::{Arch, TorchBuild};
 
+mod memo;
+
 /// The folder under a scenario root that holds host profiles.
 pub const HOSTS_DIR: &str = "hosts";
 
@@ -35,6 +37,8 @@ const SHIPPED_PREFIX: &str = "<devsim built-in>/hosts";
 #[derive(Debug, Clone, Default)]
 pub struct ProfileSources {
     folders: Vec<PathBuf>,
+    /// The profiles loaded so far by one corpus load ([`ProfileSources::for_one_load`]); `None` otherwise.
+    loaded: Option<memo::Loaded>,
 }
 
 /// One profile's text and where it came from.
@@ -70,7 +74,10 @@ impl ProfileSources {
             }
             contained(folder)?;
         }
-        Ok(Self { folders })
+        Ok(Self {
+            folders,
+            loaded: None,
+        })
     }
 
     /// The default for scenario folders: `<folder>/hosts` for each folder argument that has one, then the
@@ -84,7 +91,10 @@ impl ProfileSources {
                 folders.push(hosts);
             }
         }
-        Self { folders }
+        Self {
+            folders,
+            loaded: None,
+        }
     }
 
     /// The configured folders, in lookup order.
@@ -168,8 +178,7 @@ impl ProfileSources {
     /// Loads the profile called `name`.
     pub fn load(&self, name: &str) -> Result<HostSpec, LoadError> {
         let at = |error: ProfileError| LoadError::new(PathBuf::from(name), 1, 1, error.to_string());
-        let found = self.locate(name).map_err(at)?;
-        found.load()
+        self.load_with(name, at)
     }
 
     /// Every available profile, loaded; profiles that fail come back as errors.
@@ -312,7 +321,7 @@ pub(crate) fn merged_host(
         None => (None, "inline".to_string()),
         Some(profile) => {
             let name = profile.get_ref();
-            let found = profiles.locate(name).map_err(|error| {
+            let host = profiles.load_with(name, |error| {
                 let help = match &error {
                     ProfileError::NotFound { .. } => profiles
                         .names()
@@ -322,7 +331,6 @@ pub(crate) fn merged_host(
                 };
                 source.error_with_help(profile.span(), error.to_string(), help)
             })?;
-            let host = found.load()?;
             (Some(host), name.clone())
         }
     };

@@ -57,11 +57,11 @@ pub(crate) fn explicit_ordinal(selector: &Selector) -> bool {
 }
 
 /// The levels of `keys` (the expectations of one table, named `table` in messages, whose trace rules are
-/// `trace`; `at` locates what has no place of its own).
+/// `trace`; `at` locates what has no place of its own). The keys are taken, to become the levels' own.
 pub(crate) fn resolve(
     source: &Source,
     written: Option<&Written>,
-    keys: &[String],
+    keys: Vec<String>,
     context: &StepContext,
     (table, trace): (&str, Option<&TraceRuleFields>),
     at: Range<usize>,
@@ -94,14 +94,14 @@ pub(crate) fn resolve(
         }
     }
     for key in keys {
-        if levels.get(key).is_some() {
+        if levels.get(&key).is_some() {
             continue;
         }
-        match default_for(key, context) {
-            DefaultLevel::Level(conformance) => levels.insert(key.clone(), conformance),
+        match default_for(&key, context) {
+            DefaultLevel::Level(conformance) => levels.insert(key, conformance),
             DefaultLevel::Ambiguous(why) => {
                 source.warn(
-                    trace_key_span(trace, key).unwrap_or_else(|| at.clone()),
+                    trace_key_span(trace, &key).unwrap_or_else(|| at.clone()),
                     format!(
                         "read `{key}` without a level: format 1 reads it as `reference`, but it has no default, because {why}"
                     ),
@@ -109,7 +109,7 @@ pub(crate) fn resolve(
                         "write its level in [{table}.levels] (`\"{key}\" = \"policy:extensions-after-gates\"` or `\"reference\"`), or run `devsim migrate` on the file to write `reference`"
                     ),
                 );
-                levels.insert(key.clone(), legacy_level());
+                levels.insert(key, legacy_level());
             }
         }
     }
@@ -129,7 +129,7 @@ pub(crate) fn resolve_step(
     expect.levels = resolve(
         source,
         main,
-        &expect.keys(),
+        expect.keys(),
         &StepContext {
             expects_ok: expect.ok,
             ..context
@@ -150,7 +150,7 @@ pub(crate) fn resolve_step(
             branch.levels = resolve(
                 source,
                 written,
-                &branch.keys(),
+                branch.keys(),
                 &StepContext {
                     expects_ok: Some(outcome),
                     ..context

@@ -221,7 +221,7 @@ pub fn parse_scenario(
     let trace_levels = levels::resolve(
         &source,
         expect.levels.as_ref(),
-        &trace_rules.keys(),
+        trace_rules.keys(),
         &StepContext {
             action: None,
             build: host.torch,
@@ -317,6 +317,7 @@ pub(crate) fn load_all_named(
 ) -> Result<(Vec<Scenario>, Vec<NamedLoadError>), CorpusError> {
     let mut scenarios = Vec::new();
     let mut errors = Vec::new();
+    let profiles = &profiles.for_one_load();
     for file in find_named(paths)? {
         for (name, loaded) in load_found(&file, catalog, profiles, None) {
             match loaded {
