@@ -5,11 +5,14 @@
 use crate::dispatch::DispatchError;
 use crate::output::NumericsOutput;
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
-use crate::subject::protocol::{DecidedBy, KernelDeclaration, ObservedMessage, TraceEvent};
+use crate::subject::protocol::{
+    DecidedBy, ErrorKind, KernelDeclaration, ObservedMessage, TraceEvent,
+};
 use crate::trace::{Entry, Event};
 
-/// An answer devsim cannot accept as an observation.
-pub type Invalid = String;
+mod invalid;
+
+pub use invalid::Invalid;
 
 /// Turns an `observed` message into what expectations are compared with, and its trace into entries.
 /// Events must be devsim names declared in the handshake; error kinds must be devsim's; every `decided_by`
@@ -25,20 +28,20 @@ pub fn observed(
     undecided(message)?;
     let error = match (message.ok, &message.error) {
         (true, None) => None,
-        (true, Some(_)) => return Err("`ok` is true but an `error` is given".into()),
+        (true, Some(_)) => return Err(Invalid::OkWithError),
         (false, None) => Some(ErrorOutput {
             kind: "(unclassified)".into(),
             message: "(no message)".into(),
         }),
         (false, Some(error)) => {
             let kind = match &error.kind {
-                Some(kind) if DispatchError::KINDS.contains(&kind.as_str()) => kind.clone(),
-                Some(kind) => {
-                    return Err(format!(
-                        "error kind `{kind}` is not one of devsim's ({})",
-                        DispatchError::KINDS.join(", ")
-                    ));
+                Some(ErrorKind::Other(kind)) => {
+                    return Err(Invalid::UnknownErrorKind {
+                        kind: kind.clone(),
+                        known: DispatchError::KINDS.join(", "),
+                    });
                 }
+                Some(kind) => kind.to_string(),
                 None => "(unclassified)".into(),
             };
             Some(ErrorOutput {
@@ -73,17 +76,14 @@ pub fn observed(
 pub fn trace(events: &[TraceEvent], declared: &[String]) -> Result<Vec<Entry>, Invalid> {
     let mut entries = Vec::with_capacity(events.len());
     for event in events {
-        let parsed: Event = event.event.parse().map_err(|name| {
-            format!(
-                "trace event `{name}` is not one of devsim's ({})",
-                crate::trace::event_names().join(", ")
-            )
+        let parsed: Event = event.event.parse().map_err(|name| Invalid::UnknownEvent {
+            event: name,
+            known: crate::trace::event_names().join(", "),
         })?;
         if !declared.contains(&event.event) {
-            return Err(format!(
-                "trace event `{}` was not declared in the handshake",
-                event.event
-            ));
+            return Err(Invalid::UndeclaredEvent {
+                event: event.event.clone(),
+            });
         }
         entries.push(Entry::Reported {
             event: parsed,
@@ -127,10 +127,15 @@ pub fn numerics(
                 && numerics.tolerance_source.as_deref() == Some(t.source.as_str())
                 && (reference.is_none() || numerics.reference_max_abs_error.is_some());
             if !agrees {
-                return Err(format!(
-                    "`numerics` of {kernel} in {dtype} were judged at {applied}, not by the tolerance the handshake declares (rtol = {}, atol = {} against {}, from {}) with the error against it",
-                    t.rtol, t.atol, t.reference, t.source
-                ));
+                return Err(Invalid::NumericsNotDeclared {
+                    kernel: kernel.to_string(),
+                    dtype: dtype.to_string(),
+                    applied,
+                    declared: format!(
+                        "rtol = {}, atol = {} against {}, from {}",
+                        t.rtol, t.atol, t.reference, t.source
+                    ),
+                });
             }
         }
         None => {
@@ -140,9 +145,12 @@ pub fn numerics(
                 && numerics.atol == seed
                 && numerics.tolerance_source.is_none();
             if !agrees {
-                return Err(format!(
-                    "`numerics` of {kernel} in {dtype} were judged at {applied}, but the handshake declares no tolerance for it (then the seed's rtol = atol = {seed} against the FP64 oracle applies)"
-                ));
+                return Err(Invalid::NumericsNotSeed {
+                    kernel: kernel.to_string(),
+                    dtype: dtype.to_string(),
+                    applied,
+                    seed,
+                });
             }
         }
     }
@@ -181,12 +189,14 @@ fn undecided(message: &ObservedMessage) -> Result<(), Invalid> {
     let fields = reported_fields(message);
     for (field, why) in &message.undecided {
         if why.trim().is_empty() {
-            return Err(format!("`undecided.{field}` gives no reason"));
+            return Err(Invalid::UndecidedWithoutReason {
+                field: field.clone(),
+            });
         }
         if message.decided_by.contains_key(field) {
-            return Err(format!(
-                "`undecided.{field}` contradicts `decided_by.{field}`: a field is decided or not"
-            ));
+            return Err(Invalid::UndecidedAndDecided {
+                field: field.clone(),
+            });
         }
         if field == "ok" {
             continue;
@@ -194,15 +204,15 @@ fn undecided(message: &ObservedMessage) -> Result<(), Invalid> {
         match fields.iter().find(|(name, _)| name == field) {
             None => {
                 let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
-                return Err(format!(
-                    "`undecided.{field}` names no observation field (ok, {})",
-                    names.join(", ")
-                ));
+                return Err(Invalid::UndecidedUnknownField {
+                    field: field.clone(),
+                    fields: names.join(", "),
+                });
             }
             Some((_, true)) => {
-                return Err(format!(
-                    "`undecided.{field}` names a field the answer reports: an undecided field is left out"
-                ));
+                return Err(Invalid::UndecidedButReported {
+                    field: field.clone(),
+                });
             }
             Some((_, false)) => {}
         }
@@ -214,28 +224,28 @@ fn undecided(message: &ObservedMessage) -> Result<(), Invalid> {
 /// a function, a line, and a file that exists.
 fn decided_by(field: &str, place: &DecidedBy, packages: &[String]) -> Result<(), Invalid> {
     if packages.is_empty() {
-        return Err(format!(
-            "`decided_by.{field}` is given but the handshake declares no `packages`"
-        ));
+        return Err(Invalid::DecidedWithoutPackages {
+            field: field.to_string(),
+        });
     }
     if !packages.iter().any(|p| inside(&place.module, p)) {
-        return Err(format!(
-            "`decided_by.{field}` names module `{}`, outside the project's packages ({})",
-            place.module,
-            packages.join(", ")
-        ));
+        return Err(Invalid::DecidedOutsidePackages {
+            field: field.to_string(),
+            module: place.module.clone(),
+            packages: packages.join(", "),
+        });
     }
     if place.function.is_empty() || place.line == 0 {
-        return Err(format!(
-            "`decided_by.{field}` names no function or line in module `{}`",
-            place.module
-        ));
+        return Err(Invalid::DecidedNowhere {
+            field: field.to_string(),
+            module: place.module.clone(),
+        });
     }
     if !std::path::Path::new(&place.file).is_file() {
-        return Err(format!(
-            "`decided_by.{field}` names file `{}`, which does not exist",
-            place.file
-        ));
+        return Err(Invalid::DecidedInMissingFile {
+            field: field.to_string(),
+            file: place.file.clone(),
+        });
     }
     Ok(())
 }
@@ -290,17 +300,28 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                observed(&answer(module, file), &[], packages).map(|_| ()),
+                observed(&answer(module, file), &[], packages)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
                 Err(problem.to_string())
             );
         }
     }
 
     #[test]
+    fn the_protocols_error_kinds_are_devsims() {
+        let known = ErrorKind::KNOWN;
+        let wire: Vec<&str> = known.iter().map(|kind| kind.as_str()).collect();
+        assert_eq!(wire, DispatchError::KINDS);
+    }
+
+    #[test]
     fn undecided_names_an_unreported_field_with_a_reason() {
         let read = |json: &str| {
             let message: ObservedMessage = serde_json::from_str(json).expect("an answer");
-            observed(&message, &[], &[]).map(|_| ())
+            observed(&message, &[], &[])
+                .map(|_| ())
+                .map_err(|e| e.to_string())
         };
         let head = r#""scenario": "s", "number": 1, "ok": true, "trace": []"#;
         assert_eq!(
@@ -331,7 +352,9 @@ mod tests {
         placed.family = None;
         placed.undecided.insert("family".into(), "why".into());
         assert_eq!(
-            observed(&placed, &[], &["gptqmodel".to_string()]).map(|_| ()),
+            observed(&placed, &[], &["gptqmodel".to_string()])
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
             Err(
                 "`undecided.family` contradicts `decided_by.family`: a field is decided or not"
                     .into()
@@ -405,7 +428,9 @@ mod tests {
                 "but the handshake declares no tolerance for it (then the seed's rtol = atol = 0.002 against the FP64 oracle applies)",
             ),
         ] {
-            let refused = numerics(Some(numbers), Some(kernel), &declared).expect_err(problem);
+            let refused = numerics(Some(numbers), Some(kernel), &declared)
+                .expect_err(problem)
+                .to_string();
             assert!(refused.contains(problem), "{refused}");
         }
         let mut no_reference_error = project.clone();
