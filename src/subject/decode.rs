@@ -76,13 +76,17 @@ pub fn observed(
 pub fn trace(events: &[TraceEvent], declared: &[String]) -> Result<Vec<Entry>, Invalid> {
     let mut entries = Vec::with_capacity(events.len());
     for event in events {
-        let parsed: Event = event.event.parse().map_err(|name| Invalid::UnknownEvent {
-            event: name,
-            known: crate::trace::event_names().join(", "),
-        })?;
-        if !declared.contains(&event.event) {
+        let parsed: Event = event
+            .event
+            .as_str()
+            .parse()
+            .map_err(|name| Invalid::UnknownEvent {
+                event: name,
+                known: crate::trace::event_names().join(", "),
+            })?;
+        if !declared.iter().any(|name| name == event.event.as_str()) {
             return Err(Invalid::UndeclaredEvent {
-                event: event.event.clone(),
+                event: event.event.to_string(),
             });
         }
         entries.push(Entry::Reported {
@@ -313,6 +317,13 @@ mod tests {
         let known = ErrorKind::KNOWN;
         let wire: Vec<&str> = known.iter().map(|kind| kind.as_str()).collect();
         assert_eq!(wire, DispatchError::KINDS);
+    }
+
+    #[test]
+    fn the_protocols_events_are_devsims() {
+        let known = crate::subject::protocol::EventName::KNOWN;
+        let wire: Vec<&str> = known.iter().map(|event| event.as_str()).collect();
+        assert_eq!(wire, crate::trace::event_names());
     }
 
     #[test]

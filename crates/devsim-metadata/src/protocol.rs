@@ -16,7 +16,7 @@ mod vocab;
 
 pub use declarations::{ArchDeclaration, ToleranceDeclaration};
 pub use step::{SelectorMessage, StepMessage};
-pub use vocab::{Build, DeviceType, ErrorKind, FamilyName, LockMode};
+pub use vocab::{Build, DeviceType, ErrorKind, EventName, FamilyName, LockMode};
 
 /// The protocol version this devsim speaks (and sends in `hello`).
 pub const PROTOCOL: u32 = 2;
@@ -90,7 +90,7 @@ pub enum FromSubject {
         /// contract.
         kernels: Vec<KernelEntry>,
         /// The trace events it records.
-        events: Vec<String>,
+        events: Vec<EventName>,
         /// Whose wording its error messages use: `own` (the default; devsim's `message` fragments are
         /// then set aside, never compared) or `devsim` (it reproduces devsim's messages word for word).
         #[serde(default)]
@@ -381,7 +381,7 @@ pub struct ErrorMessage {
 #[serde(deny_unknown_fields)]
 pub struct TraceEvent {
     /// The event name, as in scenario trace rules (`amd_arch`, `gate:family` ...).
-    pub event: String,
+    pub event: EventName,
     /// The visible ordinal it concerned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<u32>,

@@ -105,6 +105,8 @@ def test_step_fields_come_from_the_schema():
     assert protocol.SELECTOR_KEYS == ("device", "scope")
     assert protocol.SELECTOR_FIELDS["family_enum"] == ("family",)
     assert "all" in protocol.SELECTOR_FAMILIES and "all" not in protocol.FAMILIES
+    assert "gate:family" in protocol.EVENTS and len(protocol.EVENTS) == len(set(protocol.EVENTS)) == 20
+    assert "unsupported-arch" in protocol.ERROR_KINDS and len(protocol.ERROR_KINDS) == 10
     with pytest.raises(ProtocolError, match="a lock step without 'mode'"):
         check_step({"scenario": "a", "number": 1, "action": "lock", "scope": {"form": "ordinal", "written": 0}})
 

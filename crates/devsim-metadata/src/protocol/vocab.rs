@@ -2,9 +2,10 @@
 //! enum spelled on the wire as before.
 //!
 //! Words devsim sends (builds, families, lock modes) are closed: devsim writes only what it knows, and a
-//! subject reading them sees every value it may meet in the schema. Words a subject sends (error kinds) keep
-//! an arm for any other spelling, so an answer naming a kind this devsim does not know still reads and is
-//! refused by the judge with the kind named, as before, rather than failing to parse.
+//! subject reading them sees every value it may meet in the schema. Words a subject sends (error kinds, trace
+//! events) keep an arm for any other spelling, so an answer or handshake naming one this devsim does not know
+//! still reads and is refused by the judge with the word named (a handshake's with the nearest known one),
+//! as before, rather than failing to parse.
 
 use std::fmt;
 
@@ -135,6 +136,130 @@ impl fmt::Display for ErrorKind {
     }
 }
 
+/// A trace event's name, as scenario trace rules and subjects spell it; any other spelling is kept as written
+/// (`Other`) so that devsim can refuse it naming the event.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EventName {
+    /// How many devices torch reports.
+    DeviceCount,
+    /// How many devices the driver itself enumerates.
+    DriverDeviceCount,
+    /// A device's name.
+    DeviceName,
+    /// An NVIDIA compute-capability query.
+    NvidiaCapability,
+    /// An NVIDIA opt-in shared-memory-per-block query.
+    SmemOptin,
+    /// An AMD `gcnArchName` query.
+    AmdArch,
+    /// Read the thread's current device.
+    GetDevice,
+    /// Change the thread's current device.
+    SetDevice,
+    /// Allocate device memory.
+    Alloc,
+    /// Copy between host and device.
+    Copy,
+    /// Free device memory.
+    Free,
+    /// Launch work.
+    Launch,
+    /// Wait for the device.
+    Synchronize,
+    /// Load a kernel's native extension.
+    ExtensionLoad,
+    /// Take a device-pool lock.
+    Lock,
+    /// The selector-normalization gate.
+    #[serde(rename = "gate:normalize")]
+    GateNormalize,
+    /// The declared-families gate.
+    #[serde(rename = "gate:family")]
+    GateFamily,
+    /// The bit-width gate.
+    #[serde(rename = "gate:bits")]
+    GateBits,
+    /// The arch gate.
+    #[serde(rename = "gate:arch")]
+    GateArch,
+    /// A context switch the runtime made on its own inside a call.
+    ContextSwitch,
+    /// An event this devsim does not know, as the subject wrote it (refused when read).
+    #[serde(untagged)]
+    Other(String),
+}
+
+impl EventName {
+    /// Every event devsim knows, in its order.
+    pub const KNOWN: [EventName; 20] = [
+        EventName::DeviceCount,
+        EventName::DriverDeviceCount,
+        EventName::DeviceName,
+        EventName::NvidiaCapability,
+        EventName::SmemOptin,
+        EventName::AmdArch,
+        EventName::GetDevice,
+        EventName::SetDevice,
+        EventName::Alloc,
+        EventName::Copy,
+        EventName::Free,
+        EventName::Launch,
+        EventName::Synchronize,
+        EventName::ExtensionLoad,
+        EventName::Lock,
+        EventName::GateNormalize,
+        EventName::GateFamily,
+        EventName::GateBits,
+        EventName::GateArch,
+        EventName::ContextSwitch,
+    ];
+
+    /// The event as spelled on the wire (`gate:family`).
+    pub fn as_str(&self) -> &str {
+        match self {
+            EventName::DeviceCount => "device_count",
+            EventName::DriverDeviceCount => "driver_device_count",
+            EventName::DeviceName => "device_name",
+            EventName::NvidiaCapability => "nvidia_capability",
+            EventName::SmemOptin => "smem_optin",
+            EventName::AmdArch => "amd_arch",
+            EventName::GetDevice => "get_device",
+            EventName::SetDevice => "set_device",
+            EventName::Alloc => "alloc",
+            EventName::Copy => "copy",
+            EventName::Free => "free",
+            EventName::Launch => "launch",
+            EventName::Synchronize => "synchronize",
+            EventName::ExtensionLoad => "extension_load",
+            EventName::Lock => "lock",
+            EventName::GateNormalize => "gate:normalize",
+            EventName::GateFamily => "gate:family",
+            EventName::GateBits => "gate:bits",
+            EventName::GateArch => "gate:arch",
+            EventName::ContextSwitch => "context_switch",
+            EventName::Other(name) => name,
+        }
+    }
+}
+
+impl fmt::Display for EventName {
+    /// The event as spelled on the wire.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<&str> for EventName {
+    /// The known event of that spelling, or `Other`.
+    fn from(name: &str) -> Self {
+        EventName::KNOWN
+            .into_iter()
+            .find(|event| event.as_str() == name)
+            .unwrap_or_else(|| EventName::Other(name.to_string()))
+    }
+}
+
 macro_rules! display_as_serde {
     ($($ty:ident { $($variant:ident = $name:literal),* })*) => {$(
         impl $ty {
@@ -184,6 +309,19 @@ mod tests {
             assert_eq!(read.as_str(), family);
         }
         assert!(serde_json::from_str::<FamilyName>("\"gpu\"").is_err());
+        for event in EventName::KNOWN {
+            let json = serde_json::to_string(&event).expect("an event");
+            assert_eq!(json, format!("\"{event}\""));
+            assert_eq!(
+                serde_json::from_str::<EventName>(&json).ok(),
+                Some(event.clone())
+            );
+            assert_eq!(EventName::from(event.as_str()), event);
+        }
+        assert_eq!(
+            serde_json::from_str::<EventName>("\"gate:colour\"").ok(),
+            Some(EventName::Other("gate:colour".into()))
+        );
         assert!(serde_json::from_str::<Build>("\"rocm\"").is_err());
         assert_eq!(LockMode::Write.to_string(), "write");
         assert_eq!(DeviceType::Cuda.to_string(), "cuda");

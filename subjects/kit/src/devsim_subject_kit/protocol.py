@@ -159,11 +159,13 @@ def _tagged_fields(branches: list[dict[str, Any]], tag: str, common: tuple[str, 
 
 
 def _words(definition: str) -> tuple[str, ...]:
-    """The string constants a closed word of the schema (`FamilyName`, `LockMode` ...) may take."""
+    """The string constants a word of the schema (`FamilyName`, `EventName` ...) may take; an open word's
+    branch for any other string (`EventName`'s) has no constant and adds none."""
     node = schema()["$defs"][definition]
     if "enum" in node:
         return tuple(str(word) for word in node["enum"])
-    return tuple(str(branch["const"]) for branch in node.get("oneOf", ()) if "const" in branch)
+    branches = node.get("oneOf", node.get("anyOf", ()))
+    return tuple(str(branch["const"]) for branch in branches if "const" in branch)
 
 
 def _step_branches() -> list[dict[str, Any]]:
@@ -196,6 +198,10 @@ SELECTOR_KEYS: tuple[str, ...] = tuple(
 )
 #: Every family a `family_enum` selector may name, `all` (lock scopes) included.
 SELECTOR_FAMILIES: tuple[str, ...] = _words("FamilyName")
+#: Every trace event devsim knows (a handshake's `events` and an answer's `trace` name them).
+EVENTS: tuple[str, ...] = _words("EventName")
+#: Every error kind devsim knows (an answer's `error.kind`).
+ERROR_KINDS: tuple[str, ...] = _words("ErrorKind")
 #: The device families, `all` left out.
 FAMILIES: tuple[str, ...] = tuple(family for family in SELECTOR_FAMILIES if family != "all")
 
