@@ -180,7 +180,9 @@ impl KernelEntry {
 pub struct KernelDeclaration {
     /// The devsim catalog name it maps to.
     pub name: String,
-    /// The families it declares: `cpu`, `cuda` (NVIDIA), `rocm`, `xpu`, `mps`, or `all`.
+    /// The families it declares: `cpu`, `cuda` (NVIDIA), `rocm`, `xpu`, `mps`, or `all`. Strings: the handshake
+    /// refuses an unknown one naming the subject and the kernel, and devsim's `subject` listing prints them
+    /// as declared.
     pub families: Vec<String>,
     /// The quantization methods it serves.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -270,7 +272,8 @@ pub struct ObservedMessage {
     /// Why it failed, when `ok` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorMessage>,
-    /// The normalized family.
+    /// The normalized family. A string, not a [`FamilyName`]: it is what the project under test produced,
+    /// and a wrong one is a finding about it, never a protocol error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
     /// The normalized ordinal: null for a family target; absent when not observed (protocol 2).
@@ -299,7 +302,7 @@ pub struct ObservedMessage {
     /// Lock: the pool keys held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covers: Option<Vec<String>>,
-    /// Discover: `nvidia`, `amd` or `none`.
+    /// Discover: `nvidia`, `amd` or `none`; a string for the same reason as `family`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor: Option<String>,
     /// Discover: each usable GPU's arch.
