@@ -17,8 +17,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::child::{Connection, Incoming, Silence};
 use crate::kernel::Catalog;
 use crate::replay::LiveContext;
@@ -34,30 +32,10 @@ pub const WORKER_COMMAND: &str = "live-worker";
 /// second; a scenario takes milliseconds), before the worker is killed and the scenario fails.
 pub const SCENARIO_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// One scenario for a worker to run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WorkRequest {
-    /// The scenario file.
-    pub path: PathBuf,
-    /// The scenario's name (a matrix file holds several).
-    pub name: String,
-    /// The file's name, as the parent found it ([`Scenario::file_name`]): the worker names the file's
-    /// scenarios from it, so names agree whatever folder the parent walked.
-    pub file: String,
-}
+pub use devsim_metadata::worker::WorkRequest;
 
-/// A worker's answer to one [`WorkRequest`].
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WorkAnswer {
-    /// The scenario's name, as requested.
-    pub name: String,
-    /// Its report, when the worker could run it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub report: Option<ScenarioReport>,
-    /// Why the worker could not run it (the file failed to load, no scenario of that name).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
+/// A worker's answer to one [`WorkRequest`]: the metadata crate's message around devsim's own report.
+pub type WorkAnswer = devsim_metadata::worker::WorkAnswer<ScenarioReport>;
 
 /// The visible-device variables one worker runs with.
 type Env = BTreeMap<String, String>;

@@ -43,12 +43,14 @@ pub fn judge_answer(
         return Err("an answer out of order".into());
     }
     let (observed, trace) =
-        decode::observed(&message, &capabilities.events, &capabilities.packages)?;
+        decode::observed(&message, &capabilities.events, &capabilities.packages)
+            .map_err(|invalid| invalid.to_string())?;
     decode::numerics(
         observed.numerics.as_ref(),
         step.action.kernel(),
         &capabilities.declared,
-    )?;
+    )
+    .map_err(|invalid| invalid.to_string())?;
     let mut judge = Judge::for_host(capabilities, &scenario.host);
     let mismatches = judge.step(step, &message, &observed, &trace);
     let trace_mismatches = judge.scenario(&scenario.trace_rules, &scenario.trace_levels, &trace);

@@ -5,11 +5,14 @@
 use crate::dispatch::DispatchError;
 use crate::output::NumericsOutput;
 use crate::output::{ErrorOutput, ObservedOutput as Observed};
-use crate::subject::protocol::{DecidedBy, KernelDeclaration, ObservedMessage, TraceEvent};
+use crate::subject::protocol::{
+    DecidedBy, ErrorKind, KernelDeclaration, ObservedMessage, TraceEvent,
+};
 use crate::trace::{Entry, Event};
 
-/// An answer devsim cannot accept as an observation.
-pub type Invalid = String;
+mod invalid;
+
+pub use invalid::Invalid;
 
 /// Turns an `observed` message into what expectations are compared with, and its trace into entries.
 /// Events must be devsim names declared in the handshake; error kinds must be devsim's; every `decided_by`
@@ -25,20 +28,20 @@ pub fn observed(
     undecided(message)?;
     let error = match (message.ok, &message.error) {
         (true, None) => None,
-        (true, Some(_)) => return Err("`ok` is true but an `error` is given".into()),
+        (true, Some(_)) => return Err(Invalid::OkWithError),
         (false, None) => Some(ErrorOutput {
             kind: "(unclassified)".into(),
             message: "(no message)".into(),
         }),
         (false, Some(error)) => {
             let kind = match &error.kind {
-                Some(kind) if DispatchError::KINDS.contains(&kind.as_str()) => kind.clone(),
-                Some(kind) => {
-                    return Err(format!(
-                        "error kind `{kind}` is not one of devsim's ({})",
-                        DispatchError::KINDS.join(", ")
-                    ));
+                Some(ErrorKind::Other(kind)) => {
+                    return Err(Invalid::UnknownErrorKind {
+                        kind: kind.clone(),
+                        known: DispatchError::KINDS.join(", "),
+                    });
                 }
+                Some(kind) => kind.to_string(),
                 None => "(unclassified)".into(),
             };
             Some(ErrorOutput {
@@ -73,17 +76,18 @@ pub fn observed(
 pub fn trace(events: &[TraceEvent], declared: &[String]) -> Result<Vec<Entry>, Invalid> {
     let mut entries = Vec::with_capacity(events.len());
     for event in events {
-        let parsed: Event = event.event.parse().map_err(|name| {
-            format!(
-                "trace event `{name}` is not one of devsim's ({})",
-                crate::trace::event_names().join(", ")
-            )
-        })?;
-        if !declared.contains(&event.event) {
-            return Err(format!(
-                "trace event `{}` was not declared in the handshake",
-                event.event
-            ));
+        let parsed: Event = event
+            .event
+            .as_str()
+            .parse()
+            .map_err(|name| Invalid::UnknownEvent {
+                event: name,
+                known: crate::trace::event_names().join(", "),
+            })?;
+        if !declared.iter().any(|name| name == event.event.as_str()) {
+            return Err(Invalid::UndeclaredEvent {
+                event: event.event.to_string(),
+            });
         }
         entries.push(Entry::Reported {
             event: parsed,
@@ -104,11 +108,11 @@ pub fn stopped_decided_by(
     for (field, place) in decided {
         let recorded = field
             .strip_prefix("trace.")
-            .is_some_and(|name| events.iter().any(|e| e.event == name));
+            .is_some_and(|name| events.iter().any(|e| e.event.as_str() == name));
         if !recorded {
-            return Err(format!(
-                "`decided_by.{field}` of an `unsupported` step names no event of its `trace` (keys are `trace.<event>`)"
-            ));
+            return Err(Invalid::DecidedNoStoppedEvent {
+                field: field.clone(),
+            });
         }
         decided_by(field, place, packages)?;
     }
@@ -148,10 +152,15 @@ pub fn numerics(
                 && numerics.tolerance_source.as_deref() == Some(t.source.as_str())
                 && (reference.is_none() || numerics.reference_max_abs_error.is_some());
             if !agrees {
-                return Err(format!(
-                    "`numerics` of {kernel} in {dtype} were judged at {applied}, not by the tolerance the handshake declares (rtol = {}, atol = {} against {}, from {}) with the error against it",
-                    t.rtol, t.atol, t.reference, t.source
-                ));
+                return Err(Invalid::NumericsNotDeclared {
+                    kernel: kernel.to_string(),
+                    dtype: dtype.to_string(),
+                    applied,
+                    declared: format!(
+                        "rtol = {}, atol = {} against {}, from {}",
+                        t.rtol, t.atol, t.reference, t.source
+                    ),
+                });
             }
         }
         None => {
@@ -161,9 +170,12 @@ pub fn numerics(
                 && numerics.atol == seed
                 && numerics.tolerance_source.is_none();
             if !agrees {
-                return Err(format!(
-                    "`numerics` of {kernel} in {dtype} were judged at {applied}, but the handshake declares no tolerance for it (then the seed's rtol = atol = {seed} against the FP64 oracle applies)"
-                ));
+                return Err(Invalid::NumericsNotSeed {
+                    kernel: kernel.to_string(),
+                    dtype: dtype.to_string(),
+                    applied,
+                    seed,
+                });
             }
         }
     }
@@ -202,12 +214,14 @@ fn undecided(message: &ObservedMessage) -> Result<(), Invalid> {
     let fields = reported_fields(message);
     for (field, why) in &message.undecided {
         if why.trim().is_empty() {
-            return Err(format!("`undecided.{field}` gives no reason"));
+            return Err(Invalid::UndecidedWithoutReason {
+                field: field.clone(),
+            });
         }
         if message.decided_by.contains_key(field) {
-            return Err(format!(
-                "`undecided.{field}` contradicts `decided_by.{field}`: a field is decided or not"
-            ));
+            return Err(Invalid::UndecidedAndDecided {
+                field: field.clone(),
+            });
         }
         if field == "ok" {
             continue;
@@ -215,15 +229,15 @@ fn undecided(message: &ObservedMessage) -> Result<(), Invalid> {
         match fields.iter().find(|(name, _)| name == field) {
             None => {
                 let names: Vec<&str> = fields.iter().map(|(name, _)| *name).collect();
-                return Err(format!(
-                    "`undecided.{field}` names no observation field (ok, {})",
-                    names.join(", ")
-                ));
+                return Err(Invalid::UndecidedUnknownField {
+                    field: field.clone(),
+                    fields: names.join(", "),
+                });
             }
             Some((_, true)) => {
-                return Err(format!(
-                    "`undecided.{field}` names a field the answer reports: an undecided field is left out"
-                ));
+                return Err(Invalid::UndecidedButReported {
+                    field: field.clone(),
+                });
             }
             Some((_, false)) => {}
         }
@@ -235,246 +249,31 @@ fn undecided(message: &ObservedMessage) -> Result<(), Invalid> {
 /// a function, a line, and a file that exists.
 fn decided_by(field: &str, place: &DecidedBy, packages: &[String]) -> Result<(), Invalid> {
     if packages.is_empty() {
-        return Err(format!(
-            "`decided_by.{field}` is given but the handshake declares no `packages`"
-        ));
+        return Err(Invalid::DecidedWithoutPackages {
+            field: field.to_string(),
+        });
     }
     if !packages.iter().any(|p| inside(&place.module, p)) {
-        return Err(format!(
-            "`decided_by.{field}` names module `{}`, outside the project's packages ({})",
-            place.module,
-            packages.join(", ")
-        ));
+        return Err(Invalid::DecidedOutsidePackages {
+            field: field.to_string(),
+            module: place.module.clone(),
+            packages: packages.join(", "),
+        });
     }
     if place.function.is_empty() || place.line == 0 {
-        return Err(format!(
-            "`decided_by.{field}` names no function or line in module `{}`",
-            place.module
-        ));
+        return Err(Invalid::DecidedNowhere {
+            field: field.to_string(),
+            module: place.module.clone(),
+        });
     }
     if !std::path::Path::new(&place.file).is_file() {
-        return Err(format!(
-            "`decided_by.{field}` names file `{}`, which does not exist",
-            place.file
-        ));
+        return Err(Invalid::DecidedInMissingFile {
+            field: field.to_string(),
+            file: place.file.clone(),
+        });
     }
     Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn answer(module: &str, file: &str) -> ObservedMessage {
-        let mut message: ObservedMessage = serde_json::from_str(
-            r#"{"scenario": "s", "number": 1, "ok": true, "family": "cuda", "trace": []}"#,
-        )
-        .expect("an answer");
-        message.decided_by.insert(
-            "family".into(),
-            DecidedBy {
-                module: module.into(),
-                function: "normalize_device".into(),
-                line: 7,
-                file: file.into(),
-            },
-        );
-        message
-    }
-
-    #[test]
-    fn decided_by_must_name_an_existing_file_of_the_projects_packages() {
-        let here = file!();
-        let packages = ["gptqmodel".to_string()];
-        let (read, _) =
-            observed(&answer("gptqmodel.models._const", here), &[], &packages).expect("accepted");
-        assert_eq!(read.decided_by["family"].function, "normalize_device");
-        assert!(observed(&answer("gptqmodel", here), &[], &packages).is_ok());
-        for (module, file, packages, problem) in [
-            (
-                "gptqmodelx.a",
-                here,
-                &packages[..],
-                "`decided_by.family` names module `gptqmodelx.a`, outside the project's packages (gptqmodel)",
-            ),
-            (
-                "gptqmodel.a",
-                "/nonexistent.py",
-                &packages[..],
-                "`decided_by.family` names file `/nonexistent.py`, which does not exist",
-            ),
-            (
-                "gptqmodel.a",
-                here,
-                &[][..],
-                "`decided_by.family` is given but the handshake declares no `packages`",
-            ),
-        ] {
-            assert_eq!(
-                observed(&answer(module, file), &[], packages).map(|_| ()),
-                Err(problem.to_string())
-            );
-        }
-    }
-
-    #[test]
-    fn a_stopped_steps_decided_by_places_only_events_of_its_trace() {
-        let here = file!();
-        let packages = ["gptqmodel".to_string()];
-        let place = DecidedBy {
-            module: "gptqmodel.nn_modules.exllamav3".into(),
-            function: "ExllamaV3Linear._ensure_inner".into(),
-            line: 7,
-            file: here.into(),
-        };
-        let trace: Vec<TraceEvent> =
-            serde_json::from_str(r#"[{"event": "extension_load"}]"#).expect("a trace");
-        let with = |key: &str, place: &DecidedBy| {
-            std::collections::BTreeMap::from([(key.to_string(), place.clone())])
-        };
-        assert_eq!(
-            stopped_decided_by(&with("trace.extension_load", &place), &trace, &packages),
-            Ok(())
-        );
-        for (key, problem) in [
-            (
-                "trace.nvidia_capability",
-                "`decided_by.trace.nvidia_capability` of an `unsupported` step names no event of its `trace` (keys are `trace.<event>`)",
-            ),
-            (
-                "ok",
-                "`decided_by.ok` of an `unsupported` step names no event of its `trace` (keys are `trace.<event>`)",
-            ),
-        ] {
-            assert_eq!(
-                stopped_decided_by(&with(key, &place), &trace, &packages),
-                Err(problem.to_string())
-            );
-        }
-        let outside = DecidedBy {
-            module: "torch.cuda".into(),
-            ..place
-        };
-        assert_eq!(
-            stopped_decided_by(&with("trace.extension_load", &outside), &trace, &packages),
-            Err("`decided_by.trace.extension_load` names module `torch.cuda`, outside the project's packages (gptqmodel)".to_string())
-        );
-    }
-
-    #[test]
-    fn undecided_names_an_unreported_field_with_a_reason() {
-        let read = |json: &str| {
-            let message: ObservedMessage = serde_json::from_str(json).expect("an answer");
-            observed(&message, &[], &[]).map(|_| ())
-        };
-        let head = r#""scenario": "s", "number": 1, "ok": true, "trace": []"#;
-        assert_eq!(
-            read(&format!(
-                r#"{{{head}, "undecided": {{"ok": "no gate", "selected": "by backend alone"}}}}"#
-            )),
-            Ok(())
-        );
-        for (undecided, problem) in [
-            (r#"{"ok": " "}"#, "`undecided.ok` gives no reason"),
-            (
-                r#"{"colour": "why"}"#,
-                "`undecided.colour` names no observation field (ok, family, ordinal, torch_device, ran_on, lands_on, current_after, selected, covers, vendor, archs, torch_device_count, runtime_devices, retained_bytes)",
-            ),
-        ] {
-            assert_eq!(
-                read(&format!(r#"{{{head}, "undecided": {undecided}}}"#)),
-                Err(problem.to_string())
-            );
-        }
-        assert_eq!(
-            read(&format!(
-                r#"{{{head}, "family": "cuda", "undecided": {{"family": "why"}}}}"#
-            )),
-            Err("`undecided.family` names a field the answer reports: an undecided field is left out".into())
-        );
-        let mut placed = answer("gptqmodel.a", file!());
-        placed.family = None;
-        placed.undecided.insert("family".into(), "why".into());
-        assert_eq!(
-            observed(&placed, &[], &["gptqmodel".to_string()]).map(|_| ()),
-            Err(
-                "`undecided.family` contradicts `decided_by.family`: a field is decided or not"
-                    .into()
-            )
-        );
-    }
-
-    /// A float16 forward of `gptq_marlin`, judged at `rtol`/`atol` against `reference` (from `source`).
-    fn forward(
-        rtol: f64,
-        atol: f64,
-        reference: Option<&str>,
-        source: Option<&str>,
-    ) -> NumericsOutput {
-        NumericsOutput {
-            max_abs_error: 1.2e-3,
-            rtol,
-            atol,
-            within: true,
-            shape: None,
-            dtype: None,
-            reference: reference.map(Into::into),
-            reference_max_abs_error: reference.map(|_| 4e-4),
-            tolerance_source: source.map(Into::into),
-        }
-    }
-
-    #[test]
-    fn numerics_are_judged_by_the_declared_tolerance_or_else_the_seeds() {
-        let declared: Vec<KernelDeclaration> = serde_json::from_str(
-            r#"[{"name": "gptq_torch", "families": ["all"]},
-                {"name": "gptq_marlin", "families": ["cuda"], "tolerances": [
-                  {"dtype": "float16", "rtol": 0.15, "atol": 0.001, "reference": "gptq_torch", "source": "t.py::T"}]}]"#,
-        )
-        .expect("declarations");
-        let project = forward(0.15, 0.001, Some("gptq_torch"), Some("t.py::T"));
-        let seed = forward(2e-3, 2e-3, None, None);
-        let compared = forward(2e-3, 2e-3, Some("gptq_torch"), None);
-        assert_eq!(
-            numerics(Some(&compared), Some("gptq_triton"), &declared),
-            Ok(()),
-            "compared with the reference, judged by the seed's tolerance"
-        );
-        assert_eq!(numerics(None, Some("gptq_marlin"), &declared), Ok(()));
-        assert_eq!(
-            numerics(Some(&project), Some("gptq_marlin"), &declared),
-            Ok(())
-        );
-        assert_eq!(numerics(Some(&seed), Some("gptq_torch"), &declared), Ok(()));
-        let mut bfloat16 = seed.clone();
-        bfloat16.dtype = Some("bfloat16".into());
-        assert_eq!(
-            numerics(Some(&bfloat16), Some("gptq_marlin"), &declared),
-            Ok(()),
-            "no bfloat16 tolerance declared: the seed's"
-        );
-        for (numbers, kernel, problem) in [
-            (
-                &seed,
-                "gptq_marlin",
-                "`numerics` of gptq_marlin in float16 were judged at rtol = 0.002, atol = 0.002 against fp64_oracle, not by the tolerance the handshake declares (rtol = 0.15, atol = 0.001 against gptq_torch, from t.py::T)",
-            ),
-            (
-                &forward(0.15, 0.01, Some("gptq_torch"), Some("t.py::T")),
-                "gptq_marlin",
-                "not by the tolerance the handshake declares",
-            ),
-            (
-                &forward(0.15, 0.001, Some("gptq_torch"), Some("t.py::T")),
-                "gptq_torch",
-                "but the handshake declares no tolerance for it (then the seed's rtol = atol = 0.002 against the FP64 oracle applies)",
-            ),
-        ] {
-            let refused = numerics(Some(numbers), Some(kernel), &declared).expect_err(problem);
-            assert!(refused.contains(problem), "{refused}");
-        }
-        let mut no_reference_error = project.clone();
-        no_reference_error.reference_max_abs_error = None;
-        assert!(numerics(Some(&no_reference_error), Some("gptq_marlin"), &declared).is_err());
-    }
-}
+mod tests;

@@ -5,7 +5,10 @@ use crate::dispatch::selector::{Selector, WrittenForm, written_form};
 use crate::host::{Gpu, HostError, HostSpec};
 use crate::pool::LockMode;
 use crate::scenario::model::{Action, Step};
-use crate::subject::protocol::{GpuMessage, HostMessage, SelectorMessage, StepMessage};
+use crate::subject::protocol::{
+    self, Build, DeviceType, FamilyName, GpuMessage, HostMessage, SelectorMessage, StepMessage,
+};
+use crate::vocab::{Family, TorchBuild, TorchType};
 
 fn gpu(gpu: &Gpu) -> GpuMessage {
     GpuMessage {
@@ -19,7 +22,11 @@ fn gpu(gpu: &Gpu) -> GpuMessage {
 /// The host as the subject receives it: GPUs, the visible-device resolution, the current device.
 pub fn host(host: &HostSpec) -> Result<HostMessage, HostError> {
     Ok(HostMessage {
-        torch: host.torch.to_string(),
+        torch: match host.torch {
+            TorchBuild::Cuda => Build::Cuda,
+            TorchBuild::Hip => Build::Hip,
+            TorchBuild::Cpu => Build::Cpu,
+        },
         gpus: host.gpus.iter().map(gpu).collect(),
         foreign_gpus: host.foreign_gpus.iter().map(gpu).collect(),
         env: host.env.clone(),
@@ -35,63 +42,110 @@ pub fn selector(selector: &Selector) -> SelectorMessage {
         WrittenForm::Text(written) => SelectorMessage::String { written },
         WrittenForm::Ordinal(written) => SelectorMessage::Ordinal { written },
         WrittenForm::FamilyEnum(family) => SelectorMessage::FamilyEnum {
-            family: family.to_string(),
+            family: family_name(family),
         },
         WrittenForm::TorchDevice(device) => SelectorMessage::TorchDevice {
-            device_type: device.to_string().split(':').next().unwrap_or("cpu").into(),
+            device_type: match device.kind {
+                TorchType::Cpu => DeviceType::Cpu,
+                TorchType::Cuda => DeviceType::Cuda,
+                TorchType::Xpu => DeviceType::Xpu,
+                TorchType::Mps => DeviceType::Mps,
+            },
             index: device.index,
         },
     }
 }
 
+/// A family as the protocol spells it.
+fn family_name(family: Family) -> FamilyName {
+    match family {
+        Family::Cpu => FamilyName::Cpu,
+        Family::Cuda => FamilyName::Cuda,
+        Family::Rocm => FamilyName::Rocm,
+        Family::Xpu => FamilyName::Xpu,
+        Family::Mps => FamilyName::Mps,
+        Family::All => FamilyName::All,
+    }
+}
+
 /// One step of scenario `scenario`.
 pub fn step(scenario: &str, step: &Step) -> StepMessage {
-    let mut message = StepMessage {
-        scenario: scenario.to_string(),
-        number: step.number,
-        action: step.action.name().to_string(),
-        kernel: None,
-        device: None,
-        method: None,
-        bits: None,
-        scope: None,
-        mode: None,
-        ordinal: None,
-        repeat: None,
-    };
+    let scenario = scenario.to_string();
+    let number = step.number;
+    let repeat = None;
     match &step.action {
-        Action::Normalize(device) | Action::Resolve(device) => {
-            message.device = Some(selector(device));
-        }
-        Action::Validate { kernel, device }
-        | Action::Warmup { kernel, device }
-        | Action::Move { kernel, device } => {
-            message.kernel = Some(kernel.clone());
-            message.device = Some(selector(device));
-        }
+        Action::Normalize(device) => StepMessage::Normalize {
+            scenario,
+            number,
+            device: selector(device),
+            repeat,
+        },
+        Action::Resolve(device) => StepMessage::Resolve {
+            scenario,
+            number,
+            device: selector(device),
+            repeat,
+        },
+        Action::Validate { kernel, device } => StepMessage::Validate {
+            scenario,
+            number,
+            kernel: kernel.clone(),
+            device: selector(device),
+            repeat,
+        },
+        Action::Warmup { kernel, device } => StepMessage::Warmup {
+            scenario,
+            number,
+            kernel: kernel.clone(),
+            device: selector(device),
+            repeat,
+        },
+        Action::Move { kernel, device } => StepMessage::Move {
+            scenario,
+            number,
+            kernel: kernel.clone(),
+            device: selector(device),
+            repeat,
+        },
         Action::Select {
             method,
             bits,
             device,
-        } => {
-            message.method = Some(method.to_string());
-            message.bits = Some(*bits);
-            message.device = Some(selector(device));
-        }
-        Action::Lock { scope, mode } => {
-            message.scope = Some(selector(scope));
-            message.mode = Some(
-                match mode {
-                    LockMode::Read => "read",
-                    LockMode::Write => "write",
-                }
-                .into(),
-            );
-        }
-        Action::SetDevice(ordinal) => message.ordinal = Some(*ordinal),
-        Action::Discover | Action::DefaultDevice => {}
+        } => StepMessage::Select {
+            scenario,
+            number,
+            method: method.to_string(),
+            bits: *bits,
+            device: selector(device),
+            repeat,
+        },
+        Action::Lock { scope, mode } => StepMessage::Lock {
+            scenario,
+            number,
+            scope: selector(scope),
+            mode: match mode {
+                LockMode::Read => protocol::LockMode::Read,
+                LockMode::Write => protocol::LockMode::Write,
+            },
+            repeat,
+        },
+        Action::SetDevice(ordinal) => StepMessage::SetDevice {
+            scenario,
+            number,
+            ordinal: *ordinal,
+            repeat,
+        },
+        Action::Discover => StepMessage::Discover {
+            scenario,
+            number,
+            repeat,
+        },
+        Action::DefaultDevice => StepMessage::DefaultDevice {
+            scenario,
+            number,
+            repeat,
+        },
     }
-    message
 }
 
 /// The kernel a step names, if any.

@@ -8,7 +8,7 @@ use crate::kernel::Catalog;
 use crate::scenario::model::Action;
 use crate::subject::SubjectError;
 use crate::subject::protocol::{
-    ACCEPTED, FromSubject, KernelDeclaration, KernelEntry, PROTOCOL, Wording,
+    ACCEPTED, EventName, FromSubject, KernelDeclaration, KernelEntry, PROTOCOL, Wording,
 };
 use crate::trace::is_event_name;
 
@@ -130,7 +130,7 @@ pub(super) fn capabilities(
     subject: crate::subject::protocol::SubjectInfo,
     actions: Vec<String>,
     kernels: Vec<KernelEntry>,
-    events: Vec<String>,
+    events: Vec<EventName>,
     messages: Wording,
     levels: Vec<Level>,
     observes: Option<BTreeMap<String, Vec<String>>>,
@@ -192,7 +192,7 @@ pub(super) fn capabilities(
         version: subject.version,
         actions,
         kernels: names,
-        events,
+        events: events.iter().map(ToString::to_string).collect(),
         messages,
         declared,
         levels: levels.into_iter().collect(),

@@ -272,7 +272,7 @@ impl ProcessSubject {
                 let started = Instant::now();
                 let mut message = encode::step(&name, step);
                 if live && step.repeat > 1 {
-                    message.repeat = Some(step.repeat);
+                    message.set_repeat(Some(step.repeat));
                 }
                 let (answer, line) = session.ask(&ToSubject::Step(message), &expected)?;
                 let elapsed = started.elapsed();

@@ -4,7 +4,8 @@
 //! - [`protocol`]: the subject protocol's messages (`docs/subject-protocol.md`);
 //! - [`Place`]: where work ran or data sits, a GPU ordinal or the CPU;
 //! - [`Level`]: conformance levels (`docs/conformance.md`);
-//! - [`exit`]: the `devsim` command's exit codes.
+//! - [`exit`]: the `devsim` command's exit codes;
+//! - [`worker`]: the messages between a live run and its `devsim live-worker` children.
 //!
 //! It depends on serde, serde_json and schemars only.
 
@@ -13,6 +14,7 @@ mod level;
 pub mod output;
 mod place;
 pub mod protocol;
+pub mod worker;
 
 pub use level::Level;
 pub use place::Place;

@@ -11,8 +11,12 @@ use serde::{Deserialize, Serialize};
 use crate::Place;
 
 mod declarations;
+mod step;
+mod vocab;
 
 pub use declarations::{ArchDeclaration, ToleranceDeclaration};
+pub use step::{SelectorMessage, StepMessage};
+pub use vocab::{Build, DeviceType, ErrorKind, EventName, FamilyName, LockMode};
 
 /// The protocol version this devsim speaks (and sends in `hello`).
 pub const PROTOCOL: u32 = 2;
@@ -23,6 +27,7 @@ pub const ACCEPTED: [u32; 2] = [1, 2];
 /// A message from devsim to the subject.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+#[schemars(transform = close_steps)]
 pub enum ToSubject {
     /// The first line devsim sends.
     Hello {
@@ -85,7 +90,7 @@ pub enum FromSubject {
         /// contract.
         kernels: Vec<KernelEntry>,
         /// The trace events it records.
-        events: Vec<String>,
+        events: Vec<EventName>,
         /// Whose wording its error messages use: `own` (the default; devsim's `message` fragments are
         /// then set aside, never compared) or `devsim` (it reproduces devsim's messages word for word).
         #[serde(default)]
@@ -179,7 +184,9 @@ impl KernelEntry {
 pub struct KernelDeclaration {
     /// The devsim catalog name it maps to.
     pub name: String,
-    /// The families it declares: `cpu`, `cuda` (NVIDIA), `rocm`, `xpu`, `mps`, or `all`.
+    /// The families it declares: `cpu`, `cuda` (NVIDIA), `rocm`, `xpu`, `mps`, or `all`. Strings: the handshake
+    /// refuses an unknown one naming the subject and the kernel, and devsim's `subject` listing prints them
+    /// as declared.
     pub families: Vec<String>,
     /// The quantization methods it serves.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -222,8 +229,8 @@ pub struct SubjectInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HostMessage {
-    /// The torch build: `cuda`, `hip` or `cpu`.
-    pub torch: String,
+    /// The torch build.
+    pub torch: Build,
     /// The build's own GPUs, in physical order.
     pub gpus: Vec<GpuMessage>,
     /// GPUs of another vendor in the box, invisible to this build.
@@ -254,71 +261,6 @@ pub struct GpuMessage {
     pub uuid: String,
 }
 
-/// One step; which optional fields are present depends on `action`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StepMessage {
-    /// The scenario it belongs to.
-    pub scenario: String,
-    /// Its 1-based position.
-    pub number: usize,
-    /// `normalize`, `resolve`, `validate`, `warmup`, `move`, `select`, `lock`, `set_device` or `discover`.
-    pub action: String,
-    /// The devsim kernel name (validate, warmup, move).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kernel: Option<String>,
-    /// The selector (normalize, resolve, validate, warmup, move, select).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub device: Option<SelectorMessage>,
-    /// The quantization method (select).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub method: Option<String>,
-    /// The bit width (select).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bits: Option<u32>,
-    /// The lock scope (lock).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scope: Option<SelectorMessage>,
-    /// `read` or `write` (lock).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
-    /// The ordinal to make current (set_device).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ordinal: Option<u32>,
-    /// How many times to perform it (live runs only; absent: once). The answer is the last repetition's,
-    /// with `retained_bytes` measured across all of them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repeat: Option<u32>,
-}
-
-/// A selector as written, plus the form the subject builds in its own language.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(tag = "form", rename_all = "snake_case", deny_unknown_fields)]
-pub enum SelectorMessage {
-    /// Pass the string itself, even when it is not a known spelling.
-    String {
-        /// The string.
-        written: String,
-    },
-    /// Pass the integer.
-    Ordinal {
-        /// The integer.
-        written: i64,
-    },
-    /// Pass the family enum value (GPTQModel: `DEVICE.ROCM`).
-    FamilyEnum {
-        /// `cpu`, `cuda`, `rocm`, `xpu`, `mps` or `all`.
-        family: String,
-    },
-    /// Pass `torch.device(device_type, index)`.
-    TorchDevice {
-        /// `cuda`, `cpu`, `xpu` or `mps`.
-        device_type: String,
-        /// The index, or null for the current device.
-        index: Option<u32>,
-    },
-}
-
 /// What a step produced; absent fields were not produced. Read into [`crate::output::ObservedOutput`] for
 /// judging, but its own type: the protocol is versioned apart from devsim's JSON output, states `ok`
 /// explicitly, and refuses unknown fields (which serde cannot do through a flattened shared struct).
@@ -334,7 +276,8 @@ pub struct ObservedMessage {
     /// Why it failed, when `ok` is false.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorMessage>,
-    /// The normalized family.
+    /// The normalized family. A string, not a [`FamilyName`]: it is what the project under test produced,
+    /// and a wrong one is a finding about it, never a protocol error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub family: Option<String>,
     /// The normalized ordinal: null for a family target; absent when not observed (protocol 2).
@@ -363,7 +306,7 @@ pub struct ObservedMessage {
     /// Lock: the pool keys held.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub covers: Option<Vec<String>>,
-    /// Discover: `nvidia`, `amd` or `none`.
+    /// Discover: `nvidia`, `amd` or `none`; a string for the same reason as `family`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vendor: Option<String>,
     /// Discover: each usable GPU's arch.
@@ -435,7 +378,7 @@ where
 #[serde(deny_unknown_fields)]
 pub struct ErrorMessage {
     /// One of devsim's error kinds, or null when the subject cannot classify its error.
-    pub kind: Option<String>,
+    pub kind: Option<ErrorKind>,
     /// The code's own message.
     pub message: String,
 }
@@ -445,13 +388,27 @@ pub struct ErrorMessage {
 #[serde(deny_unknown_fields)]
 pub struct TraceEvent {
     /// The event name, as in scenario trace rules (`amd_arch`, `gate:family` ...).
-    pub event: String,
+    pub event: EventName,
     /// The visible ordinal it concerned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<u32>,
     /// A detail: the extension or kernel name, the lock key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+}
+
+/// Refuses unknown keys in a step, as serde does: schemars leaves `additionalProperties` out of each action's
+/// branch (the `type` key lives beside them), so the step branch refuses whatever no branch evaluated.
+fn close_steps(schema: &mut schemars::Schema) {
+    let branches = schema.get_mut("oneOf").and_then(|b| b.as_array_mut());
+    for branch in branches.into_iter().flatten() {
+        let is_step = branch
+            .pointer("/properties/type/const")
+            .is_some_and(|kind| kind == "step");
+        if let Some(object) = branch.as_object_mut().filter(|_| is_step) {
+            object.insert("unevaluatedProperties".into(), false.into());
+        }
+    }
 }
 
 /// Any line of the protocol, in either direction: the root of the JSON Schema.

@@ -33,6 +33,10 @@ MESSAGES = [
       "device": {"form": "string", "written": "cuda:1"}}, "ToSubject", None),
     ({"type": "step", "scenario": "a", "number": 1, "action": "warmup", "kernel": "k",
       "device": {"form": "string", "written": "cuda:1"}, "extra": 1}, "ToSubject", "'extra' was unexpected"),
+    ({"type": "step", "scenario": "a", "number": 1, "action": "warmup",
+      "device": {"form": "string", "written": "cuda:1"}}, "ToSubject", "breaks the protocol"),
+    ({"type": "step", "scenario": "a", "number": 1, "action": "discover", "kernel": "k"}, "ToSubject",
+     "'kernel' was unexpected"),
     ({"type": "done", "scenario": "a"}, "FromSubject", None),
     ({"type": "done"}, "FromSubject", "'scenario' is a required property"),
     ({"type": "observed", "scenario": "a", "number": 1, "ok": True, "ran_on": 1, "current_after": 0,
@@ -89,6 +93,22 @@ def test_jsonschema_rs_accepts_exactly_what_jsonschema_accepts(msg, direction, w
 def test_steps_devsim_could_not_send_are_protocol_errors(step, wanted):
     with pytest.raises(ProtocolError, match=wanted):
         check_step(step)
+
+
+def test_step_fields_come_from_the_schema():
+    """Every action the schema's step message has, with the fields its branch requires: a lock's `mode` too."""
+    assert set(protocol.STEP_FIELDS) == {
+        "normalize", "resolve", "validate", "warmup", "move", "select", "lock", "set_device", "discover"
+    }
+    assert protocol.STEP_FIELDS["lock"] == ("scope", "mode")
+    assert protocol.STEP_FIELDS["discover"] == ()
+    assert protocol.SELECTOR_KEYS == ("device", "scope")
+    assert protocol.SELECTOR_FIELDS["family_enum"] == ("family",)
+    assert "all" in protocol.SELECTOR_FAMILIES and "all" not in protocol.FAMILIES
+    assert "gate:family" in protocol.EVENTS and len(protocol.EVENTS) == len(set(protocol.EVENTS)) == 20
+    assert "unsupported-arch" in protocol.ERROR_KINDS and len(protocol.ERROR_KINDS) == 10
+    with pytest.raises(ProtocolError, match="a lock step without 'mode'"):
+        check_step({"scenario": "a", "number": 1, "action": "lock", "scope": {"form": "ordinal", "written": 0}})
 
 
 def test_negotiation_caps_at_the_kits_version():

@@ -22,8 +22,6 @@ PROTOCOL = 2
 #: The longest line either side may write.
 MAX_LINE = 1 << 20
 
-FAMILIES = ("cpu", "cuda", "rocm", "xpu", "mps")
-
 
 class Fatal(Exception):
     """A condition that ends the subject with a non-zero status (message on stderr)."""
@@ -144,29 +142,73 @@ def check_outgoing(msg: dict[str, Any]) -> dict[str, Any]:
     return msg
 
 
-# Per action, the fields a step carries (the schema leaves them optional, the protocol does not).
-STEP_FIELDS = {
-    "normalize": ("device",),
-    "resolve": ("device",),
-    "validate": ("kernel", "device"),
-    "warmup": ("kernel", "device"),
-    "move": ("kernel", "device"),
-    "select": ("method", "bits", "device"),
-    "lock": ("scope",),
-    "set_device": ("ordinal",),
-    "discover": (),
-}
-SELECTOR_FIELDS = {
-    "string": ("written",),
-    "ordinal": ("written",),
-    "family_enum": ("family",),
-    "torch_device": ("device_type",),
-}
+# ----------------------------------------------------------------------------------------------- vocabulary
+# Read from the schema, never restated: devsim's types are the one place the protocol's words are written.
+
+
+def _tagged_fields(branches: list[dict[str, Any]], tag: str, common: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    """Per value of `tag`, the keys a `oneOf` branch tagged by it requires, in the schema's order, leaving out
+    the tag and the `common` keys every branch has."""
+    fields: dict[str, tuple[str, ...]] = {}
+    for branch in branches:
+        value = branch.get("properties", {}).get(tag, {}).get("const")
+        if isinstance(value, str):
+            skip = (tag, *common)
+            fields[value] = tuple(key for key in branch.get("required", ()) if key not in skip)
+    return fields
+
+
+def _words(definition: str) -> tuple[str, ...]:
+    """The string constants a word of the schema (`FamilyName`, `EventName` ...) may take; an open word's
+    branch for any other string (`EventName`'s) has no constant and adds none."""
+    node = schema()["$defs"][definition]
+    if "enum" in node:
+        return tuple(str(word) for word in node["enum"])
+    branches = node.get("oneOf", node.get("anyOf", ()))
+    return tuple(str(branch["const"]) for branch in branches if "const" in branch)
+
+
+def _step_branches() -> list[dict[str, Any]]:
+    """The `oneOf` of the `step` message: one branch per action."""
+    for branch in schema()["$defs"]["ToSubject"]["oneOf"]:
+        if branch.get("properties", {}).get("type", {}).get("const") == "step":
+            found: list[dict[str, Any]] = branch["oneOf"]
+            return found
+    raise Fatal("the kit's protocol schema has no step message")
+
+
+#: The keys every step carries besides `action`.
+STEP_HEAD = ("scenario", "number")
+#: Per action, the fields a step of that action carries (from the schema's `step` branches).
+STEP_FIELDS: dict[str, tuple[str, ...]] = _tagged_fields(_step_branches(), "action", STEP_HEAD)
+#: Per selector form, the fields a selector of that form carries (from `SelectorMessage`).
+SELECTOR_FIELDS: dict[str, tuple[str, ...]] = _tagged_fields(
+    schema()["$defs"]["SelectorMessage"]["oneOf"], "form", ()
+)
+#: The step fields that hold a selector (`device`, `scope`).
+SELECTOR_KEYS: tuple[str, ...] = tuple(
+    sorted(
+        {
+            key
+            for branch in _step_branches()
+            for key, field in branch.get("properties", {}).items()
+            if field.get("$ref") == "#/$defs/SelectorMessage"
+        }
+    )
+)
+#: Every family a `family_enum` selector may name, `all` (lock scopes) included.
+SELECTOR_FAMILIES: tuple[str, ...] = _words("FamilyName")
+#: Every trace event devsim knows (a handshake's `events` and an answer's `trace` name them).
+EVENTS: tuple[str, ...] = _words("EventName")
+#: Every error kind devsim knows (an answer's `error.kind`).
+ERROR_KINDS: tuple[str, ...] = _words("ErrorKind")
+#: The device families, `all` left out.
+FAMILIES: tuple[str, ...] = tuple(family for family in SELECTOR_FAMILIES if family != "all")
 
 
 def check_step(msg: dict[str, Any]) -> None:
     """A step devsim could not have sent is a protocol error, never an observation of the code under test."""
-    for key in ("scenario", "number", "action"):
+    for key in (*STEP_HEAD, "action"):
         if key not in msg:
             raise ProtocolError(f"a step without {key!r}: {msg}")
     needed = STEP_FIELDS.get(msg["action"])
@@ -175,7 +217,7 @@ def check_step(msg: dict[str, Any]) -> None:
     for key in needed:
         if key not in msg:
             raise ProtocolError(f"a {msg['action']} step without {key!r}: {msg}")
-    for key in ("device", "scope"):
+    for key in SELECTOR_KEYS:
         if key in msg:
             sel = msg[key]
             if not isinstance(sel, dict) or sel.get("form") not in SELECTOR_FIELDS:
@@ -183,7 +225,7 @@ def check_step(msg: dict[str, Any]) -> None:
             for field_name in SELECTOR_FIELDS[sel["form"]]:
                 if field_name not in sel:
                     raise ProtocolError(f"a {sel['form']} selector without {field_name!r}: {sel!r}")
-            if sel["form"] == "family_enum" and sel["family"] not in (*FAMILIES, "all"):
+            if sel["form"] == "family_enum" and sel["family"] not in SELECTOR_FAMILIES:
                 raise ProtocolError(f"unknown family {sel['family']!r}")
 
 
