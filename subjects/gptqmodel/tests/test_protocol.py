@@ -14,7 +14,7 @@ PROTOCOL_EVENTS = {
     "alloc", "copy", "free", "launch", "synchronize", "extension_load", "lock",
     "gate:normalize", "gate:family", "gate:bits", "gate:arch",
 }
-ACTIONS = {"normalize", "resolve", "validate", "warmup", "move", "select", "lock", "set_device"}
+ACTIONS = {"normalize", "resolve", "validate", "warmup", "move", "select", "lock", "set_device", "default_device"}
 ERROR_KINDS = {
     "unknown-selector", "unknown-kernel", "unknown-arch", "no-such-device", "family-not-present",
     "unsupported-family", "unsupported-arch", "unsupported-bits", "no-kernel", "driver-error",

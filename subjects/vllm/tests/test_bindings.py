@@ -1,4 +1,4 @@
-"""The child's rebinding of vLLM's platform finds what a scan of every module would (subject.PlatformBindings),
+"""The child's rebinding of vLLM's platform finds what a scan of every module would (bindings.PlatformBindings),
 and the memoised importlib.metadata look-ups answer what importlib.metadata does."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import types
 from collections.abc import Iterator
 
 import pytest
-from devsim_subject_vllm.subject import PlatformBindings, memoise_metadata
+from devsim_subject_vllm.bindings import PlatformBindings, memoise_metadata
 
 
 class Platform:

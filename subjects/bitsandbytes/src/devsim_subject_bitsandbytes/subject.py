@@ -18,8 +18,16 @@ import importlib
 import importlib.metadata
 from typing import Any
 
-from devsim_subject_kit import Host, ProjectState, ProtocolError, Recorder, check_step
-from devsim_subject_kit.server import reuse_enabled
+from devsim_subject_kit import (
+    Host,
+    ProjectState,
+    ProtocolError,
+    Refused,
+    Unsupported,
+    action,
+)
+from devsim_subject_kit.subject import Handler
+from devsim_subject_kit.subject import Subject as KitSubject
 
 from . import declare
 
@@ -44,27 +52,16 @@ WARMUP_NEEDS_GPU = (
 )
 
 
-class StepUnsupported(Exception):
-    """The step cannot be observed on this subject; the reason goes to devsim."""
+class Subject(KitSubject):
+    """The adapter: data, hooks on the kit and the actions it registers; the kit's `Subject` runs the steps."""
 
-
-class Refused(Exception):
-    """bitsandbytes refuses the device: the observation, with devsim's error kind when it has one."""
-
-    def __init__(self, message: str, kind: str | None) -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-class Subject:
-    """The adapter: data and hooks on the kit."""
+    project = "bitsandbytes"
 
     def __init__(self) -> None:
-        self.recorder = Recorder()
-        self.torch_host: Any = None
-        self.state = ProjectState(("bitsandbytes",))
+        super().__init__()
+        self.name = "bitsandbytes"
+        self.state: ProjectState = ProjectState(("bitsandbytes",))
         self.declaration: declare.Declaration | None = None
-        self.version = "unknown"
         self.module: Any = None  # bitsandbytes, once this child imported it
 
     def load(self, live: bool = False) -> None:
@@ -84,68 +81,38 @@ class Subject:
             importlib.import_module(name)
         self.state.plan()
 
-    def handshake(self, protocol: int) -> dict[str, Any]:
-        """The answer to hello: protocol 2 only (a protocol 1 subject declares no contract)."""
-        if protocol < 2:
-            raise ProtocolError("the bitsandbytes subject speaks protocol 2 only")
+    def contract(self) -> dict[str, Any]:
+        """The protocol 2 handshake: the one kernel, read from bitsandbytes' files."""
         assert self.declaration is not None
-        return {
-            "type": "handshake",
-            "protocol": 2,
-            "subject": {"name": "bitsandbytes", "version": self.version},
-            "actions": ["validate", "warmup"],
-            "kernels": [{"name": KERNEL, "families": self.declaration.families, "source": self.declaration.source}],
-            "events": EVENTS,
-            "messages": "own",
-            "levels": ["policy", "contract"],
-            "observes": OBSERVES,
-            # the kit traces each step inside bitsandbytes and names the function behind a refusal or an event
-            "packages": ["bitsandbytes"],
-        }
+        kernels = [{"name": KERNEL, "families": self.declaration.families, "source": self.declaration.source}]
+        # the kit traces each step inside bitsandbytes and names the function behind a refusal or an event
+        return self.handshake_answer(kernels, EVENTS, OBSERVES, ["bitsandbytes"])
 
-    # -- per scenario
-
-    def enter(self, host: Host) -> str | None:
-        """Child: become `host` (bitsandbytes is imported by the first step)."""
-        reason = self.torch_host.enter(host)
-        if reason is None and reuse_enabled():
-            self.state.remember()
-        return reason
+    # -- per scenario (the kit's `enter` enters the host; bitsandbytes is imported by the first step)
 
     def reusable(self) -> bool:
         """A child that imported bitsandbytes holds its import-time state: never reused."""
         return self.module is None and self.state.unchanged()
 
-    # -- steps
+    # -- steps (the kit's `Subject.step` runs them)
 
-    def step(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One step: an `observed` or `unsupported` answer."""
-        from devsim_subject_kit.nativelibs import SimulatedNativeCall
-
-        check_step(msg)
-        head = {"scenario": msg["scenario"], "number": msg["number"]}
-        handler = {"validate": self.do_validate, "warmup": self.do_warmup}.get(msg["action"])
-        if handler is None:
-            return {"type": "unsupported", **head, "reason": f"the bitsandbytes subject has no action {msg['action']!r}"}
+    def begin(self, msg: dict[str, Any]) -> None:
+        """Every step names the one kernel."""
         if msg.get("kernel") != KERNEL:
             raise ProtocolError(f"a step for kernel {msg.get('kernel')!r}, which this subject does not declare")
-        obs: dict[str, Any] = {}
-        with self.recorder.capture() as trace:
-            try:
-                handler(msg, obs)
-                ok = True
-            except StepUnsupported as exc:
-                return {"type": "unsupported", **head, "reason": str(exc)}
-            except SimulatedNativeCall as exc:
-                return {"type": "unsupported", **head,
-                        "reason": f"bitsandbytes ran native code on the simulated host ({exc})"}
-            except Refused as exc:
-                ok = False
-                obs["error"] = {"kind": exc.kind, "message": str(exc)}
-        host = self.torch_host.host
-        if host.has_gpu_runtime and self.torch_host.count() > 0:
-            obs["current_after"] = self.torch_host.current()
-        return {"type": "observed", **head, "ok": ok, **obs, "trace": trace}
+
+    def perform(self, msg: dict[str, Any], handler: Handler, obs: dict[str, Any]) -> None:
+        """The action; a call into a stand-in GPU library cannot be observed here."""
+        from devsim_subject_kit.nativelibs import SimulatedNativeCall
+
+        try:
+            handler(msg, obs)
+        except SimulatedNativeCall as exc:
+            raise Unsupported(f"bitsandbytes ran native code on the simulated host ({exc})") from exc
+
+    def finish(self, ok: bool, obs: dict[str, Any]) -> None:
+        """Every step reports torch's current device after it."""
+        self.report_current(obs)
 
     def device(self, sel: dict[str, Any]) -> Any:
         """The torch device bitsandbytes would get: it addresses devices as torch does, with no family names."""
@@ -161,12 +128,12 @@ class Subject:
                 index = sel.get("index")
                 return torch.device(sel["device_type"]) if index is None else torch.device(sel["device_type"], index)
         except (RuntimeError, ValueError) as exc:
-            raise StepUnsupported(
+            raise Unsupported(
                 f"bitsandbytes takes torch devices, and torch does not accept {sel.get('written', sel)!r} as one "
                 f"({exc}); the spelling cannot reach bitsandbytes"
             ) from exc
         if form == "family_enum":
-            raise StepUnsupported("bitsandbytes has no device-family enum; a family target cannot reach it")
+            raise Unsupported("bitsandbytes has no device-family enum; a family target cannot reach it")
         raise ProtocolError(f"unknown selector form {form!r}")
 
     def imported(self) -> Any:
@@ -216,6 +183,7 @@ class Subject:
         with self.recorder.quiet():
             self.torch_host.landing(device)  # data for an ordinal torch does not have cannot exist
 
+    @action("validate")
     def do_validate(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
         """Import bitsandbytes on the host (its library choice and probes) and gate the device."""
         device = self.device(msg["device"])
@@ -224,12 +192,13 @@ class Subject:
         except RuntimeError as exc:  # torch's, for an ordinal it does not have (Refused is no RuntimeError)
             raise Refused(str(exc), "no-such-device" if "invalid device ordinal" in str(exc) else None) from exc
 
+    @action("warmup")
     def do_warmup(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
         """The gate as for validate (a refusal is observed); an admitted device would run native code. The skip
         reason says which path bitsandbytes' own per-device heuristic picks there (fused kernel or
         dequantize+linear), which is Python and runs on the simulated host."""
         self.do_validate(msg, obs)
-        raise StepUnsupported(f"{WARMUP_NEEDS_GPU}; {self.gemm_path(self.device(msg['device']))}")
+        raise Unsupported(f"{WARMUP_NEEDS_GPU}; {self.gemm_path(self.device(msg['device']))}")
 
     def gemm_path(self, device: Any) -> str:
         """What bitsandbytes' `gemm_4bit` dispatch picks on `device` for a decode-sized fp16 GEMM."""

@@ -6,14 +6,16 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from devsim_subject_kit import ProtocolError, blame
+from devsim_subject_kit import ProtocolError, Refused, Unsupported, action, blame
+from devsim_subject_kit.patches import Patches
 
 from . import compat
-from .model import FAMILIES, Kernel, StepUnsupported, SubjectBase, _Refused
+from .model import FAMILIES, Kernel, SubjectBase
 
 
 class ActionsMixin(SubjectBase):
-    """`Subject`'s steps (`do_<action>`, but `do_warmup`) and what they share."""
+    """`Subject`'s steps (`@action`s, but warmup) and what they share. A step that cannot be observed raises the
+    kit's `Unsupported` with `trace=[]`: the events GPTQModel recorded before it stopped are answered with it."""
 
     def classify(self, exc: BaseException) -> dict:
         message = str(exc)
@@ -51,24 +53,8 @@ class ActionsMixin(SubjectBase):
             try:  # torch itself judges the device type (e.g. no "rocm" device type exists)
                 return torch.device(sel["device_type"]) if index is None else torch.device(sel["device_type"], index)
             except (RuntimeError, ValueError) as exc:
-                raise _Refused(exc) from exc
+                raise Refused.of(exc) from exc
         raise ProtocolError(f"unknown selector form {form!r}")
-
-    def do_default_device(self, msg: dict, obs: dict) -> None:
-        """GPTQModel's pick when no device is asked for: importer.auto_select_device(None, BACKEND.AUTO), what
-        from_quantized / from_pretrained without a device or device_map and a default quantize config reach. It
-        returns a family enum, so only the family is observed."""
-        from gptqmodel.utils import importer
-        from gptqmodel.utils.backend import BACKEND
-
-        auto_select_device = compat.need(importer, "auto_select_device", "the default device (default_device)")
-        chosen = auto_select_device(None, BACKEND.AUTO)
-        blame.observed("family", chosen)
-        value = getattr(chosen, "value", chosen)
-        if value in FAMILIES:
-            obs["family"] = value
-        else:
-            print(f"devsim-subject: auto_select_device gave {chosen!r}, not a devsim family", file=sys.stderr)
 
     def family_of(self, device: Any, obs: dict) -> Any:
         """GPTQModel's normalize_device: the family the configuration path stores. It returns a family enum, so
@@ -114,7 +100,7 @@ class ActionsMixin(SubjectBase):
         name = msg["kernel"]
         kernel = self.kernels.get(name)
         if kernel is None:
-            raise StepUnsupported(f"kernel {name} has no GPTQModel class in the subject's kernel map")
+            raise Unsupported(f"kernel {name} has no GPTQModel class in the subject's kernel map", trace=[])
         lacks = compat.constant_lacks(self.state.unevaluable, [kernel.module])
         if lacks is not None:
             raise compat.Lacking(lacks)
@@ -134,16 +120,18 @@ class ActionsMixin(SubjectBase):
         """`unsupported` when the verdict on `kernel` rests on a missing package (`_needed_missing`)."""
         missing = self._needed_missing(kernel, attempted)
         if missing:
-            raise StepUnsupported(
+            raise Unsupported(
                 f"{kernel.cls_name}.validate_once() needs {', '.join(missing)}, not installed in the subject's "
-                "environment, so GPTQModel's verdict for this host cannot be observed"
+                "environment, so GPTQModel's verdict for this host cannot be observed", trace=[]
             )
 
     # -- actions
 
+    @action("normalize")
     def do_normalize(self, msg: dict, obs: dict) -> None:
         self.family_of(self.selector(msg["device"]), obs)
 
+    @action("resolve")
     def do_resolve(self, msg: dict, obs: dict) -> None:
         device = self.selector(msg["device"])
         self.family_of(device, obs)
@@ -180,8 +168,9 @@ class ActionsMixin(SubjectBase):
         if not ok:
             # a refusal that came from a missing package is this environment's, not GPTQModel's verdict
             self._depends_on_missing(kernel, self._missing.attempts)
-            raise _Refused(err if err is not None else RuntimeError(f"{kernel.cls_name} refused without a reason"))
+            raise Refused.of(err if err is not None else RuntimeError(f"{kernel.cls_name} refused without a reason"))
 
+    @action("validate")
     def do_validate(self, msg: dict, obs: dict) -> None:
         from gptqmodel.utils import importer
 
@@ -196,6 +185,7 @@ class ActionsMixin(SubjectBase):
         finally:
             self._selector_view(device, obs)
 
+    @action("select")
     def do_select(self, msg: dict, obs: dict) -> None:
         import torch
         from gptqmodel.quantization import FORMAT, METHOD
@@ -204,9 +194,9 @@ class ActionsMixin(SubjectBase):
 
         method = self.methods.get(msg["method"])
         if method is None:
-            raise StepUnsupported(
+            raise Unsupported(
                 f"GPTQModel 7.7.0 has no quantization method for devsim's {msg['method']!r} "
-                "(its W4A kernels are explicit GPTQ backends with auto-select priority 0)"
+                "(its W4A kernels are explicit GPTQ backends with auto-select priority 0)", trace=[]
             )
         compat.need(importer, "_device_family", "selector view (validate, select)")
         lacks = compat.constant_lacks(self.state.unevaluable, [k.module for k in self.kernels.values()])
@@ -228,7 +218,8 @@ class ActionsMixin(SubjectBase):
                 admitted_at.setdefault(cls, blame.just_returned(result))
             return result
 
-        importer.validate_quant_linear = observing
+        patch = Patches()
+        patch.set(importer, "validate_quant_linear", observing)
         self._missing.attempts.clear()
         try:
             chosen = importer.select_quant_linear(
@@ -247,7 +238,7 @@ class ActionsMixin(SubjectBase):
             self._unobservable_candidates(judged, None)
             raise
         finally:
-            importer.validate_quant_linear = original
+            patch.undo()
             self._selector_view(device, obs)
         self._unobservable_candidates(judged, chosen)
         name = next((k.name for k in self.kernels.values() if k.cls is chosen), None)
@@ -290,12 +281,13 @@ class ActionsMixin(SubjectBase):
                 continue
             for kernel in self.kernels.values():
                 if kernel.cls is cls and self._needed_missing(kernel, self._missing.attempts):
-                    raise StepUnsupported(
+                    raise Unsupported(
                         f"selection considered {cls.__name__}, whose validate_once() needs "
                         f"{', '.join(kernel.missing + kernel.build_lacks)} (not installed in the subject's environment), so the "
-                        "pick on this host cannot be observed"
+                        "pick on this host cannot be observed", trace=[]
                     )
 
+    @action("lock")
     def do_lock(self, msg: dict, obs: dict) -> None:
         scope = self.selector(msg["scope"])
         pool = self._pool()
@@ -322,6 +314,7 @@ class ActionsMixin(SubjectBase):
             self._lock_keys = {id(lock): key for key, lock in self.pool._locks.items()}
         return self.pool
 
+    @action("move")
     def do_move(self, msg: dict, obs: dict) -> None:
         """The kernel's placement path: normalize_device (the family quantize_config.device stores), the kernel's
         own gate on that family (quantize() validates the kernel with select_quant_linear(device=DEVICE(
@@ -344,10 +337,28 @@ class ActionsMixin(SubjectBase):
             for field_name in ("torch_device", "ordinal", "lands_on"):
                 blame.observed(field_name, target)
 
+    @action("set_device")
     def do_set_device(self, msg: dict, obs: dict) -> None:
         import torch
 
         torch.cuda.set_device(int(msg["ordinal"]))
+
+    @action("default_device")
+    def do_default_device(self, msg: dict, obs: dict) -> None:
+        """GPTQModel's pick when no device is asked for: importer.auto_select_device(None, BACKEND.AUTO), what
+        from_quantized / from_pretrained without a device or device_map and a default quantize config reach. It
+        returns a family enum, so only the family is observed."""
+        from gptqmodel.utils import importer
+        from gptqmodel.utils.backend import BACKEND
+
+        auto_select_device = compat.need(importer, "auto_select_device", "the default device (default_device)")
+        chosen = auto_select_device(None, BACKEND.AUTO)
+        blame.observed("family", chosen)
+        value = getattr(chosen, "value", chosen)
+        if value in FAMILIES:
+            obs["family"] = value
+        else:
+            print(f"devsim-subject: auto_select_device gave {chosen!r}, not a devsim family", file=sys.stderr)
 
     def _selector_view(self, device: Any, obs: dict) -> None:
         """validate / select: the selector as GPTQModel's kernel machinery saw it. `family` is what

@@ -15,11 +15,17 @@ import sys
 from types import ModuleType
 from typing import Any
 
+from devsim_subject_kit import Unsupported
+
 _warned: set[str] = set()
 
 
-class Lacking(Exception):
-    """A step needs a GPTQModel name this source tree lacks: the step is skipped, naming it."""
+class Lacking(Unsupported):
+    """A step needs a GPTQModel name this source tree lacks: the step is skipped, naming it (with the events
+    GPTQModel recorded before, as every `unsupported` answer of this subject has them)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, trace=[])
 
 
 def _qualified(owner: Any, name: str) -> str:

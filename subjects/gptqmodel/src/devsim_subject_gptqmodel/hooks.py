@@ -93,8 +93,9 @@ class HooksMixin(SubjectBase):
                 raise RuntimeError(f"constants.toml preloads {name}, which tries to import missing {tried}")
 
     def _install_hooks(self) -> None:
-        """Hooks on GPTQModel itself. They record and pass results through unchanged, except the extension
-        loader, which stands in for the native build the simulated host is assumed to have."""
+        """Hooks on GPTQModel itself, each set through `self.patches` (the kit's `Patches`, which can undo them).
+        They record and pass results through unchanged, except the extension loader, which stands in for the
+        native build the simulated host is assumed to have."""
         import gptqmodel
         from gptqmodel.utils import threadx
         from gptqmodel.utils.cpp import TorchOpsJitExtension
@@ -140,7 +141,7 @@ class HooksMixin(SubjectBase):
                                  f"{getattr(ext, '_last_error', '') or 'no reason given'}")
             return True
 
-        TorchOpsJitExtension.load = load_live if self.live else load
+        self.patches.set(TorchOpsJitExtension, "load", load_live if self.live else load)
 
         # lock: the device pool's per-device reader/writer locks.
         subject = self
@@ -154,8 +155,8 @@ class HooksMixin(SubjectBase):
             subject._lock_event(lock, "write")
             return original_write(lock)
 
-        threadx._RWLock.acquire_read = acquire_read
-        threadx._RWLock.acquire_write = acquire_write
+        self.patches.set(threadx._RWLock, "acquire_read", acquire_read)
+        self.patches.set(threadx._RWLock, "acquire_write", acquire_write)
 
         if self.live:
             self._install_observers()
@@ -175,7 +176,7 @@ class HooksMixin(SubjectBase):
 
         for module in [m for n, m in sys.modules.items() if n.startswith("gptqmodel") and m]:
             if machine_probe is not None and vars(module).get("has_avx512_bf16") is machine_probe:
-                module.has_avx512_bf16 = no_avx512_bf16  # type: ignore[attr-defined]
+                self.patches.set(module, "has_avx512_bf16", no_avx512_bf16)
         self._install_observers()
 
     def _install_observers(self) -> None:
@@ -193,7 +194,7 @@ class HooksMixin(SubjectBase):
             return family
 
         if original_family is not None:
-            importer._device_family = device_family
+            self.patches.set(importer, "_device_family", device_family)
 
         # what the selector machinery makes of a public device value ("rocm" -> DEVICE.ROCM, 1 -> cuda:1):
         # the view validate/select report when no torch.device reaches _device_family
@@ -208,7 +209,7 @@ class HooksMixin(SubjectBase):
             return result
 
         if original_as_selector is not None:
-            importer._as_selector_device = as_selector_device
+            self.patches.set(importer, "_as_selector_device", as_selector_device)
 
         # GPTQModel's extension API gates every native extension on a build-support check (a capability,
         # shared-memory or ROCm rule over the visible GPUs) before it loads; is_available() swallows that
@@ -221,7 +222,7 @@ class HooksMixin(SubjectBase):
         def load_one(name: str, **kwargs: Any) -> Any:
             return subject._observe_device_error(lambda: original_load_one(name, **kwargs))
 
-        extension_api._load_one = load_one
+        self.patches.set(extension_api, "_load_one", load_one)
 
         # the causes behind "does not support device": every mapped class's validate_device
         for kernel in self.kernels.values():
@@ -239,7 +240,7 @@ class HooksMixin(SubjectBase):
             return self._observe_device_error(lambda: _impl(klass, device))
 
         wrapper._devsim = True  # type: ignore[attr-defined]
-        cls.validate_device = classmethod(wrapper)
+        self.patches.set(cls, "validate_device", classmethod(wrapper))
 
     def _observe_device_error(self, call: Callable) -> Any:
         try:

@@ -1,6 +1,7 @@
 """The GPTQModel subject's data and plain types: the constants of its contract (families, events, actions, the
 fields each action observes), the kernel map's entries and the error rules read from its TOML files, the
-exceptions a step ends with, and which errors are the subject's own bugs (`raised_by_subject`)."""
+exception a live step ends with when a native build is missing (`NeedsBuild`), and which errors are the subject's
+own bugs (`raised_by_subject`). A step's other endings are the kit's `Unsupported` and `Refused`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from devsim_subject_kit import ProjectState, Recorder
+from devsim_subject_kit import ProjectState
+from devsim_subject_kit.patches import Patches
+from devsim_subject_kit.subject import Subject as KitSubject
 
 if TYPE_CHECKING:
     from .hooks import _MissingPackageFinder
@@ -45,7 +48,6 @@ EXTENSION_STATE = ("_load_attempted", "_load_result", "_last_error", "_namespace
 # The error kinds that are a kernel's refusal of the device when its own code raises them on the way to or in its
 # forward (a wrapper has no other gate); any other error there is a limit of the simulated warmup.
 REFUSALS = ("unsupported-family", "unsupported-arch", "unsupported-bits")
-ACTIONS = ("normalize", "resolve", "validate", "select", "lock", "move", "set_device", "warmup", "default_device")
 
 # Protocol v2: the observation fields each action really reports (`current_after`: on every GPU build with a
 # visible GPU). normalize reports no ordinal: GPTQModel's normalize_device returns a family enum.
@@ -91,15 +93,6 @@ WARMUP_NEEDS_GPU = (
 )
 
 
-class StepUnsupported(Exception):
-    """The step cannot be observed on this subject; the reason goes to devsim, with the trace events GPTQModel
-    recorded before the step could go no further (`events`), on which devsim judges `never` rules."""
-
-    def __init__(self, reason: str, events: list[dict[str, Any]] | None = None) -> None:
-        super().__init__(reason)
-        self.events = events or []
-
-
 @dataclass
 class Kernel:
     name: str
@@ -143,15 +136,7 @@ def load_toml(name: str) -> dict:
 class NeedsBuild(BaseException):
     """Live: a native extension GPTQModel needs is not built here (JIT builds off) or its build failed on this
     machine. A BaseException, so GPTQModel's own `except Exception` fallbacks cannot turn it into a refusal it never
-    made; the step answers `unsupported` with the reason."""
-
-
-class _Refused(Exception):
-    """A (False, error) verdict from GPTQModel's validation, carried to classification."""
-
-    def __init__(self, error: BaseException) -> None:
-        super().__init__(str(error))
-        self.error = error
+    made; the step answers `unsupported` with the reason (and no trace)."""
 
 
 # Modules of this package that stand in for the code under test: an exception raised in them is an observation.
@@ -172,9 +157,12 @@ def raised_by_subject(exc: BaseException) -> bool:
     return path.parent == DATA and path.name not in STAND_INS
 
 
-class SubjectBase:
-    """The attributes `Subject.__init__` (and `load`, `step`) set, declared once for the mixins that make up
-    `Subject` (hooks.py, actions.py, warmups.py): each mixin uses them, none sets them up."""
+class SubjectBase(KitSubject):
+    """The attributes `Subject.__init__` (and `load`, `begin`) set, declared once for the mixins that make up
+    `Subject` (hooks.py, actions.py, warmups.py): each mixin uses them, none sets them up. The kit's `Subject`
+    (below them) runs the steps and holds `recorder`, `torch_host`, `live`, `name` and `version`."""
+
+    project = "GPTQModel"
 
     kernels: dict[str, Kernel]
     methods: dict[str, dict]
@@ -187,13 +175,10 @@ class SubjectBase:
     _device_errors: list[BaseException]
     _families: list[tuple[Any, Any, dict[str, Any] | None]]
     _selectors: list[Any]
-    name: str
     overlay: str | None
     _loaded: dict[int, tuple[Any, tuple[Any, ...]]]
-    live: bool
-    recorder: Recorder
-    torch_host: Any
     state: ProjectState
+    patches: Patches  # the hooks on GPTQModel (hooks.py), installed once by `load`
     _missing: _MissingPackageFinder
     _native_ops: list[Any]
     _dependent: set[tuple[str, str]]
@@ -201,5 +186,7 @@ class SubjectBase:
     tolerances: dict[str, dict[str, Any]]
     tolerance_note: str
     _undecided: dict[str, str]
+    _repeat: int  # how many times the step runs (live: `repeat`)
+    _before: int | None  # live: the device bytes allocated before the step
     boundary_name: str
     boundary_fn: Callable[..., Any] | None

@@ -3,7 +3,9 @@
 `Subject.load()` runs once in the parent process: it patches torch (the kit's SimulatedTorch), imports GPTQModel and loads
 the data files (kernels.toml, errors.toml, constants.toml). `Subject.enter(host)` runs in the forked child of
 each scenario: it switches the simulated host, re-sets GPTQModel's import-time constants and clears its
-caches. `Subject.step(message)` performs one action and returns the `observed` (or `unsupported`) message.
+caches. The kit's `Subject.step(message)` performs one registered action and returns the `observed` (or
+`unsupported`) message; the hooks here (`begin`, `perform`, `refusal`, `observed_error`, `finish`) add what
+GPTQModel's steps share.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from devsim_subject_kit import (
     Host,
     ProjectState,
     ProtocolError,
-    Recorder,
+    Refused,
     Reset,
-    check_step,
+    Unsupported,
 )
-from devsim_subject_kit.server import reuse_enabled
+from devsim_subject_kit.patches import Patches
+from devsim_subject_kit.subject import Handler
 
 from . import compat
 from .actions import ActionsMixin
@@ -39,7 +42,6 @@ from .hooks import (
     _package_has_library,
 )
 from .model import (
-    ACTIONS,
     EVENTS,
     EXTENSION_STATE,
     OBSERVES,
@@ -47,8 +49,6 @@ from .model import (
     Kernel,
     NeedsBuild,
     Rule,
-    StepUnsupported,
-    _Refused,
     declared_families,
     load_toml,
     raised_by_subject,
@@ -61,11 +61,11 @@ class Subject(HooksMixin, WarmupsMixin, ActionsMixin):
     (actions.py) and its warmup (warmups.py) in the mixins."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.kernels: dict[str, Kernel] = {}
         self.methods: dict[str, dict] = {}
         self.rules: list[Rule] = []
         self.constants: list[dict] = []
-        self.version = "unknown"
         self.pool: Any = None
         self._lock_keys: dict[int, str] = {}
         self._held: list[str] = []  # pool keys whose locks the current step took
@@ -77,10 +77,8 @@ class Subject(HooksMixin, WarmupsMixin, ActionsMixin):
         self.overlay: str | None = None
         # extensions the simulated loader marked loaded in this scenario, with what they held before
         self._loaded: dict[int, tuple[Any, tuple[Any, ...]]] = {}
-        self.live = False  # the real torch on the real machine (the kit's LiveTorch), not a simulated host
-        self.recorder = Recorder()
-        self.torch_host: Any = None
         self.state = ProjectState(("gptqmodel",))
+        self.patches = Patches()  # the hooks on GPTQModel (hooks.py)
         self._missing = _MissingPackageFinder(set())
         self._native_ops: list[Any] = []  # nativeops.Registered by this scenario's extension loads
         self._dependent: set[tuple[str, str]] = set()  # (kernel, missing package) a verdict was seen to need
@@ -212,19 +210,19 @@ class Subject(HooksMixin, WarmupsMixin, ActionsMixin):
             "type": "handshake",
             "protocol": 1,
             "subject": {"name": self.name, "version": self.version},
-            "actions": list(ACTIONS),
+            "actions": self.actions(),
             "kernels": list(self.kernels),
             "events": EVENTS,
         }
         if protocol < 2:
             return answer
-        answer["protocol"] = 2
-        answer["messages"] = "own"
-        answer["levels"] = ["policy", "contract"]
-        answer["kernels"] = [self.declaration(kernel) for kernel in self.kernels.values()]
-        answer["observes"] = {action: list(fields) for action, fields in OBSERVES.items()}
-        # the kit traces each step inside these packages and says which GPTQModel function decided what
-        answer["packages"] = ["gptqmodel"]
+        answer = self.handshake_answer(
+            [self.declaration(kernel) for kernel in self.kernels.values()],
+            EVENTS,
+            {action: list(fields) for action, fields in OBSERVES.items()},
+            # the kit traces each step inside these packages and says which GPTQModel function decided what
+            ["gptqmodel"],
+        )
         if self.live:
             answer["live"] = True
             answer["observes"]["move"].append("retained_bytes")
@@ -283,16 +281,14 @@ class Subject(HooksMixin, WarmupsMixin, ActionsMixin):
         """Child process: become `host`. Returns a reason when the host cannot be simulated. Live (in the
         subject's own process): check that the real machine is that host and make its current device current."""
         self.pool = None
-        reason = self.torch_host.enter(host)
-        if reason is not None:
-            return reason
+        return super().enter(host)
+
+    def entered(self, host: Host) -> None:
+        """The host is entered: GPTQModel's import-time constants re-set for it (simulated), its caches cleared."""
         with self.recorder.quiet():
             if not self.live:
                 self.state.reset_constants()
             self.clear_caches()
-        if not self.live and reuse_enabled():
-            self.state.remember()
-        return None
 
     def reusable(self) -> bool:
         """Child, after a scenario's `end`: whether the next scenario of the same host may run in this child.
@@ -334,55 +330,47 @@ class Subject(HooksMixin, WarmupsMixin, ActionsMixin):
 
     # ------------------------------------------------------------------------------------------- steps
 
-    def step(self, msg: dict) -> dict:
-        check_step(msg)
-        action = msg["action"]
-        head = {"scenario": msg["scenario"], "number": msg["number"]}
-        handler = getattr(self, f"do_{action}", None)
-        if handler is None:
-            return {"type": "unsupported", **head, "reason": f"the GPTQModel subject has no action {action!r}"}
-        obs: dict[str, Any] = {}
+    def begin(self, msg: dict[str, Any]) -> None:
+        """Reset what a step's hooks collect; live, a step may repeat and its retained bytes are measured."""
         self._device_errors = []
         self._families = []
         self._selectors = []
         self._held = []
-        self._undecided: dict[str, str] = {}
-        repeat = int(msg.get("repeat") or 1)
-        if repeat > 1 and not self.live:
+        self._undecided = {}
+        self._repeat = int(msg.get("repeat") or 1)
+        if self._repeat > 1 and not self.live:
             raise ProtocolError(f"a repeated step outside a live run: {msg}")
-        before = self._allocated() if self.live else None
-        with self.recorder.capture() as trace:
-            try:
-                for _ in range(repeat):
-                    obs.clear()
-                    handler(msg, obs)
-                ok = True
-            except (StepUnsupported, compat.Lacking) as exc:
-                answer = {"type": "unsupported", **head, "reason": str(exc)}
-                stopped = [*trace, *getattr(exc, "events", [])]
-                if stopped:  # what GPTQModel did before the step could go no further: its `never` rules bind
-                    answer["trace"] = stopped
-                return answer
-            except NeedsBuild as exc:
-                return {"type": "unsupported", **head, "reason": str(exc)}
-            except _Refused as exc:
-                ok = False
-                obs["error"] = self.classify(exc.error)
-            except ProtocolError:
-                raise
-            except Exception as exc:
-                if raised_by_subject(exc):
-                    raise  # a bug of the subject itself: the child prints the traceback and exits non-zero
-                ok = False  # the code under test (or the simulated runtime) raised: an observation
-                obs["error"] = self.classify(exc)
+        self._before = self._allocated() if self.live else None
+
+    def perform(self, msg: dict[str, Any], handler: Handler, obs: dict[str, Any]) -> None:
+        """The action, `repeat` times (each observation replacing the last); a native build missing live makes
+        the step `unsupported` without its trace."""
+        try:
+            for _ in range(self._repeat):
+                obs.clear()
+                handler(msg, obs)
+        except NeedsBuild as exc:
+            raise Unsupported(str(exc)) from exc
+
+    def refusal(self, exc: Refused) -> dict[str, Any]:
+        """GPTQModel's refusal, classified by its wording (errors.toml)."""
+        return self.classify(exc.error if exc.error is not None else exc)
+
+    def observed_error(self, exc: Exception) -> dict[str, Any] | None:
+        """What GPTQModel (or the simulated runtime) raised is an observation; a bug of the subject's own step code
+        goes through (the child prints the traceback and exits non-zero)."""
+        if raised_by_subject(exc):
+            return None
+        return self.classify(exc)
+
+    def finish(self, ok: bool, obs: dict[str, Any]) -> None:
+        """`undecided` (a step that failed was decided by whatever refused it; one that succeeded decided nothing
+        here), `current_after`, and live the device bytes the step left allocated."""
         if ok and self._undecided:
-            # a step that failed was decided by whatever refused it; one that succeeded decided nothing here
             obs["undecided"] = dict(self._undecided)
-        if self.torch_host.host.has_gpu_runtime and self.torch_host.count() > 0:
-            obs["current_after"] = self.torch_host.current()
-        if before is not None:
-            obs["retained_bytes"] = self._allocated() - before
-        return {"type": "observed", **head, "ok": ok, **obs, "trace": trace}
+        self.report_current(obs)
+        if self._before is not None:
+            obs["retained_bytes"] = self._allocated() - self._before
 
     def _allocated(self) -> int:
         """Live: device bytes the real caching allocator holds in tensors, over every visible GPU."""

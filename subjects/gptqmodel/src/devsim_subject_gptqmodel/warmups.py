@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from devsim_subject_kit import blame
+from devsim_subject_kit import Refused, Unsupported, action, blame
 
 from .actions import ActionsMixin
-from .model import REFUSALS, WARMUP_NEEDS_GPU, Kernel, StepUnsupported, _Refused
+from .model import REFUSALS, WARMUP_NEEDS_GPU, Kernel
 
 
 class WarmupsMixin(ActionsMixin):
     """`Subject`'s warmup step and the modules it runs."""
 
+    @action("warmup")
     def do_warmup(self, msg: dict, obs: dict) -> None:
         """The kernel gated as an explicit choice is (validate_quant_linear on the requested device): a refusal is
         the observation. Simulated, an admitted kernel's module is moved to the device at the torch boundary,
@@ -30,7 +31,7 @@ class WarmupsMixin(ActionsMixin):
         if not self.live:
             device = self.selector(msg["device"])
             if kernel.contract:  # a wrapper's own forward is its only gate
-                self.gate(kernel, device)  # a refusal is observed (`_Refused`)
+                self.gate(kernel, device)  # a refusal is observed (`Refused`)
             target = self.boundary(device)
 
             def build() -> Any:
@@ -41,16 +42,17 @@ class WarmupsMixin(ActionsMixin):
             try:
                 obs["ran_on"] = fakewarmup.ran_on(build, target, self.recorder, self._refuses)
             except fakewarmup.Refusal as refusal:
-                raise _Refused(refusal.error) from refusal.error
+                raise Refused.of(refusal.error) from refusal.error
             except fakewarmup.Unsimulable as exc:
-                raise StepUnsupported(f"{WARMUP_NEEDS_GPU}: {exc}", exc.events) from exc
+                raise Unsupported(f"{WARMUP_NEEDS_GPU}: {exc}", trace=exc.events) from exc
             return
         fmt = liveformats.FORMATS.get(kernel.weights or "")
         if fmt is None:
-            raise StepUnsupported(
+            raise Unsupported(
                 f"the live warmup builds {', '.join(sorted(liveformats.FORMATS))} checkpoints; {kernel.cls_name} "
                 f"takes another format ({kernel.weights or 'not named in kernels.toml'}), for which the subject has "
-                "no weight builder"
+                "no weight builder",
+                trace=[],
             )
         device = self.selector(msg["device"])
         self.gate(kernel, device)
@@ -59,7 +61,7 @@ class WarmupsMixin(ActionsMixin):
             with self.recorder.quiet():
                 weights, module = self._checkpoint_module(kernel)
         except livewarmup.Unbuildable as exc:
-            raise StepUnsupported(str(exc)) from exc
+            raise Unsupported(str(exc), trace=[]) from exc
         # Judged by GPTQModel's stated tolerance against its reference kernel where its tests state one; else by
         # the seed's against the oracle, still compared with the format's reference kernel (the one whose packer
         # wrote the checkpoint), so both errors are reported either way.
@@ -71,7 +73,7 @@ class WarmupsMixin(ActionsMixin):
                 with self.recorder.quiet():
                     reference = self._checkpoint_module(self.kernels[reference_name])[1]
             except livewarmup.Unbuildable as exc:
-                raise StepUnsupported(f"the project's reference kernel {reference_name}: {exc}") from exc
+                raise Unsupported(f"the project's reference kernel {reference_name}: {exc}", trace=[]) from exc
         forward = livewarmup.run(
             module, weights, target, tolerance, reference, reference_name, quiet=self.recorder.quiet
         )

@@ -55,7 +55,7 @@ class CpuBacked(torch.Tensor):
 
     @staticmethod
     def __new__(cls, data: torch.Tensor, device: torch.device) -> Self:
-        made = torch.Tensor._make_wrapper_subclass(  # type: ignore[attr-defined]
+        made = torch.Tensor._make_wrapper_subclass(
             cls,
             data.size(),
             strides=data.stride(),
@@ -67,7 +67,7 @@ class CpuBacked(torch.Tensor):
         )
         made.data_on_cpu = data
         made.simulated_device = device
-        return made  # type: ignore[no-any-return]
+        return made
 
     __torch_function__ = torch._C._disabled_torch_function_impl  # type: ignore[assignment]
 
@@ -84,7 +84,7 @@ class CpuBacked(torch.Tensor):
         return False
 
     @property
-    def data(self) -> Any:  # type: ignore[override]
+    def data(self) -> Any:
         return torch.ops.aten.detach.default(self)
 
     @data.setter
@@ -94,16 +94,16 @@ class CpuBacked(torch.Tensor):
         torch._C.TensorBase.data.__set__(self, new)  # type: ignore[attr-defined]
         self.data_on_cpu, self.simulated_device = new.data_on_cpu, new.simulated_device
 
-    def data_ptr(self) -> int:  # type: ignore[override]
+    def data_ptr(self) -> int:
         """The address of the values, in CPU memory. A wrapper tensor has no storage of its own, so torch would
         answer 0, and native code handed that (a GGML bridge through ctypes, a cache keyed by weight address)
         would read address 0 or take two tensors for one; on a GPU host every tensor's address is its own."""
         return int(self.data_on_cpu.data_ptr())
 
-    def get_device(self) -> int:  # type: ignore[override]
+    def get_device(self) -> int:
         return -1 if self.simulated_device.index is None else self.simulated_device.index
 
-    def to(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def to(self, *args: Any, **kwargs: Any) -> Any:
         if args and isinstance(args[0], torch.Tensor):
             device, dtype = args[0].device, args[0].dtype
             copy = bool(kwargs.get("copy", args[2] if len(args) > 2 else False))
@@ -119,7 +119,7 @@ class CpuBacked(torch.Tensor):
             self, dtype=dtype or self.dtype, device=self.simulated_device if same_device else device
         )
 
-    def cpu(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def cpu(self, *args: Any, **kwargs: Any) -> Any:
         return self.to(_CPU)
 
     def cuda(self, device: Any = None, non_blocking: bool = False, **kwargs: Any) -> Any:  # type: ignore[override]
@@ -130,23 +130,23 @@ class CpuBacked(torch.Tensor):
     def __repr__(self) -> str:  # type: ignore[override]
         return f"CpuBacked({self.data_on_cpu!r}, device='{self.device}')"
 
-    def numpy(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def numpy(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError(
             f"can't convert {self.device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor to "
             "host memory first."
         )
 
-    def tolist(self) -> Any:  # type: ignore[override]
+    def tolist(self) -> Any:
         return self.data_on_cpu.tolist()
 
     @classmethod
     def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:  # type: ignore[override]
         # reached only outside the mode (a CpuBacked tensor kept after it ended): run it as the mode would
-        with CpuBackedGpus():
+        with CpuBackedGpus():  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
             return func(*args, **(kwargs or {}))
 
 
-class CpuBackedGpus(TorchDispatchMode):
+class CpuBackedGpus(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
     """While active, every tensor torch places on a GPU is `CpuBacked`; CPU tensors stay plain tensors.
 
     `Module.to` swaps a parameter's data in place when torch calls the two tensors shallow-copy compatible, which
@@ -155,14 +155,14 @@ class CpuBackedGpus(TorchDispatchMode):
 
     def __enter__(self) -> Self:
         self._compatible = torch._has_compatible_shallow_copy_type
-        torch._has_compatible_shallow_copy_type = _compatible_unless_cpu_backed(self._compatible)  # type: ignore[assignment]
-        return super().__enter__()  # type: ignore[no-any-return]
+        torch._has_compatible_shallow_copy_type = _compatible_unless_cpu_backed(self._compatible)
+        return super().__enter__()  # type: ignore[no-any-return,no-untyped-call]
 
     def __exit__(self, *exc: object) -> None:
         try:
-            super().__exit__(*exc)
+            super().__exit__(*exc)  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
         finally:
-            torch._has_compatible_shallow_copy_type = self._compatible  # type: ignore[assignment]
+            torch._has_compatible_shallow_copy_type = self._compatible
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
@@ -203,10 +203,10 @@ def _result_device(func: Any, tensors: list[torch.Tensor], requested: Any) -> to
     """Where torch puts the result of `func` on `tensors` (its tensor arguments, in order) on a GPU host, given
     its `device=` argument (see the module doc)."""
     if requested is not None:
-        requested = torch.device(requested)
-        if requested.type == "cuda" and requested.index is None:
+        asked = torch.device(requested)
+        if asked.type == "cuda" and asked.index is None:
             return torch.device("cuda", torch.cuda.current_device())
-        return requested
+        return asked
     if not tensors:
         return _CPU
     if func in _DESTINATION_DEVICE:

@@ -46,7 +46,7 @@ def deferred(compile_: Callable[..., Any]) -> Callable[..., Any]:
 
         return run
 
-    compile.__wrapped__ = compile_  # type: ignore[attr-defined]
+    compile.__wrapped__ = compile_
     return compile
 
 

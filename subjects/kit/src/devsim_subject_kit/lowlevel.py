@@ -213,7 +213,7 @@ class _AsicInfo(dict[str, Any]):
             self._on_arch()
         return super().__getitem__(key)
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         if key == "target_graphics_version":
             self._on_arch()
         return super().get(key, default)

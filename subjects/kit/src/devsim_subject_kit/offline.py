@@ -26,8 +26,8 @@ def isolate() -> None:
     os.environ["XDG_CACHE_HOME"] = NO_CACHE
     socket.socket.connect = _local_only(socket.socket.connect)  # type: ignore[method-assign]
     socket.socket.connect_ex = _local_only(socket.socket.connect_ex)  # type: ignore[method-assign]
-    socket.create_connection = _refuse  # type: ignore[assignment]
-    socket.getaddrinfo = _refuse  # type: ignore[assignment]
+    socket.create_connection = _refuse
+    socket.getaddrinfo = _refuse
 
 
 def _local_only(connect: Any) -> Any:

@@ -14,8 +14,11 @@ class Patches:
         self._saved: list[tuple[Any, str, Any]] = []
 
     def set(self, owner: Any, name: str, value: Any) -> None:
-        """Replace `owner.name` by `value`, remembering the original (or its absence)."""
-        self._saved.append((owner, name, getattr(owner, name, _ABSENT)))
+        """Replace `owner.name` by `value`, remembering the original (or its absence). For a class, what the
+        class itself holds is remembered (a classmethod as its descriptor; an inherited attribute as absent), so
+        `undo` gives the class back exactly that."""
+        original = vars(owner).get(name, _ABSENT) if isinstance(owner, type) else getattr(owner, name, _ABSENT)
+        self._saved.append((owner, name, original))
         setattr(owner, name, value)
 
     def undo(self) -> None:

@@ -1,6 +1,7 @@
 """The protocol loop (docs/subject-protocol.md, versions 1 and 2) for any subject built on the kit.
 
-`serve(load)` answers `hello` by calling `load(live)` (which imports the project and returns a `Subject`), then:
+`serve(load)` answers `hello` by calling `load(live)` (which imports the project and returns an `Adapter`, usually
+a kit `Subject`), then:
 - simulated: the parent owns stdin and the real stdout and, for each scenario, forks a child that becomes the
   scenario's host; the parent relays that scenario's steps to the child over a pipe and writes the child's
   answers to stdout. Nothing a scenario does reaches the next one: a child is reused only for a later scenario
@@ -39,17 +40,12 @@ from .protocol import (
     negotiate,
     parse,
 )
-from .subject import Subject
+from .subject import Adapter, reuse_enabled
 
 #: Idle children kept for reuse (one per host; devsim's corpus has about 33 hosts).
 MAX_PARKED = 48
 #: Seconds a retired child may take to exit before it is killed.
 EXIT_GRACE_S = 5
-
-
-def reuse_enabled() -> bool:
-    """Whether children are reused across scenarios of one host (DEVSIM_SUBJECT_REUSE=0: never)."""
-    return os.environ.get("DEVSIM_SUBJECT_REUSE", "1") != "0"
 
 
 def host_key(host: Any) -> str:
@@ -68,7 +64,7 @@ class _Writer:
 class ForkServer(_Writer):
     """Simulated runs: one forked child per scenario (reused per host when the subject allows)."""
 
-    def __init__(self, subject: Subject, out: IO[bytes], reader: LineReader, packages: Sequence[str] = ()) -> None:
+    def __init__(self, subject: Adapter, out: IO[bytes], reader: LineReader, packages: Sequence[str] = ()) -> None:
         super().__init__(out)
         self.subject = subject
         self.reader = reader
@@ -247,7 +243,7 @@ def blame_enabled() -> bool:
     return os.environ.get("DEVSIM_SUBJECT_BLAME", "1") != "0"
 
 
-def answer_step(subject: Subject, msg: dict[str, Any], packages: Sequence[str]) -> dict[str, Any]:
+def answer_step(subject: Adapter, msg: dict[str, Any], packages: Sequence[str]) -> dict[str, Any]:
     """`subject.step(msg)`, traced inside the project's `packages` (the handshake's) so that an `observed` answer
     says which of the project's functions decided each field it can place (`decided_by`, kit.blame), and an
     `unsupported` one that carries the trace of a step that stopped says where each of its events was made."""
@@ -276,7 +272,7 @@ def declared_packages(handshake: dict[str, Any]) -> list[str]:
 
 
 def child_main(
-    subject: Subject, name: str, scenario: dict[str, Any], reader: LineReader, up: int, packages: Sequence[str] = ()
+    subject: Adapter, name: str, scenario: dict[str, Any], reader: LineReader, up: int, packages: Sequence[str] = ()
 ) -> int:
     """A forked child: become the scenario's host, answer its steps; parked, wait for the next of its host."""
 
@@ -337,7 +333,7 @@ class LiveServer(_Writer):
     Each scenario's host is checked against the machine and its current device made current
     (`Subject.enter`); at `end` the device that was current before is current again, also after a step failed."""
 
-    def __init__(self, subject: Subject, out: IO[bytes], reader: LineReader, packages: Sequence[str] = ()) -> None:
+    def __init__(self, subject: Adapter, out: IO[bytes], reader: LineReader, packages: Sequence[str] = ()) -> None:
         super().__init__(out)
         self.subject = subject
         self.reader = reader
@@ -407,7 +403,7 @@ def prepare_environment(overrides: Mapping[str, str] = {}) -> None:
     env.update(overrides)
 
 
-def serve(load: Callable[[bool], Subject], environment: Mapping[str, str] = {}) -> int:
+def serve(load: Callable[[bool], Adapter], environment: Mapping[str, str] = {}) -> int:
     """Run the protocol on stdin/stdout: `load(live)` imports the project and returns its adapter. The exit
     status: 0 when stdin closes, 2 on a protocol violation, 3 on a subject bug (traceback on stderr)."""
     prepare_environment(environment)

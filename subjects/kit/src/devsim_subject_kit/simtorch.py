@@ -122,7 +122,7 @@ class SimulatedTorch:
         if not self._patches:
             return
         self._patches.undo()
-        torch.version.hip, torch.version.cuda = self._saved_versions  # type: ignore[misc]
+        torch.version.hip, torch.version.cuda = self._saved_versions
         for name, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -136,15 +136,15 @@ class SimulatedTorch:
         self._current = {}
         if host.visible_gpus():
             self._current[threading.get_ident()] = host.current
-        torch.version.hip = host.version if host.is_rocm else None  # type: ignore[misc]
-        torch.version.cuda = host.version if host.torch == "cuda" else None  # type: ignore[misc]
+        torch.version.hip = host.version if host.is_rocm else None
+        torch.version.cuda = host.version if host.torch == "cuda" else None
         for name in VISIBLE_ENV:
             os.environ.pop(name, None)
         os.environ.update(host.environment())
         if self._patches:
             # one random generator per visible GPU, CPU-backed as the GPU's tensors are: torch.manual_seed seeds
             # every GPU's generator, and torch.cuda's RNG-state functions index them by ordinal
-            torch.cuda.default_generators = tuple(  # type: ignore[assignment,misc]
+            torch.cuda.default_generators = tuple(  # type: ignore[assignment]
                 torch.Generator() for _ in host.visible_gpus()
             ) if host.has_gpu_runtime else ()
 
@@ -438,7 +438,7 @@ def _by_torch(frame: FrameType | None) -> bool:
     such a read is torch's implementation, never a dispatch decision of the project, so it is not recorded."""
     if frame is None:
         return False
-    name = frame.f_globals.get("__name__", "")
+    name = str(frame.f_globals.get("__name__", ""))
     return name == "torch" or name.startswith("torch.")
 
 

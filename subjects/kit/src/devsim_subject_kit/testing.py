@@ -33,14 +33,14 @@ class Driver:
         )
         self.timeout = timeout
         self.lines: list[bytes] = []  # every stdout line, for the purity check
-        self.handshake: dict | None = None
+        self.handshake: dict[str, Any] | None = None
         self.started = time.monotonic()
         self.handshake_s: float | None = None
         self._seq = 0
 
     # -- raw I/O
 
-    def send(self, msg: dict) -> None:
+    def send(self, msg: dict[str, Any]) -> None:
         """One message as a JSON line."""
         assert self.proc.stdin is not None
         self.proc.stdin.write((json.dumps(msg) + "\n").encode())
@@ -52,7 +52,7 @@ class Driver:
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
-    def read(self) -> dict:
+    def read(self) -> dict[str, Any]:
         """The next answer, schema-checked."""
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -76,7 +76,7 @@ class Driver:
 
     # -- exchanges
 
-    def hello(self, protocol: int = 1, live: bool = False) -> dict:
+    def hello(self, protocol: int = 1, live: bool = False) -> dict[str, Any]:
         """Send hello, read the handshake."""
         hello: dict[str, Any] = {"type": "hello", "protocol": protocol, "devsim": "0.2.0"}
         if live:
@@ -88,7 +88,9 @@ class Driver:
             raise ProtocolViolation(f"expected handshake, got {self.handshake}")
         return self.handshake
 
-    def scenario(self, host: dict, steps: list[dict], name: str | None = None, end: bool = True) -> dict:
+    def scenario(
+        self, host: dict[str, Any], steps: list[dict[str, Any]], name: str | None = None, end: bool = True
+    ) -> dict[str, Any]:
         """Runs one scenario; returns {"start": ready|unsupported, "answers": [...], "done": done|None}."""
         self._seq += 1
         name = name or f"test/scenario_{self._seq}.toml"
@@ -112,9 +114,10 @@ class Driver:
                 raise ProtocolViolation(f"expected done, got {result['done']}")
         return result
 
-    def step(self, host: dict, step: dict) -> dict:
+    def step(self, host: dict[str, Any], step: dict[str, Any]) -> dict[str, Any]:
         """One step in a scenario of its own."""
-        return self.scenario(host, [step])["answers"][0]
+        answer: dict[str, Any] = self.scenario(host, [step])["answers"][0]
+        return answer
 
     def close(self) -> int:
         """Close stdin, wait for the exit status; stdout after the last answer is a violation."""
@@ -136,22 +139,22 @@ class Driver:
 # -- selectors as devsim sends them
 
 
-def s(written: str) -> dict:
+def s(written: str) -> dict[str, Any]:
     """A string selector."""
     return {"written": written, "form": "string"}
 
 
-def o(ordinal: int) -> dict:
+def o(ordinal: int) -> dict[str, Any]:
     """An integer selector."""
     return {"written": ordinal, "form": "ordinal"}
 
 
-def fam(family: str) -> dict:
+def fam(family: str) -> dict[str, Any]:
     """A family-enum selector."""
     return {"family": family, "form": "family_enum"}
 
 
-def tdev(device_type: str, index: int | None = None) -> dict:
+def tdev(device_type: str, index: int | None = None) -> dict[str, Any]:
     """A torch.device selector."""
     return {"device_type": device_type, "index": index, "form": "torch_device"}
 
@@ -159,7 +162,7 @@ def tdev(device_type: str, index: int | None = None) -> dict:
 # -- hosts (devsim's shipped profiles, scenarios/hosts/*.toml, resolved as devsim sends them)
 
 
-def gpu(arch: str, name: str, smem: int = 65536) -> dict:
+def gpu(arch: str, name: str, smem: int = 65536) -> dict[str, Any]:
     """A GPU as devsim sends it."""
     return {"arch": arch, "name": name, "smem_optin": smem, "uuid": f"GPU-{arch}-{name}"}
 
@@ -169,8 +172,8 @@ MI300X = gpu("gfx942:sramecc+:xnack-", "AMD Instinct MI300X")
 H200 = gpu("sm_90", "NVIDIA H200", 232448)
 
 
-def host(torch: str, gpus: list[dict], current: int = 0, env: dict | None = None,
-         visible: list[int] | None = None, foreign: list[dict] | None = None) -> dict:
+def host(torch: str, gpus: list[dict[str, Any]], current: int = 0, env: dict[str, Any] | None = None,
+         visible: list[int] | None = None, foreign: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A resolved host as devsim sends it."""
     return {
         "torch": torch,

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from devsim_subject_kit import Unsupported
+
 #: PlatformEnum member names -> devsim families.
 FAMILY_OF_PLATFORM_ENUM = {"CUDA": "cuda", "ROCM": "rocm", "XPU": "xpu", "CPU": "cpu"}
 
@@ -98,14 +100,12 @@ class Declaration:
         )
         from vllm.scalar_type import scalar_types
 
-        from .subject import StepUnsupported
-
         if method not in ("gptq", "awq"):
-            raise StepUnsupported(f"vLLM's mixed-precision selection has no method {method!r} (gptq and awq here)")
+            raise Unsupported(f"vLLM's mixed-precision selection has no method {method!r} (gptq and awq here)")
         type_name = f"uint{bits}b{2 ** (bits - 1)}" if method == "gptq" else f"uint{bits}"
         weight_type = getattr(scalar_types, type_name, None)
         if weight_type is None:
-            raise StepUnsupported(f"vLLM has no {bits}-bit {method} weight type ({type_name})")
+            raise Unsupported(f"vLLM has no {bits}-bit {method} weight type ({type_name})")
         return MPLinearLayerConfig(full_weight_shape=(4096, 4096), partition_weight_shape=(4096, 4096),
                                    weight_type=weight_type, act_type=torch.float16, group_size=128,
                                    zero_points=method == "awq")

@@ -30,16 +30,18 @@ from __future__ import annotations
 import ctypes
 import importlib
 import importlib.metadata
-import itertools
 import os
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-from devsim_subject_kit import Host, ProtocolError, Recorder, blame, check_step
+from devsim_subject_kit import Host, ProtocolError, Refused, Unsupported, action, blame
+from devsim_subject_kit.subject import Handler
+from devsim_subject_kit.subject import Subject as KitSubject
 
 from . import declare
+from .bindings import PlatformBindings, memoise_metadata
 
 EVENTS = ["device_count", "device_name", "nvidia_capability", "amd_arch", "get_device", "set_device"]
 OBSERVES = {
@@ -59,18 +61,6 @@ NATIVE_OPS = "vllm._C_stable_libtorch"
 FAMILY_OF_PLATFORM = {"CudaPlatform": "cuda", "NvmlCudaPlatform": "cuda", "NonNvmlCudaPlatform": "cuda",
                       "RocmPlatform": "rocm", "CpuPlatform": "cpu", "XPUPlatform": "xpu"}
 VENDOR_OF_FAMILY = {"cuda": "nvidia", "rocm": "amd", "cpu": "none"}
-
-
-class StepUnsupported(Exception):
-    """The step cannot be expressed to vLLM; the reason goes to devsim."""
-
-
-class Refused(Exception):
-    """vLLM refuses: the observation, with devsim's error kind when the refusal says which."""
-
-    def __init__(self, message: str, kind: str | None) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 class NoPlatform(Refused):
@@ -95,7 +85,7 @@ def torch_device_of(sel: dict[str, Any]) -> Any:
         index = sel.get("index")
         return torch.device(sel["device_type"]) if index is None else torch.device(sel["device_type"], int(index))
     except (RuntimeError, ValueError, TypeError) as exc:
-        raise StepUnsupported(f"torch does not accept {sel.get('written', sel)!r} as a device ({exc}); vLLM "
+        raise Unsupported(f"torch does not accept {sel.get('written', sel)!r} as a device ({exc}); vLLM "
                               "takes torch devices") from exc
 
 
@@ -107,108 +97,16 @@ def fake_libcuda() -> Path:
     return Path(__file__).resolve().parents[4] / "target" / "fake-drivers" / "cuda" / "libcuda.so.1"
 
 
-class PlatformBindings:
-    """The modules that bind vLLM's parent platform by name (`current_platform`), found once in the parent.
+class Subject(KitSubject):
+    """The adapter: data (the kernel map in `declare`), hooks on the kit and the actions it registers; the kit's
+    `Subject` runs the steps."""
 
-    A child rebinds every module in sys.modules whose `current_platform` is the parent's platform. Scanning all of
-    sys.modules (about 6,000 modules) in a freshly forked child costs a copy-on-write fault for each module's dict
-    whose reference count the scan raises: about 150 ms a scenario. So the parent scans once and keeps the version
-    tags (kit `DictVersions`, read without writing) of sys.modules and of every module's dict. A module whose
-    dict kept its tag holds the very objects it held in the parent, so after resolving the child finds what the
-    full scan would find by checking only: the parent's bound modules, the parent's modules whose dict changed
-    since (the host patches torch.cuda and torch.version, a fork changes threading), and, when sys.modules
-    changed, the entries appended to it since (checked as such: as many new entries as sys.modules grew, then
-    the parent's last entry, and none of them one of the parent's modules). Anything else (tags that cannot be
-    read here, sys.modules shrunk or reordered, another parent platform) is the full scan."""
-
-    def __init__(self, old: Any) -> None:
-        from devsim_subject_kit.dictversions import DictVersions
-
-        self.old = old
-        entries = list(sys.modules.values())
-        self.count = len(entries)
-        self.last = entries[-1] if entries else None
-        self.modules = [m for m in entries if m is not None]  # kept alive: their dicts' addresses stay theirs
-        self.ids = {id(m) for m in self.modules}
-        self.bound = self.scan_list(self.modules, old)
-        self.versions = DictVersions.of([sys.modules, *(vars(m) for m in self.modules)])
-        self.tags = self.versions.read() if self.versions is not None else None
-
-    @staticmethod
-    def scan_list(modules: list[Any], old: Any) -> list[Any]:
-        """The modules of `modules` whose `current_platform` is `old`."""
-        return [m for m in modules if vars(m).get("current_platform", None) is old]
-
-    @staticmethod
-    def scan(old: Any) -> list[Any]:
-        """Every module in sys.modules whose `current_platform` is `old` (the full scan)."""
-        if old is None:
-            return []
-        return PlatformBindings.scan_list([m for m in list(sys.modules.values()) if m is not None], old)
-
-    def holders(self, old: Any) -> list[Any]:
-        """After resolving: what `scan(old)` finds now."""
-        if old is None or old is not self.old or self.versions is None or self.tags is None:
-            return self.scan(old)
-        changed = self.versions.changed(self.tags, self.versions.read())
-        suspects = {id(m): m for m in self.bound}
-        suspects.update((id(self.modules[i - 1]), self.modules[i - 1]) for i in changed if i > 0)
-        if 0 in changed:  # sys.modules changed: only appended entries are accepted
-            grown = len(sys.modules) - self.count
-            if grown < 0 or self.last is None:  # shrunk, or no last module to recognise the parent's entries by
-                return self.scan(old)
-            # the newest entries, newest first, without touching the others (each touched object is a page copied)
-            newest = list(itertools.islice(reversed(sys.modules.values()), grown + 1))
-            if len(newest) != grown + 1 or newest[-1] is not self.last or any(id(m) in self.ids for m in newest[:-1]):
-                return self.scan(old)
-            suspects.update((id(m), m) for m in newest[:-1] if m is not None)
-        return self.scan_list(list(suspects.values()), old)
-
-
-#: The importlib.metadata look-ups vLLM's platform detection makes in every child: the installed distributions'
-#: platform plugins (`load_plugins_by_group`, about 70 ms: it reads every dist-info's entry points) and vLLM's
-#: version (`vllm_version_matches_substr`, five times). They read the installed packages, which no simulated host
-#: changes; each answer is memoised in the parent, by the look-up's arguments and sys.path.
-MEMOISED_METADATA: list[tuple[str, tuple[Any, ...], tuple[tuple[str, Any], ...]]] = [
-    ("entry_points", (), (("group", "vllm.platform_plugins"),)),
-    ("version", ("vllm",), ()),
-]
-
-
-def memoise_metadata() -> None:
-    """Wrap `importlib.metadata.entry_points` and `version` so that the look-ups in MEMOISED_METADATA answer what
-    the parent read (the same sys.path only); every other call goes to importlib.metadata as it is."""
-    from importlib import metadata
-
-    for name in {n for n, _, _ in MEMOISED_METADATA}:
-        real = getattr(metadata, name)
-        if getattr(real, "__devsim_memo__", None) is not None:
-            continue
-        memo: dict[Any, Any] = {}
-        for n, args, kwargs in MEMOISED_METADATA:
-            if n == name:
-                memo[(args, kwargs, tuple(sys.path))] = real(*args, **dict(kwargs))
-
-        def wrapper(*args: Any, _real: Any = real, _memo: dict[Any, Any] = memo, **kwargs: Any) -> Any:
-            try:
-                return _memo[(args, tuple(sorted(kwargs.items())), tuple(sys.path))]
-            except (KeyError, TypeError):
-                return _real(*args, **kwargs)
-
-        wrapper.__devsim_memo__ = memo  # type: ignore[attr-defined]
-        wrapper.__wrapped__ = real  # type: ignore[attr-defined]
-        wrapper.__doc__ = real.__doc__
-        setattr(metadata, name, wrapper)
-
-
-class Subject:
-    """The adapter: data (the kernel map in `declare`) and hooks on the kit."""
+    project = "vLLM"
 
     def __init__(self) -> None:
-        self.recorder = Recorder()
-        self.torch_host: Any = None
+        super().__init__()
+        self.name = "vllm"
         self.declaration: declare.Declaration | None = None
-        self.version = "unknown"
         self.platform: Any = None  # vLLM's platform on this child's host, once resolved
         self.platform_error: Exception | None = None
         self.selection: Any = None
@@ -258,36 +156,20 @@ class Subject:
 
         self.bindings = PlatformBindings(platforms._current_platform)
 
-    def handshake(self, protocol: int) -> dict[str, Any]:
-        """The answer to hello: protocol 2 only (a protocol 1 subject declares no contract)."""
-        if protocol < 2:
-            raise ProtocolError("the vLLM subject speaks protocol 2 only")
+    def contract(self) -> dict[str, Any]:
+        """The protocol 2 handshake: the kernels read from vLLM's selection code."""
         assert self.declaration is not None
-        return {
-            "type": "handshake",
-            "protocol": 2,
-            "subject": {"name": "vllm", "version": self.version},
-            "actions": ["discover", "select", "validate", "resolve", "set_device"],
-            "kernels": self.declaration.handshake_kernels(),
-            "events": EVENTS,
-            "messages": "own",
-            "levels": ["policy", "contract"],
-            "observes": OBSERVES,
-            # the kit traces each step inside vLLM and says which of its functions decided what (decided_by)
-            "packages": ["vllm"],
-        }
+        # the kit traces each step inside vLLM and says which of its functions decided what (decided_by)
+        return self.handshake_answer(self.declaration.handshake_kernels(), EVENTS, OBSERVES, ["vllm"])
 
     # -- per scenario
 
-    def enter(self, host: Host) -> str | None:
-        """Child: become `host` (vLLM's platform is resolved by the first step)."""
-        reason = self.torch_host.enter(host)
-        if reason is None:
-            if host.torch == "cpu":
-                os.environ["VLLM_TARGET_DEVICE"] = "cpu"  # how vLLM is told it runs on a CPU
-            else:
-                os.environ.pop("VLLM_TARGET_DEVICE", None)
-        return reason
+    def entered(self, host: Host) -> None:
+        """Child: the host is entered (vLLM's platform is resolved by the first step)."""
+        if host.torch == "cpu":
+            os.environ["VLLM_TARGET_DEVICE"] = "cpu"  # how vLLM is told it runs on a CPU
+        else:
+            os.environ.pop("VLLM_TARGET_DEVICE", None)
 
     def reusable(self) -> bool:
         """A child that resolved vLLM's platform holds that host's import-time state: never reused."""
@@ -322,31 +204,16 @@ class Subject:
 
     # -- steps
 
-    def step(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """One step: an `observed` or `unsupported` answer."""
-        check_step(msg)
-        head = {"scenario": msg["scenario"], "number": msg["number"]}
-        handler = {"discover": self.do_discover, "select": self.do_select, "validate": self.do_validate,
-                   "resolve": self.do_resolve, "set_device": self.do_set_device}.get(msg["action"])
-        if handler is None:
-            return {"type": "unsupported", **head, "reason": f"the vLLM subject has no action {msg['action']!r}"}
-        obs: dict[str, Any] = {}
-        with self.recorder.capture() as trace:
-            try:
-                handler(msg, obs)
-                ok = True
-            except StepUnsupported as exc:
-                return {"type": "unsupported", **head, "reason": str(exc)}
-            except NoPlatform as exc:
-                if msg["action"] != "discover":  # nothing of vLLM's selection runs without a platform
-                    return {"type": "unsupported", **head, "reason": str(exc)}
-                ok = False
-                obs["error"] = {"kind": exc.kind, "message": str(exc)}
-            except Refused as exc:
-                ok = False
-                obs["error"] = {"kind": exc.kind, "message": str(exc)}
-        return {"type": "observed", **head, "ok": ok, **obs, "trace": trace}
+    def perform(self, msg: dict[str, Any], handler: Handler, obs: dict[str, Any]) -> None:
+        """The action; without a platform only discover observes vLLM (its refusal to pick one)."""
+        try:
+            handler(msg, obs)
+        except NoPlatform as exc:
+            if msg["action"] != "discover":  # nothing of vLLM's selection runs without a platform
+                raise Unsupported(str(exc)) from exc
+            raise
 
+    @action("discover")
     def do_discover(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
         """What vLLM detects: its platform, its device count and the arch it acts on for each device."""
         platform = self.resolved()
@@ -391,7 +258,7 @@ class Subject:
         if form == "family_enum":
             # vLLM's GPU platforms are torch's `cuda` namespace: DEVICE.CUDA on a HIP build is that platform.
             if sel["family"] != family and not (sel["family"] == "cuda" and family == "rocm"):
-                raise StepUnsupported(f"vLLM runs on its one detected platform ({family}); a {sel['family']} "
+                raise Unsupported(f"vLLM runs on its one detected platform ({family}); a {sel['family']} "
                                       "target cannot be expressed to its selection")
             return None
         if form == "ordinal":
@@ -400,7 +267,7 @@ class Subject:
         if device.type == "cpu" and family == "cpu":
             return None
         if device.type != "cuda" or family not in ("cuda", "rocm"):
-            raise StepUnsupported(f"vLLM selects kernels for its detected platform ({family}); a {device.type} "
+            raise Unsupported(f"vLLM selects kernels for its detected platform ({family}); a {device.type} "
                                   "target cannot be expressed to its selection")
         return device.index
 
@@ -412,7 +279,7 @@ class Subject:
             return call()
         host = self.torch_host
         if not 0 <= ordinal < host.count():
-            raise StepUnsupported(f"ordinal {ordinal} is not a device here; vLLM's worker could not be placed on it")
+            raise Unsupported(f"ordinal {ordinal} is not a device here; vLLM's worker could not be placed on it")
         before = host.current()
         with self.recorder.quiet():
             host.set_device(ordinal)
@@ -436,6 +303,7 @@ class Subject:
             else:
                 os.environ["VLLM_DISABLED_KERNELS"] = saved
 
+    @action("select")
     def do_select(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
         """vLLM's mixed-precision kernel selection for the method and bits, on the target device."""
         assert self.declaration is not None
@@ -450,6 +318,7 @@ class Subject:
             obs["selected"] = name
             blame.observed("selected", chosen)  # the class vLLM's selection returned
 
+    @action("validate")
     def do_validate(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
         """Whether vLLM's selection would run this one kernel on the target device."""
         assert self.declaration is not None
@@ -475,6 +344,7 @@ class Subject:
             raise ProtocolError(f"VLLM_DISABLED_KERNELS left {chosen.__name__} in, asked for {kernel.vllm_class}")
         blame.observed("ok", chosen)  # the admission is vLLM's selection returning the kernel
 
+    @action("resolve")
     def do_resolve(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
         """vLLM's `DeviceConfig` for the selector: the device it keeps for execution."""
         import torch
@@ -483,7 +353,7 @@ class Subject:
         sel = msg["device"]
         form = sel["form"]
         if form not in ("string", "torch_device"):
-            raise StepUnsupported(f"vLLM's DeviceConfig takes a device-type string or a torch.device, not a selector of form {form!r} "
+            raise Unsupported(f"vLLM's DeviceConfig takes a device-type string or a torch.device, not a selector of form {form!r} "
                                   "(an ordinal or a family enum)")
         parsed = torch_device_of(sel)  # a string torch refuses never reaches vLLM's execution
         # DeviceConfig is given what the user would write: the string itself, or the torch.device.
@@ -502,13 +372,14 @@ class Subject:
             obs["torch_device"] = str(kept)
             obs["ordinal"] = kept.index
 
+    @action("set_device")
     def do_set_device(self, msg: dict[str, Any], obs: dict[str, Any]) -> None:
         """vLLM's `current_platform.set_device` (what its workers call), then torch's current device."""
         import torch
 
         platform = self.resolved()
         if self.family() not in ("cuda", "rocm"):
-            raise StepUnsupported(f"vLLM's {type(platform).__name__} has no GPUs to make current")
+            raise Unsupported(f"vLLM's {type(platform).__name__} has no GPUs to make current")
         try:
             platform.set_device(torch.device("cuda", int(msg["ordinal"])))
         except (RuntimeError, AssertionError, ValueError) as exc:
