@@ -18,8 +18,18 @@ from pathlib import Path
 SUFFIX = re.compile(r"-?devsim:[A-Za-z0-9_.-]+\]$")
 
 
-def junit_outcomes(path: Path) -> dict[str, str]:
-    """Each test case of a JUnit file by pytest node id (`tests/test_x.py::Class::test[param]`)."""
+def module_of(parts: list[str], modules: set[str]) -> int:
+    """How many leading parts of a JUnit classname name the test file: the longest prefix that is one of
+    `modules` (the files the simulated run collected, `tests/kernels/test_x.py`), else the first two."""
+    for end in range(len(parts), 0, -1):
+        if "/".join(parts[:end]) + ".py" in modules:
+            return end
+    return min(2, len(parts))
+
+
+def junit_outcomes(path: Path, modules: set[str] | None = None) -> dict[str, str]:
+    """Each test case of a JUnit file by pytest node id (`tests/test_x.py::Class::test[param]`); `modules` are
+    the known test files, so a file below a subfolder (`tests/kernels/quantization/test_x.py`) is found."""
     outcomes: dict[str, str] = {}
     for case in ET.parse(path).iter("testcase"):
         outcome = "passed"
@@ -29,8 +39,9 @@ def junit_outcomes(path: Path) -> dict[str, str]:
             elif child.tag == "skipped":
                 outcome = "xfailed" if "xfail" in (child.get("type") or "") else "skipped"
         parts = (case.get("classname") or "").split(".")
-        module = "/".join(parts[:2]) + ".py" if len(parts) >= 2 else parts[0]
-        outcomes["::".join([module, *parts[2:], case.get("name") or ""])] = outcome
+        end = module_of(parts, modules or set())
+        module = "/".join(parts[:end]) + ".py" if len(parts) >= 2 else parts[0]
+        outcomes["::".join([module, *parts[end:], case.get("name") or ""])] = outcome
     return outcomes
 
 
@@ -52,9 +63,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--gpu", type=Path, help="JUnit XML of the run on a real GPU, if one was made")
     parser.add_argument("--out", type=Path, required=True, help="the TSV to write")
     args = parser.parse_args(argv)
-    plain = junit_outcomes(args.plain)
-    gpu = junit_outcomes(args.gpu) if args.gpu else {}
     profiles, simulated = simulated_outcomes(args.simulated)
+    modules = {test.split("::")[0] for test in simulated}
+    plain = junit_outcomes(args.plain, modules)
+    gpu = junit_outcomes(args.gpu, modules) if args.gpu else {}
     tests = sorted(set(plain) | set(simulated) | set(gpu))
     rows = ["\t".join(["test", "no devsim", "real GPU", *profiles, "reason (first simulated non-pass)"])]
     summary: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)

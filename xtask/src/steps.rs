@@ -261,7 +261,7 @@ scripts/check-wheel "$PWD/.venv-torch" "$(dirname "$PWD")/gptqmodel-src"
         r#"
 subjects/bitsandbytes/install.sh "$PWD/.venv-torch"
 .venv-torch/bin/python -m pytest -q subjects/bitsandbytes/tests
-.venv-torch/bin/python -m pytest -q -p no:cacheprovider tools/live/tests
+.venv-torch/bin/python -m pytest -q -p no:cacheprovider tools/live/tests tools/fidelity/tests
 "#,
     )),
     step(

@@ -209,6 +209,40 @@ def test_session_host(devsim_host):
 
 
 @needs_devsim
+def test_nvml_and_amdsmi_answer_from_each_sessions_host(pytester: pytest.Pytester) -> None:
+    """vLLM detects its platform through a vendored pynvml and amdsmi, not torch: both answer from the host."""
+    pytester.mkpydir("vendored")
+    pytester.path.joinpath("vendored", "pynvml.py").write_text(
+        "class NVMLError(Exception):\n    def __init__(self, value):\n        self.value = value\n"
+        "NVML_ERROR_LIBRARY_NOT_FOUND, NVML_ERROR_NOT_FOUND, NVML_ERROR_INVALID_ARGUMENT = 12, 6, 2\n"
+        "def nvmlInit():\n    raise AssertionError('the real library was called')\n"
+    )
+    pytester.makepyfile(test_inner="""
+import amdsmi, torch
+from vendored import pynvml
+
+def platform():
+    try:
+        pynvml.nvmlInit()
+        return "cuda"
+    except pynvml.NVMLError:
+        pass
+    try:
+        amdsmi.amdsmi_init()
+        return "rocm" if amdsmi.amdsmi_get_processor_handles() else "cpu"
+    except amdsmi.AmdSmiException:
+        return "cpu"
+
+def test_platform(devsim_host):
+    assert platform() == {"h200": "cuda", "r9700x2": "rocm"}[devsim_host.profile]
+""")
+    result = session(pytester, "--devsim-host", "h200,r9700x2")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*session 1 of 2 on simulated host h200*", "*1 passed*",
+                                 "*session 2 of 2 on simulated host r9700x2*", "*1 passed*"])
+
+
+@needs_devsim
 def test_a_triton_launch_is_a_skip_that_names_it(pytester: pytest.Pytester) -> None:
     pytest.importorskip("triton")
     pytester.makepyfile(test_inner="""

@@ -5,9 +5,10 @@ profiles with devsim, then runs pytest again once per profile, one after the oth
 `--devsim-host`, in the same folder, output streamed), and exits with the worst of their exit codes (see
 `worst`). Each of those runs (a *session child*) has `DEVSIM_SESSION` in its environment: the profile, its
 host as devsim resolved it, the per-test timeout and where to leave its part of the report. The plugin reads
-it when it is imported, before conftests and test modules, and installs the kit's SimulatedTorch for that host
-(`boot`), so the project's import-time constants (`IS_ROCM = torch.version.hip is not None`), its capability
-caches and threads it starts at import all come up on the simulated host. Nothing is forked from a process
+it when it is imported, before conftests and test modules, installs the kit's SimulatedTorch for that host and
+answers NVML and amdsmi from it (`boot`, `mgmtlibs`), so the project's import-time constants (`IS_ROCM =
+torch.version.hip is not None`), its platform detection, capability caches and threads it starts at import all
+come up on the simulated host. Nothing is forked from a process
 that had already imported the project.
 
 A process started by a test inherits `DEVSIM_SESSION`, the visible-device variables and PATH, on which the
@@ -137,6 +138,10 @@ def boot(environ: dict[str, str] | None = None) -> SessionHost | str | None:
         torch_host = SimulatedTorch().install(host)
     except Exception as exc:  # noqa: BLE001 - any failure to patch means the kit cannot drive this torch
         return f"devsim session on host {spec.profile}: the kit cannot drive this torch: {exc!r}"
+    from .mgmtlibs import ManagementLibraries
+
+    # NVML and amdsmi, which some projects ask instead of torch (vLLM's platform detection), answer from the host
+    ManagementLibraries(lambda: torch_host.host, torch_host.recorder).install()
     return SessionHost(spec=spec, host=host, torch_host=torch_host)
 
 
