@@ -172,6 +172,28 @@ fn a_check_the_kit_cannot_restate_gets_no_script_and_says_why() {
 }
 
 #[test]
+fn a_refusal_the_projects_arch_rule_admits_is_restated_as_that_refusal() {
+    let scenario = scenario();
+    let refused = Mismatch {
+        key: "error".into(),
+        expected: "no unsupported-arch refusal (the subject's k declares min capability sm_90; p:K.cap, which the target, GPU 1, sm_90, satisfies)".into(),
+        actual: "unsupported-arch: requires capability 90".into(),
+        conformance: Some(Conformance::policy("per-target-arch")),
+    };
+    let report = report(&scenario, refused, Vec::new());
+    let scripts = scripts_of(&scenario, &report);
+    let [Ok(script)] = scripts.as_slice() else {
+        panic!("one script: {scripts:?}");
+    };
+    assert!(
+        script.text.contains("\"kind\": \"not_refused_as\"")
+            && script.text.contains("\"refusal\": \"unsupported-arch\""),
+        "{}",
+        script.text
+    );
+}
+
+#[test]
 fn writing_a_folder_indexes_every_finding_and_removes_only_stale_generated_scripts() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let stale = dir.path().join("old-finding.py");

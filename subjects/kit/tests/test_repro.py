@@ -126,6 +126,16 @@ def test_a_kernel_admitted_outside_its_declared_families_reads_the_handshake(tmp
     assert run(tmp_path, monkeypatch, check, refused, undeclared) == repro.HOLDS
 
 
+def test_a_refusal_the_projects_own_arch_rule_admits_fails_while_it_stands(tmp_path, monkeypatch):
+    check = {"kind": "not_refused_as", "step": 2, "branch": None, "key": "error", "refusal": "unsupported-arch",
+             "why": "no unsupported-arch refusal (the target satisfies the declared rule)"}
+    refused = {"1": OK_ANSWER, "2": {"ok": False, "error": {"kind": "unsupported-arch", "message": "cc 80"}}}
+    assert run(tmp_path, monkeypatch, check, refused) == repro.FAILS
+    assert run(tmp_path, monkeypatch, check, {"1": OK_ANSWER, "2": OK_ANSWER}) == repro.HOLDS
+    other = {"1": OK_ANSWER, "2": {"ok": False, "error": {"kind": "unsupported-family", "message": "no"}}}
+    assert run(tmp_path, monkeypatch, check, other) == repro.HOLDS
+
+
 def test_a_conditional_check_whose_branch_no_longer_applies_holds(tmp_path, monkeypatch):
     check = {**FIELD, "branch": "when_ok"}
     refused = {"1": OK_ANSWER, "2": {"ok": False, "error": {"kind": "no-such-device", "message": "x"}}}

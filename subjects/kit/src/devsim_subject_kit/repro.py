@@ -296,6 +296,11 @@ def judge(check: dict[str, Any], replayed: Replay) -> Verdict:
         return Verdict(False, "the conditional branch no longer applies", note="branch")
     if kind == "declared":
         return _judge_declared(check, replayed, answer)
+    if kind == "not_refused_as":
+        # rule per-target-arch: a refusal of this kind where the project's own arch rule admits the target
+        refusal = str(check["refusal"])
+        shown = f"false ({error.get('kind')}: {error.get('message')})" if refused else "true"
+        return Verdict(refused and error.get("kind") == refusal, shown, _place(answer, ["error", "ok"]))
     key = check["key"]
     expected = check["expected"]
     if key == "ok":
