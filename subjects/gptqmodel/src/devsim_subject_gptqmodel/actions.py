@@ -62,13 +62,18 @@ class ActionsMixin(SubjectBase):
         from gptqmodel.models import _const
 
         family = _const.normalize_device(device)  # looked up at call time: the overlay may replace it
+        self._report_family(family, obs, "normalize_device")
+        return family
+
+    @staticmethod
+    def _report_family(family: Any, obs: dict, gave: str) -> None:
+        """`family`, a family enum a GPTQModel function (`gave`) returned, as the observed family, placed there."""
         blame.observed("family", family)
         value = getattr(family, "value", family)
         if value in FAMILIES:
             obs["family"] = value
         else:
-            print(f"devsim-subject: normalize_device gave {family!r}, not a devsim family", file=sys.stderr)
-        return family
+            print(f"devsim-subject: {gave} gave {family!r}, not a devsim family", file=sys.stderr)
 
     def boundary(self, device: Any) -> Any:
         """The torch.device GPTQModel builds at an execution boundary for a requested device: the boundary helper
@@ -352,13 +357,7 @@ class ActionsMixin(SubjectBase):
         from gptqmodel.utils.backend import BACKEND
 
         auto_select_device = compat.need(importer, "auto_select_device", "the default device (default_device)")
-        chosen = auto_select_device(None, BACKEND.AUTO)
-        blame.observed("family", chosen)
-        value = getattr(chosen, "value", chosen)
-        if value in FAMILIES:
-            obs["family"] = value
-        else:
-            print(f"devsim-subject: auto_select_device gave {chosen!r}, not a devsim family", file=sys.stderr)
+        self._report_family(auto_select_device(None, BACKEND.AUTO), obs, "auto_select_device")
 
     def _selector_view(self, device: Any, obs: dict) -> None:
         """validate / select: the selector as GPTQModel's kernel machinery saw it. `family` is what
