@@ -98,10 +98,11 @@ def test_steps_devsim_could_not_send_are_protocol_errors(step, wanted):
 def test_step_fields_come_from_the_schema():
     """Every action the schema's step message has, with the fields its branch requires: a lock's `mode` too."""
     assert set(protocol.STEP_FIELDS) == {
-        "normalize", "resolve", "validate", "warmup", "move", "select", "lock", "set_device", "discover"
+        "normalize", "resolve", "validate", "warmup", "move", "select", "lock", "set_device", "discover",
+        "default_device",
     }
     assert protocol.STEP_FIELDS["lock"] == ("scope", "mode")
-    assert protocol.STEP_FIELDS["discover"] == ()
+    assert protocol.STEP_FIELDS["discover"] == protocol.STEP_FIELDS["default_device"] == ()
     assert protocol.SELECTOR_KEYS == ("device", "scope")
     assert protocol.SELECTOR_FIELDS["family_enum"] == ("family",)
     assert "all" in protocol.SELECTOR_FAMILIES and "all" not in protocol.FAMILIES

@@ -114,7 +114,7 @@ def test_an_action_is_observed_with_its_trace() -> None:
 
 def test_an_unregistered_action_is_unsupported_naming_the_project() -> None:
     answer = Base().step({"type": "step", "scenario": "s", "number": 1, "action": "lock", "scope": {"form": "ordinal",
-                          "written": 0}})
+                          "written": 0}, "mode": "read"})
     assert answer == {"type": "unsupported", "scenario": "s", "number": 1,
                       "reason": "the toy subject has no action 'lock'"}
 
