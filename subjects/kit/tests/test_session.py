@@ -33,16 +33,22 @@ def session(pytester: pytest.Pytester, *args: str, load: tuple[str, ...] = tuple
     return pytester.runpytest_subprocess(*load, "-p", "no:cacheprovider", "-rs", f"--devsim={DEVSIM}", *args)
 
 
-def leftovers() -> set[str]:
-    return {p.name for p in Path(tempfile.gettempdir()).glob("devsim-session-*")}
+def leftovers(root: Path | None = None) -> set[str]:
+    """The session scratch folders under `root` (default: the temporary folder)."""
+    return {p.name for p in (root or Path(tempfile.gettempdir())).glob("devsim-session-*")}
 
 
 @needs_devsim
-def test_an_unmodified_suite_runs_whole_on_each_profile(pytester: pytest.Pytester) -> None:
+def test_an_unmodified_suite_runs_whole_on_each_profile(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The GPTQModel-style suite (fixtures/own_suite) computes IS_ROCM at import, starts a thread at import and
     has `addopts = -s -v`; one invocation runs it on a HIP and a CUDA host."""
     shutil.copytree(OWN_SUITE, pytester.path, dirs_exist_ok=True)
-    before = leftovers()
+    # a temporary folder of its own: sessions other tests run at the same time (pytest-xdist) leave theirs
+    # in the shared one while they run
+    scratch = tmp_path_factory.mktemp("session-tmp")
+    monkeypatch.setenv("TMPDIR", str(scratch))
     result = session(pytester, "--devsim-host", "r9700x2,h200", "--devsim-report", "report.json")
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines([
@@ -67,7 +73,7 @@ def test_an_unmodified_suite_runs_whole_on_each_profile(pytester: pytest.Pyteste
     assert len(outcomes) == 10 and list(outcomes.values()).count("skipped") == 2
     skipped = [t for t in report["tests"] if t["outcome"] == "skipped"]
     assert all(t["reason"].startswith("needs a real GPU: device memory") for t in skipped)
-    assert leftovers() <= before  # the tool shims' folders are gone
+    assert leftovers(scratch) == set()  # the tool shims' folders are gone
 
 
 @needs_devsim
