@@ -26,7 +26,7 @@ STREAM = [
     (H200X2, [{"action": "validate", "kernel": "gptq_marlin", "device": s("cuda:1")},
               {"action": "validate", "kernel": "gptq_swordfish", "device": o(0)}]),
     (R9700X2, [{"action": "lock", "scope": fam("rocm"), "mode": "write"}]),
-    (R9700X2, [{"action": "lock", "scope": s("cuda:1")},
+    (R9700X2, [{"action": "lock", "scope": s("cuda:1"), "mode": "read"},
                {"action": "select", "method": "awq", "bits": 4, "device": s("cuda:1")}]),
     (H200X2, [{"action": "validate", "kernel": "gptq_machete", "device": s("cuda:1")},
               {"action": "select", "method": "gptq", "bits": 4, "device": s("cuda")}]),

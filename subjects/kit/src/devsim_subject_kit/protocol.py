@@ -126,7 +126,14 @@ def _best_error(validator: Any, msg: Any, kind: Any) -> Any:
 
 
 def check_incoming(msg: Any) -> dict[str, Any]:
-    """A message devsim sent; one the schema refuses ends the subject (devsim could not have sent it)."""
+    """A message devsim sent; one the schema refuses ends the subject (devsim could not have sent it). A step
+    is first checked field by field (`check_step`), which names what it lacks where the schema would only say
+    that no branch matched."""
+    if isinstance(msg, dict) and msg.get("type") == "step":
+        try:
+            check_step(msg)
+        except ProtocolError as exc:
+            raise Fatal(f"a step message breaks the protocol: {exc}") from exc
     problem = violation(msg, "ToSubject")
     if problem is not None:
         raise Fatal(f"{problem}: {json.dumps(msg)[:200]}")
