@@ -14,11 +14,12 @@ pub(super) type Why = String;
 
 /// The check the kit restates for one failure, or why it cannot.
 ///
-/// `report_steps` is the number of the last step the subject answered in the run, if any.
+/// `stopped_at` is the number of the step the subject was sent after the last it answered: the one it could
+/// not finish, when it stopped.
 pub(super) fn check(
     scenario: &Scenario,
     failure: &Located<'_>,
-    report_steps: Option<usize>,
+    stopped_at: usize,
 ) -> Result<Value, Why> {
     let mismatch = failure.mismatch;
     let Some(conformance) = &mismatch.conformance else {
@@ -50,9 +51,9 @@ pub(super) fn check(
             ("step", Some(step), table.cloned())
         }
         // A step's own trace rule among the scenario's failures: the step the subject could not finish
-        // (`unsupported` with the events it recorded), the one after the last answered.
+        // (`unsupported` with the events it recorded), the one sent after the last answered.
         None if key.starts_with("trace.") => {
-            let number = report_steps.map_or(1, |n| n + 1);
+            let number = stopped_at;
             let Some(step) = scenario.steps.get(number.wrapping_sub(1)) else {
                 return Err(format!("step {number} is not in the scenario"));
             };

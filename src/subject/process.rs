@@ -261,7 +261,7 @@ impl ProcessSubject {
         let mut judge = Judge::for_host(&self.capabilities, &scenario.host);
         let mut entries = Vec::new();
         let mut stopped_mismatches = Vec::new();
-        let mut stopped_decided_by = std::collections::BTreeMap::new();
+        let mut stopped_decided_by = BTreeMap::new();
         if skipped.is_none() && refused_live.is_none() {
             for step in &scenario.steps {
                 if let Some(why) = lacking.get(&step.number) {
