@@ -194,6 +194,44 @@ fn a_refusal_the_projects_arch_rule_admits_is_restated_as_that_refusal() {
 }
 
 #[test]
+fn the_step_a_subject_stopped_at_is_the_next_one_sent_not_one_left_out() {
+    let text = "format = 1\ndescription = \"x\"\n[host]\nprofile = \"r9700x2\"\n\
+                [[step]]\naction = \"resolve\"\ndevice = \"cuda\"\n\
+                [[step]]\naction = \"validate\"\nkernel = \"gptq_allspark\"\ndevice = \"cuda\"\n\
+                [[step]]\naction = \"warmup\"\nkernel = \"gptq_torch\"\ndevice = \"cuda\"\n\
+                [step.expect.trace]\nnever = [\"nvidia_capability\"]\n";
+    let mut scenario = parse_scenario(
+        Path::new("s.toml"),
+        text,
+        &Catalog::reference(),
+        &ProfileSources::shipped(),
+    )
+    .expect("loads");
+    scenario.name = "probes/s.toml".into();
+    let mut report = ScenarioReport::with_status(&scenario, Status::Failed);
+    report.steps.push(crate::runner::run::StepReport::of(
+        &scenario.steps[0],
+        ObservedOutput::default(),
+        Vec::new(),
+        Vec::new(),
+        std::time::Duration::ZERO,
+    ));
+    report.left_out = vec![2]; // the subject lacks gptq_allspark: step 2 was never sent
+    report.trace_mismatches = vec![Mismatch {
+        key: "trace.never".into(),
+        expected: "nvidia_capability x0".into(),
+        actual: "nvidia_capability x1".into(),
+        conformance: Some(Conformance::policy("no-cross-vendor-probe")),
+    }];
+    let scripts = scripts_of(&scenario, &report);
+    let [Ok(script)] = scripts.as_slice() else {
+        panic!("one script: {scripts:?}");
+    };
+    assert!(script.text.contains("\"step\": 3"), "{}", script.text);
+    assert!(!script.text.contains("gptq_allspark"), "{}", script.text);
+}
+
+#[test]
 fn writing_a_folder_indexes_every_finding_and_removes_only_stale_generated_scripts() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let stale = dir.path().join("old-finding.py");
