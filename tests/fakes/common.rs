@@ -183,12 +183,22 @@ fn literal(text: &Path) -> String {
     escaped
 }
 
-/// Snapshot settings that replace what differs between machines and runs: `scratch` (a temporary
-/// folder) with `[scratch]`, the fakes' folder with `[fake-drivers]`, the repository with `[repo]`, a
-/// probe's timestamp with `[time]` and devsim's version with `[version]`; a run document's
-/// `duration_secs` with `[duration]`.
+/// Snapshot settings that replace what differs between machines, builds and runs: how a live run moves
+/// data with `[data path]`, `scratch` (a temporary folder) with `[scratch]`, the fakes' folder with
+/// `[fake-drivers]`, the repository with `[repo]`, a probe's timestamp with `[time]` and devsim's version
+/// with `[version]`; a run document's `duration_secs` with `[duration]`.
 pub fn snapshot_settings(scratch: Option<&Path>) -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
+    // How a live run moves data depends on the build's features (CI also runs `cargo test --features
+    // torch`), not on the fake: each of `LiveContext::describe`'s three wordings.
+    settings.add_filter(
+        concat!(
+            r"data through the driver API \(built without the torch feature\)",
+            r"|tensors through tch \(libtorch: a \w+ build\)",
+            r#"|GPU data through the driver API: libtorch \(a \w+ build\) does not drive the \d+ GPU\(s\) of [^\s"]+"#,
+        ),
+        "[data path]",
+    );
     if let Some(scratch) = scratch {
         settings.add_filter(&literal(scratch), "[scratch]");
     }
