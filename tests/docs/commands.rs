@@ -71,7 +71,8 @@ pub enum Cover {
 }
 
 const SUBJECTS_RS: &str = "tests/subjects.rs";
-const FAKES_RS: &str = "tests/fakes.rs";
+const FAKES_PROBE_RS: &str = "tests/fakes/probe.rs";
+const FAKES_LIVE_SUBJECT_RS: &str = "tests/fakes/live_subject.rs";
 const CI_CONFIG_RS: &str = "tests/integration/ci_config.rs";
 
 /// Every README command and how it is exercised. Commands that need a GPU (`--live`) or a subject's venv
@@ -281,8 +282,8 @@ pub const COVERS: &[(&str, &[Cover])] = &[
                 check: my_subject_is_refused_live,
             },
             Cover::Test {
-                file: FAKES_RS,
-                name: "live_subject::runs_what_the_fake_machine_satisfies_and_skips_the_rest",
+                file: FAKES_LIVE_SUBJECT_RS,
+                name: "runs_what_the_fake_machine_satisfies_and_skips_the_rest",
             },
             Cover::Test {
                 file: SUBJECTS_RS,
@@ -403,7 +404,7 @@ pub const COVERS: &[(&str, &[Cover])] = &[
     (
         "cargo run --release -- probe --check-masks",
         &[Cover::Test {
-            file: FAKES_RS,
+            file: FAKES_PROBE_RS,
             name: "check_masks_agrees_through_the_fakes",
         }],
     ),

@@ -5,7 +5,7 @@ use std::process::{Command, Output, Stdio};
 use tempfile::TempDir;
 
 use crate::common::WARMUP_ON_GPU1;
-use devsim::output::{KernelsOutput, Outcome, Place, RunOutput};
+use devsim::output::{KernelsOutput, LiveMarkOutput, LiveStatusOutput, Outcome, Place, RunOutput};
 
 fn devsim(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_devsim"))
@@ -34,6 +34,19 @@ fn arg(dir: &TempDir) -> &str {
     dir.path().to_str().expect("utf-8 temp path")
 }
 
+/// A regular expression matching `dir`'s path literally (the characters `regex::escape` escapes), for an
+/// insta filter.
+fn literal(dir: &TempDir) -> String {
+    let mut escaped = String::new();
+    for c in arg(dir).chars() {
+        if "\\.+*?()|[]{}^$#&-~".contains(c) {
+            escaped.push('\\');
+        }
+        escaped.push(c);
+    }
+    escaped
+}
+
 #[test]
 fn run_passes_the_corpus_and_closes_with_the_counts() {
     let output = devsim(&["run"]);
@@ -52,38 +65,6 @@ fn devsim_in(dir: &TempDir, args: &[&str]) -> Output {
         .expect("devsim runs")
 }
 
-/// Every `duration*` field of a JSON document, whatever its value, as `"[duration]"`.
-fn redact_durations(value: &mut serde_json::Value) {
-    match value {
-        serde_json::Value::Object(fields) => {
-            for (key, field) in fields.iter_mut() {
-                if key.starts_with("duration") {
-                    *field = serde_json::Value::from("[duration]");
-                } else {
-                    redact_durations(field);
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(redact_durations),
-        _ => {}
-    }
-}
-
-/// Every `time="…"` attribute of a JUnit document as `time="[time]"`.
-fn redact_times(xml: &str) -> String {
-    let mut out = String::with_capacity(xml.len());
-    let mut rest = xml;
-    while let Some(start) = rest.find(" time=\"") {
-        let value = start + " time=\"".len();
-        out.push_str(&rest[..value]);
-        out.push_str("[time]");
-        rest = &rest[value..];
-        rest = &rest[rest.find('"').unwrap_or(rest.len())..];
-    }
-    out.push_str(rest);
-    out
-}
-
 #[test]
 fn a_flipped_expectation_fails_the_run_naming_the_scenario_and_the_difference() {
     let root = scratch(
@@ -96,16 +77,15 @@ fn a_flipped_expectation_fails_the_run_naming_the_scenario_and_the_difference() 
     insta::assert_snapshot!("flipped_human", stdout(&human));
     let json = devsim_in(&root, &["run", "--format", "json", "."]);
     assert_eq!(json.status.code(), Some(1));
-    let mut document: serde_json::Value =
-        serde_json::from_slice(&json.stdout).expect("a JSON document");
-    redact_durations(&mut document);
-    insta::assert_snapshot!(
-        "flipped_json",
-        serde_json::to_string_pretty(&document).expect("serializable")
-    );
+    let document: RunOutput = serde_json::from_slice(&json.stdout).expect("a run document");
+    insta::assert_json_snapshot!("flipped_json", document, {
+        ".scenarios[].duration_secs" => "[duration]",
+    });
     let junit = devsim_in(&root, &["run", "--format", "junit", "."]);
     assert_eq!(junit.status.code(), Some(1));
-    insta::assert_snapshot!("flipped_junit", redact_times(&stdout(&junit)));
+    insta::with_settings!({ filters => vec![(r#" time="[^"]*""#, r#" time="[time]""#)] }, {
+        insta::assert_snapshot!("flipped_junit", stdout(&junit));
+    });
     let unflipped = scratch("unflipped", WARMUP_ON_GPU1);
     assert!(devsim(&["run", arg(&unflipped)]).status.success());
 }
@@ -116,18 +96,12 @@ fn a_malformed_scenario_gives_a_located_error_and_a_nonzero_exit() {
         "malformed",
         &WARMUP_ON_GPU1.replace("gptq_marlin", "gptq_marln"),
     );
+    // The located error with its excerpt and suggestion, run inside the scratch folder so that the path it
+    // names is relative.
     for command in ["run", "check"] {
-        let output = devsim(&[command, arg(&root)]);
-        assert!(!output.status.success(), "{command}");
-        let errors = stderr(&output);
-        assert!(
-            errors.contains("malformed.toml:10:10"),
-            "{command}: {errors}"
-        );
-        assert!(
-            errors.contains("did you mean gptq_marlin?"),
-            "{command}: {errors}"
-        );
+        let output = devsim_in(&root, &[command, "."]);
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        insta::assert_snapshot!(format!("malformed_{command}"), stderr(&output));
     }
     // A file that never ran is counted as a failure and said apart from one.
     let output = devsim(&["run", arg(&root)]);
@@ -371,15 +345,16 @@ fn profiles_come_from_the_folders_given_in_order() {
         arg(&second),
         arg(&root),
     ]);
-    assert!(errors.contains("defined twice"), "{errors}");
-    assert!(
-        errors.contains(&first.path().join("my_box.toml").display().to_string()),
-        "{errors}"
-    );
-    assert!(
-        errors.contains(&second.path().join("my_box.toml").display().to_string()),
-        "{errors}"
-    );
+    // Both definitions named, each scratch folder written as its role.
+    let mut settings = insta::Settings::clone_current();
+    for (dir, role) in [
+        (&first, "[first]"),
+        (&second, "[second]"),
+        (&root, "[root]"),
+    ] {
+        settings.add_filter(&literal(dir), role);
+    }
+    settings.bind(|| insta::assert_snapshot!("profile_defined_twice", errors));
     let (_, errors) = refused(&["check", "--hosts", "/nonexistent/hosts", arg(&root)]);
     assert!(
         errors.contains("use profile folder /nonexistent/hosts: it does not exist"),
@@ -565,25 +540,32 @@ fn flipped_with_record(record: &str, format: &str) -> (TempDir, Output) {
 
 #[test]
 fn a_live_record_marks_a_finding_confirmed_only_where_it_failed_live_with_the_same_signature() {
+    let simulated = LiveMarkOutput {
+        status: LiveStatusOutput::Simulated,
+        devices: vec![],
+        date: None,
+        fake_driver: false,
+    };
     // (the record, the mark of the one finding in JSON, the human heading's mark).
     let cases = [
         (
             "confirms.toml",
-            serde_json::json!({
-                "status": "confirmed",
-                "devices": ["NVIDIA H100 80GB HBM3"],
-                "date": "2026-12-06"
-            }),
+            LiveMarkOutput {
+                status: LiveStatusOutput::Confirmed,
+                devices: vec!["NVIDIA H100 80GB HBM3".into()],
+                date: Some("2026-12-06".into()),
+                fake_driver: false,
+            },
             "— confirmed on a real GPU (NVIDIA H100 80GB HBM3, 2026-12-06)",
         ),
         (
             "another_signature.toml",
-            serde_json::json!({ "status": "simulated" }),
+            simulated.clone(),
             "— simulated (no live run showed it)",
         ),
         (
             "passed_live.toml",
-            serde_json::json!({ "status": "simulated" }),
+            simulated,
             "— simulated (no live run showed it)",
         ),
     ];
@@ -596,12 +578,9 @@ fn a_live_record_marks_a_finding_confirmed_only_where_it_failed_live_with_the_sa
             stderr(&output)
         );
         let document: RunOutput = serde_json::from_slice(&output.stdout).expect("a run document");
-        let marks: Vec<serde_json::Value> = document
-            .findings
-            .iter()
-            .map(|f| serde_json::to_value(&f.live).expect("serializable"))
-            .collect();
-        assert_eq!(marks, [json], "{record}");
+        let marks: Vec<Option<LiveMarkOutput>> =
+            document.findings.into_iter().map(|f| f.live).collect();
+        assert_eq!(marks, [Some(json)], "{record}");
         let (_root, output) = flipped_with_record(record, "human");
         let text = stdout(&output);
         let heading = text

@@ -99,7 +99,7 @@ fi
     ),
     step(
         "fake-drivers",
-        "fake drivers into target/fake-drivers (tests/fakes.rs fails under CI=true without them)",
+        "fake drivers into target/fake-drivers (tests/fakes/ fails under CI=true without them)",
         "scripts/build-fake-drivers",
     ),
     step(
