@@ -10,7 +10,7 @@ use std::process::Command;
 
 use crate::cli::{CliError, RunOutcome};
 use crate::runtime::live::masks::{
-    DriverView, Mask, Prediction, Verdict, judge, machine_of, masks_for, predict,
+    DriverView, Mask, MaskVerdict, Prediction, judge, machine_of, masks_for, predict,
 };
 use crate::visible::VISIBLE_DEVICE_VARIABLES;
 
@@ -81,7 +81,7 @@ pub fn check() -> Result<RunOutcome, CliError> {
         let predicted = predict(&machine, &mask);
         let view = view_in_child(&exe, Some(&mask));
         match judge(&mask, &predicted, &view) {
-            Verdict::Agree => {
+            MaskVerdict::Agree => {
                 agree += 1;
                 let shown = match &predicted {
                     Prediction::Rejected(_) => "init fails, as predicted".to_string(),
@@ -94,11 +94,11 @@ pub fn check() -> Result<RunOutcome, CliError> {
                 };
                 say(&format!("agree     {mask}: {shown}"));
             }
-            Verdict::Skip(reason) => {
+            MaskVerdict::Skip(reason) => {
                 skipped += 1;
                 say(&format!("skip      {mask}: {reason}"));
             }
-            Verdict::Disagree { predicted, driver } => {
+            MaskVerdict::Disagree { predicted, driver } => {
                 disagree += 1;
                 say(&format!(
                     "DISAGREE  {mask}:\n    devsim predicts: {predicted}\n    the driver shows: {driver}"

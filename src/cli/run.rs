@@ -16,7 +16,7 @@ use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;
 use crate::shown::field;
 use crate::subject::{CatalogSubject, Lanes, ProcessSubject, Subject, SubjectSpec, useful_lanes};
-use crate::suite::{Expectations, SuiteObserver, run_suite};
+use crate::suite::{SuiteExpectations, SuiteObserver, run_suite};
 
 /// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
 /// failing, why.
@@ -251,7 +251,7 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
         reproductions: args.repro.as_deref().map(|dir| (dir, &reproductions[..])),
     };
     print(&rendered, args.format)?;
-    let asked = Expectations {
+    let asked = SuiteExpectations {
         baseline_differences: differences,
         writes_baseline: args.write_baseline.is_some(),
         require_live: args.require_live,
