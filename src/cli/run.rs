@@ -176,7 +176,6 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
     let suite = run_suite(subject.as_mut(), &scenarios, errors.len(), &mut shown);
     shown.progress.finish();
     let plain = suite.plain_reports();
-    let failed = suite.failed();
     let (summary, findings, reports) = (&suite.summary, &suite.findings, &suite.reports);
     // A live run's findings are confirmed by its own record: they failed on this machine.
     let record = match today {
@@ -242,7 +241,6 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
         reports,
         load_errors: &errors,
         summary,
-        failed,
         findings,
         marks: &marks,
         baseline_differences: differences.as_deref(),

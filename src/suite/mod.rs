@@ -32,14 +32,12 @@ impl SuiteObserver for () {}
 pub struct SuiteRun {
     /// Each scenario's report and how long it took, in the order they ran.
     pub reports: Vec<(ScenarioReport, Duration)>,
-    /// Passed, failed, skipped … counts, load errors included among the failures.
+    /// Passed, failed, skipped … counts, and the files that failed to load.
     pub summary: Summary,
     /// The distinct findings the failures hold.
     pub findings: Vec<Finding>,
     /// Every scenario's outcome and the findings, as a baseline records them.
     pub outcomes: Baseline,
-    /// Files that failed to load.
-    pub load_errors: usize,
 }
 
 /// Runs every scenario through `subject`, in order; `load_errors` files failed to load before it.
@@ -76,7 +74,6 @@ pub fn run_suite(
         outcomes: Baseline::of(subject.name(), &plain, &findings),
         findings,
         reports,
-        load_errors,
     }
 }
 
@@ -149,9 +146,9 @@ pub enum SuiteVerdict {
 }
 
 impl SuiteRun {
-    /// Scenarios that failed (files that did not load not counted).
+    /// Scenarios that failed (files that did not load are `summary.load_errors`).
     pub fn failed(&self) -> usize {
-        self.summary.failed - self.load_errors
+        self.summary.failed
     }
 
     /// The reports alone, in order.
@@ -229,9 +226,9 @@ impl SuiteRun {
         } else {
             self.failed()
         };
-        if self.load_errors > 0 {
+        if self.summary.load_errors > 0 {
             SuiteVerdict::LoadErrors {
-                count: self.load_errors,
+                count: self.summary.load_errors,
             }
         } else if judged_failures > 0 {
             SuiteVerdict::Failed {
@@ -251,13 +248,12 @@ mod tests {
         SuiteRun {
             reports: Vec::new(),
             summary: Summary {
-                failed: failed + load_errors,
+                failed,
                 load_errors,
                 ..Summary::default()
             },
             findings: Vec::new(),
             outcomes: Baseline::of("s", &[], &[]),
-            load_errors,
         }
     }
 
@@ -283,6 +279,17 @@ mod tests {
             ..SuiteExpectations::default()
         };
         assert_eq!(run(2, 0).verdict(&[], &writing), SuiteVerdict::Passed);
+    }
+
+    #[test]
+    fn load_errors_are_counted_apart_from_failed_scenarios_and_shown_among_the_failures() {
+        let suite = run(2, 1);
+        assert_eq!(suite.failed(), 2);
+        assert_eq!(suite.summary.failures(), 3);
+        assert_eq!(
+            suite.summary.to_string(),
+            "0 passed, 3 failed, 0 skipped (1 of the failures: files that failed to load)"
+        );
     }
 
     #[test]
