@@ -9,26 +9,19 @@ use crate::kernel::contract::NvidiaRule;
 use crate::output::{
     ArchRulesOutput, AuditDecision, AuditOutput, CapabilityOutput, CheckedOutput, FaultOutput,
     GpuOutput, HostOutput, KernelOutput, LoadErrorOutput, MismatchOutput, NvidiaRuleOutput,
-    Outcome, ScenarioOutput, StepOutput, SummaryOutput, TraceDevice, TraceEntryOutput,
+    ScenarioOutput, StepOutput, SummaryOutput, TraceDevice, TraceEntryOutput,
 };
+use crate::runner::ScenarioReport;
 use crate::runner::Summary;
 use crate::runner::expect::Mismatch;
 use crate::runner::run::StepReport;
-use crate::runner::{ScenarioReport, Status};
 use crate::scenario::{LoadError, Scenario};
 use crate::trace::Entry;
 use crate::vocab::ComputeCapability;
 
 /// One scenario's result, with the scenario's tags, host and matrix parameters, and its wall time.
 pub fn scenario(report: &ScenarioReport, scenario: &Scenario, took: Duration) -> ScenarioOutput {
-    let (status, reason) = match &report.status {
-        Status::Passed => (Outcome::Passed, None),
-        Status::Failed => (Outcome::Failed, None),
-        Status::Skipped(skip) => (Outcome::Skipped, Some(skip.to_string())),
-        Status::NotApplicable(reason) => (Outcome::NotApplicable, Some(reason.clone())),
-        Status::SetAside(reason) => (Outcome::SetAside, Some(reason.clone())),
-        Status::Errored(error) => (Outcome::Errored, Some(error.to_string())),
-    };
+    let (status, reason) = (report.status.outcome(), report.status.reason());
     ScenarioOutput {
         name: report.name.clone(),
         path: report.path.clone(),
