@@ -147,12 +147,7 @@ pub(super) fn coverage(
         }
         Format::Json => document!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "version": crate::output::VERSION,
-                "coverage": counted,
-                "threshold": threshold,
-                "gaps": gaps,
-            }))?
+            serde_json::to_string_pretty(&output::coverage(&counted, &threshold, &gaps))?
         ),
     }
     let failed = reports.iter().filter(|r| r.status.fails_run()).count();

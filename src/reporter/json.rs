@@ -13,6 +13,7 @@ use crate::output::{
 };
 use crate::runner::ScenarioReport;
 use crate::runner::Summary;
+use crate::runner::coverage::{Coverage, Threshold};
 use crate::runner::expect::Mismatch;
 use crate::runner::run::StepReport;
 use crate::scenario::{LoadError, Scenario};
@@ -262,4 +263,14 @@ pub fn host(host: &HostSpec) -> HostOutput {
         runtime_version: host.runtime_version.clone(),
         faults: host.faults.iter().map(fault).collect(),
     }
+}
+
+/// `devsim coverage --format json`: the counts, the threshold they were held to, and the gaps.
+pub fn coverage(counted: &Coverage, threshold: &Threshold, gaps: &[String]) -> serde_json::Value {
+    serde_json::json!({
+        "version": crate::output::VERSION,
+        "coverage": counted,
+        "threshold": threshold,
+        "gaps": gaps,
+    })
 }
