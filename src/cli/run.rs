@@ -218,27 +218,6 @@ fn repro_context(dir: &std::path::Path, args: &RunArgs) -> Result<repro::Context
     repro::create_folder(dir)?;
     let subject = args.subject.clone().unwrap_or_default();
     let spec = SubjectSpec::parse_with_source(&subject, args.subject_src.as_deref())?;
-    let file = std::path::Path::new(&subject);
-    let is_file = file.extension().is_some_and(|e| e == "toml") && file.is_file();
-    let launch = match is_file {
-        true => repro::Launch::File(repro::relative(file, dir)?),
-        false => repro::Launch::Command(spec.command.clone()),
-    };
-    let source = match &args.subject_src {
-        Some(source) => Some(repro::relative(source, dir)?),
-        None => None,
-    };
-    // The kit: the folder on the subject's PYTHONPATH that holds devsim_subject_kit/repro.py.
-    let cwd = spec.cwd.clone().unwrap_or_else(|| ".".into());
-    let kit = spec
-        .env
-        .get("PYTHONPATH")
-        .into_iter()
-        .flat_map(|path| path.split(':'))
-        .map(|entry| cwd.join(entry))
-        .find(|folder| folder.join("devsim_subject_kit").join("repro.py").is_file())
-        .map(|folder| repro::relative(&folder, dir))
-        .transpose()?;
     let quote = |word: &str| shell_words::quote(word).into_owned();
     let mut words = vec!["devsim run --subject".to_string(), quote(&subject)];
     if let Some(source) = &args.subject_src {
@@ -252,12 +231,13 @@ fn repro_context(dir: &std::path::Path, args: &RunArgs) -> Result<repro::Context
     }
     words.extend(["--repro".into(), quote(&dir.display().to_string())]);
     words.extend(args.paths.iter().map(|p| quote(&p.display().to_string())));
-    Ok(repro::Context {
-        launch,
-        source,
-        kit,
-        generated_by: words.join(" "),
-    })
+    Ok(repro::Context::for_subject(
+        dir,
+        &spec,
+        &subject,
+        args.subject_src.as_deref(),
+        words.join(" "),
+    )?)
 }
 
 /// What `devsim run` shows while the suite runs: the progress bar, and each report (failures always,
