@@ -150,3 +150,35 @@ fn gpu_names(context: &LiveContext) -> Vec<String> {
         .map(|gpu| gpu.name.clone())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_subject_the_catalog_is_judged_simulated_under_its_own_name() {
+        let request = SubjectRequest {
+            subject: None,
+            source: None,
+            live: false,
+            jobs: NonZeroUsize::MIN,
+        };
+        let chosen = choose_subject(Catalog::reference(), &request, &[]).expect("the catalog");
+        assert_eq!(chosen.subject.name(), "reference");
+        assert_eq!(chosen.live_description, None);
+        assert_eq!(chosen.driver_failing, None);
+        assert!(!chosen.fake_driver);
+        assert!(chosen.warnings.is_empty());
+    }
+
+    #[test]
+    fn a_subject_that_cannot_be_parsed_is_its_error() {
+        let request = SubjectRequest {
+            subject: Some(""),
+            source: None,
+            live: false,
+            jobs: NonZeroUsize::MIN,
+        };
+        assert!(choose_subject(Catalog::reference(), &request, &[]).is_err());
+    }
+}
