@@ -273,6 +273,33 @@ pub fn write_pending(
     Ok((plan, Some(pending)))
 }
 
+/// Accepts a pending copy: it replaces `original`, the scenario file it belongs to.
+pub fn accept_pending(copy: &Path, original: &Path) -> Result<(), AcceptError> {
+    std::fs::rename(copy, original).map_err(|source| AcceptError::Io {
+        action: "accept",
+        path: copy.display().to_string(),
+        source,
+    })
+}
+
+/// Rejects a pending copy: it is deleted.
+pub fn reject_pending(copy: &Path) -> Result<(), AcceptError> {
+    std::fs::remove_file(copy).map_err(|source| AcceptError::Io {
+        action: "reject",
+        path: copy.display().to_string(),
+        source,
+    })
+}
+
+/// The text of a scenario file or its pending copy, for review.
+pub fn read_for_review(path: &Path) -> Result<String, AcceptError> {
+    std::fs::read_to_string(path).map_err(|source| AcceptError::Io {
+        action: "read",
+        path: path.display().to_string(),
+        source,
+    })
+}
+
 /// Every pending copy under `root` (sorted), without following symbolic links.
 pub fn pending_under(root: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();

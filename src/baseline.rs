@@ -80,10 +80,12 @@ pub enum BaselineError {
     },
 }
 
-/// A scenario's outcome on one line: `passed`, `failed: <first difference>`, `skipped: <reason>`.
+/// A scenario's outcome on one line, as a baseline records it: the [`Status`]'s word
+/// ([`crate::output::Outcome::word`]), then the first line of its cause or first difference (`passed`,
+/// `failed: <first difference>`, `skipped: <reason>`).
 pub fn outcome(report: &ScenarioReport) -> String {
     match &report.status {
-        Status::Passed => "passed".into(),
+        Status::Passed => report.status.word().into(),
         Status::Skipped(_)
         | Status::NotApplicable(_)
         | Status::SetAside(_)

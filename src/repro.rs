@@ -22,6 +22,7 @@ use thiserror::Error;
 use crate::findings::Finding;
 use crate::runner::ScenarioReport;
 use crate::scenario::model::Scenario;
+use crate::subject::SubjectSpec;
 
 mod check;
 mod script;
@@ -101,6 +102,43 @@ pub struct Context {
     pub kit: Option<String>,
     /// The command that generated the scripts, for their header.
     pub generated_by: String,
+}
+
+impl Context {
+    /// The context of scripts written to `dir` for `spec`, parsed from `argument` (a subject file, its path
+    /// then written relative to `dir`, or a command line), with `--subject-src` `source`, and the kit found
+    /// on the subject's `PYTHONPATH` (the folder holding `devsim_subject_kit/repro.py`).
+    pub fn for_subject(
+        dir: &Path,
+        spec: &SubjectSpec,
+        argument: &str,
+        source: Option<&Path>,
+        generated_by: String,
+    ) -> Result<Self, ReproError> {
+        let file = Path::new(argument);
+        let is_file = file.extension().is_some_and(|e| e == "toml") && file.is_file();
+        let launch = match is_file {
+            true => Launch::File(relative(file, dir)?),
+            false => Launch::Command(spec.command.clone()),
+        };
+        let source = source.map(|source| relative(source, dir)).transpose()?;
+        let cwd = spec.cwd.clone().unwrap_or_else(|| ".".into());
+        let kit = spec
+            .env
+            .get("PYTHONPATH")
+            .into_iter()
+            .flat_map(|path| path.split(':'))
+            .map(|entry| cwd.join(entry))
+            .find(|folder| folder.join("devsim_subject_kit").join("repro.py").is_file())
+            .map(|folder| relative(&folder, dir))
+            .transpose()?;
+        Ok(Self {
+            launch,
+            source,
+            kit,
+            generated_by,
+        })
+    }
 }
 
 /// One generated script.

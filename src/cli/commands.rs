@@ -34,14 +34,9 @@ pub(super) fn check_subject(subject: &str, source: Option<&Path>) -> Result<RunO
     contained_subject(subject)?;
     let subject = ProcessSubject::start(SubjectSpec::parse_with_source(subject, source)?)?;
     let capabilities = subject.capabilities();
-    say!(
-        "subject: {} (handshake in {:.1} ms)",
-        field(subject.describe()),
-        subject.start_time().as_secs_f64() * 1e3
-    );
-    say!("  actions: {}", field(capabilities.actions.join(", ")));
-    say!("  kernels: {}", field(capabilities.kernels.join(", ")));
-    say!("  events: {}", field(capabilities.events.join(", ")));
+    for line in tables::handshake(&subject.describe(), subject.start_time(), capabilities) {
+        say!("{line}");
+    }
     if let Some(warning) = capabilities.deprecation() {
         warn!("{}", field(warning));
     }
@@ -147,12 +142,7 @@ pub(super) fn coverage(
         }
         Format::Json => document!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "version": crate::output::VERSION,
-                "coverage": counted,
-                "threshold": threshold,
-                "gaps": gaps,
-            }))?
+            serde_json::to_string_pretty(&output::coverage(&counted, &threshold, &gaps))?
         ),
     }
     let failed = reports.iter().filter(|r| r.status.fails_run()).count();

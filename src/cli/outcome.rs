@@ -4,7 +4,7 @@
 
 use devsim_metadata::exit;
 
-use crate::suite::Verdict;
+use crate::suite::SuiteVerdict;
 
 /// How a command that ran to its end came out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,21 +79,21 @@ pub enum RunOutcome {
 
 impl RunOutcome {
     /// A finished run's verdict; `baseline` names the baseline file it was compared with, if any.
-    pub fn of_run(verdict: Verdict, baseline: Option<&std::path::Path>) -> Self {
+    pub fn of_run(verdict: SuiteVerdict, baseline: Option<&std::path::Path>) -> Self {
         match verdict {
-            Verdict::Passed => Self::Passed,
-            Verdict::DriverFailing(failing) => Self::DriverFailing(failing),
-            Verdict::FakeDriver { required } => Self::FakeDriver { required },
-            Verdict::TooFewLive { ran, required } => Self::TooFewLive { ran, required },
-            Verdict::BaselineDiffers { count } => Self::BaselineDiffers {
+            SuiteVerdict::Passed => Self::Passed,
+            SuiteVerdict::DriverFailing(failing) => Self::DriverFailing(failing),
+            SuiteVerdict::FakeDriver { required } => Self::FakeDriver { required },
+            SuiteVerdict::TooFewLive { ran, required } => Self::TooFewLive { ran, required },
+            SuiteVerdict::BaselineDiffers { count } => Self::BaselineDiffers {
                 path: baseline
                     .map(|p| p.display().to_string())
                     .unwrap_or_default(),
                 count,
             },
-            Verdict::LoadErrors { count } => Self::LoadErrors { count },
-            Verdict::Errored { count } => Self::Errored { count },
-            Verdict::Failed { count } => Self::Failed { count },
+            SuiteVerdict::LoadErrors { count } => Self::LoadErrors { count },
+            SuiteVerdict::Errored { count } => Self::Errored { count },
+            SuiteVerdict::Failed { count } => Self::Failed { count },
         }
     }
 
@@ -282,21 +282,21 @@ mod tests {
     fn a_suites_verdict_keeps_its_meaning() {
         let path = std::path::Path::new("base.toml");
         let cases = [
-            (Verdict::Passed, RunOutcome::Passed),
+            (SuiteVerdict::Passed, RunOutcome::Passed),
             (
-                Verdict::Errored { count: 2 },
+                SuiteVerdict::Errored { count: 2 },
                 RunOutcome::Errored { count: 2 },
             ),
             (
-                Verdict::Failed { count: 3 },
+                SuiteVerdict::Failed { count: 3 },
                 RunOutcome::Failed { count: 3 },
             ),
             (
-                Verdict::LoadErrors { count: 1 },
+                SuiteVerdict::LoadErrors { count: 1 },
                 RunOutcome::LoadErrors { count: 1 },
             ),
             (
-                Verdict::BaselineDiffers { count: 4 },
+                SuiteVerdict::BaselineDiffers { count: 4 },
                 RunOutcome::BaselineDiffers {
                     path: "base.toml".into(),
                     count: 4,

@@ -5,9 +5,10 @@ use crate::shown::field;
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 
-use crate::accept::{self, AcceptError};
+use crate::accept;
 use crate::cli::{CliError, RunOutcome};
 use crate::conformance::Level;
+use crate::reporter::accept as shown;
 use crate::runner::ScenarioReport;
 use crate::scenario::model::Scenario;
 
@@ -25,38 +26,12 @@ pub fn accept_failures(
             continue;
         }
         let (plan, pending) = accept::write_pending(scenario, plan)?;
-        if let Some(pending) = pending {
-            written += 1;
-            say!(
-                "pending: {} ({} change(s))",
-                field(pending.display()),
-                plan.changes.len()
-            );
-            for change in &plan.changes {
-                say!(
-                    "  step {} {}: {} -> {}",
-                    change.step,
-                    field(&change.key),
-                    field(&change.expected),
-                    field(&change.observed)
-                );
-            }
-        }
-        for kept in &plan.kept {
-            let at = if kept.step == 0 {
-                "scenario".to_string()
-            } else {
-                format!("step {}", kept.step)
-            };
-            say!(
-                "not accepted: {} {at} {}: {}",
-                field(&scenario.name),
-                field(&kept.key),
-                field(&kept.why)
-            );
+        written += usize::from(pending.is_some());
+        for line in shown::plan(&scenario.name, &plan, pending.as_deref()) {
+            say!("{line}");
         }
     }
-    say!("accept: {written} pending file(s) written; `devsim review` shows and settles them");
+    say!("{}", shown::written(written));
     Ok(())
 }
 
@@ -85,8 +60,8 @@ pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<RunOutc
             left += 1;
             continue;
         }
-        let old = read(&original)?;
-        let new = read(copy)?;
+        let old = accept::read_for_review(&original)?;
+        let new = accept::read_for_review(copy)?;
         say!("{}", accept::diff(&original, &old, &new).trim_end());
         let decision = if accept_all {
             'a'
@@ -108,19 +83,11 @@ pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<RunOutc
         };
         match decision {
             'a' | 'A' => {
-                std::fs::rename(copy, &original).map_err(|source| AcceptError::Io {
-                    action: "accept",
-                    path: copy.display().to_string(),
-                    source,
-                })?;
+                accept::accept_pending(copy, &original)?;
                 say!("accepted: {}", field(original.display()));
             }
             'r' | 'R' => {
-                std::fs::remove_file(copy).map_err(|source| AcceptError::Io {
-                    action: "reject",
-                    path: copy.display().to_string(),
-                    source,
-                })?;
+                accept::reject_pending(copy)?;
                 say!("rejected: {}", field(original.display()));
             }
             _ => left += 1,
@@ -130,12 +97,4 @@ pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<RunOutc
         return Ok(RunOutcome::PendingLeft { count: left });
     }
     Ok(RunOutcome::Passed)
-}
-
-fn read(path: &Path) -> Result<String, AcceptError> {
-    std::fs::read_to_string(path).map_err(|source| AcceptError::Io {
-        action: "read",
-        path: path.display().to_string(),
-        source,
-    })
 }

@@ -8,121 +8,14 @@ use super::{CliError, RunOutcome, color, review};
 use crate::baseline::Baseline;
 use crate::kernel::Catalog;
 use crate::live_record::LiveRecord;
-use crate::replay::LiveContext;
 use crate::reporter::human;
 use crate::reporter::run::{JudgedSubject, RunReport};
 use crate::repro;
 use crate::runner::ScenarioReport;
 use crate::scenario::Scenario;
 use crate::shown::field;
-use crate::subject::{CatalogSubject, Lanes, ProcessSubject, Subject, SubjectSpec, useful_lanes};
-use crate::suite::{Expectations, SuiteObserver, run_suite};
-
-/// What `devsim run` judges, with the live machine's description and, where its GPU driver is present but
-/// failing, why.
-pub(super) struct Judged {
-    pub(super) subject: Box<dyn Subject>,
-    pub(super) live_description: Option<String>,
-    pub(super) driver_failing: Option<String>,
-    /// The live driver is one of devsim's fakes.
-    pub(super) fake_driver: bool,
-    /// Live: the GPU name of each visible GPU, in ordinal order.
-    pub(super) live_devices: Vec<String>,
-    /// The subject file's `live_record`, if any.
-    pub(super) live_record: Option<std::path::PathBuf>,
-}
-
-/// The subject `devsim run` judges: the given process, or the binary's own catalog (live or simulated).
-pub(super) fn subject_for(
-    catalog: Catalog,
-    args: &RunArgs,
-    scenarios: &[Scenario],
-) -> Result<Judged, CliError> {
-    if let Some(subject) = &args.subject {
-        let spec = SubjectSpec::parse_with_source(subject, args.subject_src.as_deref())?;
-        if !args.live {
-            let jobs = useful_lanes(scenarios, args.jobs.unwrap_or_else(default_jobs));
-            let lanes = Lanes::start(&spec, jobs)?;
-            if let Some(warning) = lanes.first().capabilities().deprecation() {
-                warn!("{}", field(warning));
-            }
-            return Ok(Judged {
-                subject: Box::new(lanes),
-                live_description: None,
-                driver_failing: None,
-                fake_driver: false,
-                live_devices: Vec::new(),
-                live_record: spec.live_record.clone(),
-            });
-        }
-        // The subject runs the scenarios itself, on the real torch: one process, no workers of devsim's.
-        let context = LiveContext::detect(None);
-        let fake_driver = context.machine.fake;
-        let driver_failing = context
-            .driver_failing()
-            .then(|| context.unavailable.join("; "));
-        let description = context.describe();
-        let live_devices = gpu_names(&context);
-        let subject = ProcessSubject::start_live(spec, context)?;
-        let live_description = Some(format!(
-            "{description} (subject {} runs them on the real torch)",
-            subject.capabilities().name
-        ));
-        if let Some(warning) = subject.capabilities().deprecation() {
-            warn!("{}", field(warning));
-        }
-        return Ok(Judged {
-            subject: Box::new(subject),
-            live_description,
-            driver_failing,
-            fake_driver,
-            live_devices,
-            live_record: None,
-        });
-    }
-    let mut subject = catalog_subject(catalog);
-    let mut live_description = None;
-    let mut driver_failing = None;
-    let mut fake_driver = false;
-    let mut live_devices = Vec::new();
-    if args.live {
-        let context = LiveContext::detect(std::env::current_exe().ok());
-        fake_driver = context.machine.fake;
-        live_devices = gpu_names(&context);
-        live_description = Some(context.describe());
-        driver_failing = context
-            .driver_failing()
-            .then(|| context.unavailable.join("; "));
-        subject = subject.live(context);
-    }
-    Ok(Judged {
-        subject: Box::new(subject),
-        live_description,
-        driver_failing,
-        fake_driver,
-        live_devices,
-        live_record: None,
-    })
-}
-
-/// The name of each GPU the live machine shows, in ordinal order.
-fn gpu_names(context: &LiveContext) -> Vec<String> {
-    context
-        .machine
-        .gpus
-        .iter()
-        .map(|gpu| gpu.name.clone())
-        .collect()
-}
-
-/// The binary's own catalog as a subject, under the catalog's own name.
-pub(super) fn catalog_subject(catalog: Catalog) -> CatalogSubject {
-    CatalogSubject::new(
-        catalog.name().to_string(),
-        env!("CARGO_PKG_VERSION"),
-        catalog,
-    )
-}
+use crate::subject::{ChosenSubject, SubjectRequest, SubjectSpec, choose_subject};
+use crate::suite::{SuiteExpectations, SuiteObserver, run_suite};
 
 pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliError> {
     // Path arguments first: a link out of its folder is refused before anything is loaded or run.
@@ -147,14 +40,24 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
     if human {
         print_load_errors(&errors);
     }
-    let Judged {
+    let request = SubjectRequest {
+        subject: args.subject.as_deref(),
+        source: args.subject_src.as_deref(),
+        live: args.live,
+        jobs: args.jobs.unwrap_or_else(default_jobs),
+    };
+    let ChosenSubject {
         mut subject,
         live_description,
         driver_failing,
         fake_driver,
         live_devices,
         live_record,
-    } = subject_for(catalog, &args, &scenarios)?;
+        warnings,
+    } = choose_subject(catalog, &request, &scenarios)?;
+    for warning in &warnings {
+        warn!("{}", field(warning));
+    }
     // The live record a simulated run marks its findings with: the flag's, else the subject file's.
     let record = match args.live_record.as_ref().or(live_record.as_ref()) {
         Some(path) if !args.live => {
@@ -176,7 +79,6 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
     let suite = run_suite(subject.as_mut(), &scenarios, errors.len(), &mut shown);
     shown.progress.finish();
     let plain = suite.plain_reports();
-    let failed = suite.failed();
     let (summary, findings, reports) = (&suite.summary, &suite.findings, &suite.reports);
     // A live run's findings are confirmed by its own record: they failed on this machine.
     let record = match today {
@@ -242,7 +144,6 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
         reports,
         load_errors: &errors,
         summary,
-        failed,
         findings,
         marks: &marks,
         baseline_differences: differences.as_deref(),
@@ -251,7 +152,7 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
         reproductions: args.repro.as_deref().map(|dir| (dir, &reproductions[..])),
     };
     print(&rendered, args.format)?;
-    let asked = Expectations {
+    let asked = SuiteExpectations {
         baseline_differences: differences,
         writes_baseline: args.write_baseline.is_some(),
         require_live: args.require_live,
@@ -317,27 +218,6 @@ fn repro_context(dir: &std::path::Path, args: &RunArgs) -> Result<repro::Context
     repro::create_folder(dir)?;
     let subject = args.subject.clone().unwrap_or_default();
     let spec = SubjectSpec::parse_with_source(&subject, args.subject_src.as_deref())?;
-    let file = std::path::Path::new(&subject);
-    let is_file = file.extension().is_some_and(|e| e == "toml") && file.is_file();
-    let launch = match is_file {
-        true => repro::Launch::File(repro::relative(file, dir)?),
-        false => repro::Launch::Command(spec.command.clone()),
-    };
-    let source = match &args.subject_src {
-        Some(source) => Some(repro::relative(source, dir)?),
-        None => None,
-    };
-    // The kit: the folder on the subject's PYTHONPATH that holds devsim_subject_kit/repro.py.
-    let cwd = spec.cwd.clone().unwrap_or_else(|| ".".into());
-    let kit = spec
-        .env
-        .get("PYTHONPATH")
-        .into_iter()
-        .flat_map(|path| path.split(':'))
-        .map(|entry| cwd.join(entry))
-        .find(|folder| folder.join("devsim_subject_kit").join("repro.py").is_file())
-        .map(|folder| repro::relative(&folder, dir))
-        .transpose()?;
     let quote = |word: &str| shell_words::quote(word).into_owned();
     let mut words = vec!["devsim run --subject".to_string(), quote(&subject)];
     if let Some(source) = &args.subject_src {
@@ -351,12 +231,13 @@ fn repro_context(dir: &std::path::Path, args: &RunArgs) -> Result<repro::Context
     }
     words.extend(["--repro".into(), quote(&dir.display().to_string())]);
     words.extend(args.paths.iter().map(|p| quote(&p.display().to_string())));
-    Ok(repro::Context {
-        launch,
-        source,
-        kit,
-        generated_by: words.join(" "),
-    })
+    Ok(repro::Context::for_subject(
+        dir,
+        &spec,
+        &subject,
+        args.subject_src.as_deref(),
+        words.join(" "),
+    )?)
 }
 
 /// What `devsim run` shows while the suite runs: the progress bar, and each report (failures always,

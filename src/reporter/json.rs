@@ -9,26 +9,20 @@ use crate::kernel::contract::NvidiaRule;
 use crate::output::{
     ArchRulesOutput, AuditDecision, AuditOutput, CapabilityOutput, CheckedOutput, FaultOutput,
     GpuOutput, HostOutput, KernelOutput, LoadErrorOutput, MismatchOutput, NvidiaRuleOutput,
-    Outcome, ScenarioOutput, StepOutput, SummaryOutput, TraceDevice, TraceEntryOutput,
+    ScenarioOutput, StepOutput, SummaryOutput, TraceDevice, TraceEntryOutput,
 };
+use crate::runner::ScenarioReport;
 use crate::runner::Summary;
+use crate::runner::coverage::{Coverage, Threshold};
 use crate::runner::expect::Mismatch;
 use crate::runner::run::StepReport;
-use crate::runner::{ScenarioReport, Status};
 use crate::scenario::{LoadError, Scenario};
 use crate::trace::Entry;
 use crate::vocab::ComputeCapability;
 
 /// One scenario's result, with the scenario's tags, host and matrix parameters, and its wall time.
 pub fn scenario(report: &ScenarioReport, scenario: &Scenario, took: Duration) -> ScenarioOutput {
-    let (status, reason) = match &report.status {
-        Status::Passed => (Outcome::Passed, None),
-        Status::Failed => (Outcome::Failed, None),
-        Status::Skipped(skip) => (Outcome::Skipped, Some(skip.to_string())),
-        Status::NotApplicable(reason) => (Outcome::NotApplicable, Some(reason.clone())),
-        Status::SetAside(reason) => (Outcome::SetAside, Some(reason.clone())),
-        Status::Errored(error) => (Outcome::Errored, Some(error.to_string())),
-    };
+    let (status, reason) = (report.status.outcome(), report.status.reason());
     ScenarioOutput {
         name: report.name.clone(),
         path: report.path.clone(),
@@ -152,15 +146,15 @@ pub fn load_error(error: &LoadError) -> LoadErrorOutput {
     }
 }
 
-/// A run's counts.
-pub fn summary(summary: &Summary, load_errors: usize) -> SummaryOutput {
+/// A run's counts (`failed` counts the files that did not load, as the document always has).
+pub fn summary(summary: &Summary) -> SummaryOutput {
     SummaryOutput {
         passed: summary.passed,
-        failed: summary.failed,
+        failed: summary.failures(),
         skipped: summary.skipped,
         not_applicable: summary.not_applicable,
         set_aside: summary.set_aside,
-        load_errors,
+        load_errors: summary.load_errors,
         errored: summary.errored,
     }
 }
@@ -269,4 +263,14 @@ pub fn host(host: &HostSpec) -> HostOutput {
         runtime_version: host.runtime_version.clone(),
         faults: host.faults.iter().map(fault).collect(),
     }
+}
+
+/// `devsim coverage --format json`: the counts, the threshold they were held to, and the gaps.
+pub fn coverage(counted: &Coverage, threshold: &Threshold, gaps: &[String]) -> serde_json::Value {
+    serde_json::json!({
+        "version": crate::output::VERSION,
+        "coverage": counted,
+        "threshold": threshold,
+        "gaps": gaps,
+    })
 }

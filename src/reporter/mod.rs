@@ -2,6 +2,7 @@
 //! exit codes above it (the command line).
 //!
 //! - [`human`]: one scenario's report as text for a terminal.
+//! - [`accept`]: what `run --accept` wrote and kept, for a terminal.
 //! - [`findings`]: the distinct findings of a run's failures ([`crate::findings`] groups them), for a
 //!   terminal.
 //! - [`json`]: devsim's results as the typed documents of [`crate::output`] (`--format json`).
@@ -11,6 +12,7 @@
 //! - [`run`]: a whole `devsim run` in each format: the closing lines of human output (baseline changes,
 //!   findings, reproductions, the summary), the JSON document and the JUnit report.
 
+pub mod accept;
 pub mod findings;
 pub mod human;
 pub mod json;

@@ -45,8 +45,6 @@ pub struct RunReport<'a> {
     pub load_errors: &'a [LoadError],
     /// The counts.
     pub summary: &'a Summary,
-    /// Scenarios that failed (files that did not load not counted).
-    pub failed: usize,
     /// The distinct findings of the failures.
     pub findings: &'a [Finding],
     /// Each finding's mark against a live run (`marks[n]` for `findings[n]`).
@@ -78,7 +76,8 @@ impl RunReport<'_> {
         }
         let reproductions = self.reproductions.map_or(&[][..], |(_, written)| written);
         let lines: Vec<String> = reproductions.iter().map(Reproduction::human).collect();
-        let findings = super::findings::human_with(self.failed, self.findings, self.marks, &lines);
+        let findings =
+            super::findings::human_with(self.summary.failed, self.findings, self.marks, &lines);
         if !findings.is_empty() {
             out.push(findings.trim_end().to_string());
         }
@@ -126,7 +125,7 @@ impl RunReport<'_> {
                 .map(|((report, took), scenario)| json::scenario(report, scenario, *took))
                 .collect(),
             load_errors: self.load_errors.iter().map(json::load_error).collect(),
-            summary: json::summary(self.summary, self.load_errors.len()),
+            summary: json::summary(self.summary),
             findings: self
                 .findings
                 .iter()

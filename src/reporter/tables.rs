@@ -1,15 +1,33 @@
 //! The human tables of the inspecting commands: the catalog's kernels (`devsim kernels`), host profiles
-//! (`devsim hosts`), a subject's declared contract beside devsim's (`devsim check --subject`) and corpus
-//! coverage against a threshold (`devsim coverage`). Each returns its lines; user text is placed through
-//! [`field`], and the caller prints each line through human output's rule ([`crate::shown::lines`]).
+//! (`devsim hosts`), a subject's handshake and its declared contract beside devsim's (`devsim check
+//! --subject`) and corpus coverage against a threshold (`devsim coverage`). Each returns its lines; user
+//! text is placed through [`field`], and the caller prints each line through human output's rule
+//! ([`crate::shown::lines`]).
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use crate::host::HostSpec;
 use crate::kernel::Catalog;
 use crate::runner::coverage::Coverage;
 use crate::shown::field;
+use crate::subject::Capabilities;
 use crate::subject::protocol::KernelDeclaration;
+
+/// `devsim check --subject`'s first lines: the subject, how long its handshake took, and the actions,
+/// kernels and events it declares.
+pub fn handshake(describe: &str, took: Duration, capabilities: &Capabilities) -> Vec<String> {
+    vec![
+        format!(
+            "subject: {} (handshake in {:.1} ms)",
+            field(describe),
+            took.as_secs_f64() * 1e3
+        ),
+        format!("  actions: {}", field(capabilities.actions.join(", "))),
+        format!("  kernels: {}", field(capabilities.kernels.join(", "))),
+        format!("  events: {}", field(capabilities.events.join(", "))),
+    ]
+}
 
 /// A subject's own declared contract beside devsim's reference catalog, one row per kernel it declares,
 /// marked where the families differ; no lines when it declares none. Information, never failures: a

@@ -13,7 +13,7 @@ use crate::scenario::Scenario;
 pub struct Summary {
     /// Scenarios whose every expectation held.
     pub passed: usize,
-    /// Scenarios that failed, or files that did not load.
+    /// Scenarios that failed (files that did not load are `load_errors`, apart).
     pub failed: usize,
     /// Scenarios that could not run in this mode.
     pub skipped: usize,
@@ -21,17 +21,17 @@ pub struct Summary {
     pub not_applicable: usize,
     /// Scenarios whose observed expectations held while others could not be observed.
     pub set_aside: usize,
-    /// Of `failed`, the files that did not load.
+    /// Files that did not load (they never ran: not in `failed`, and counted as failures by
+    /// [`Summary::failures`]).
     pub load_errors: usize,
     /// Scenarios devsim failed to run or judge (a harness failure, not counted in `failed`).
     pub errored: usize,
 }
 
 impl Summary {
-    /// Counts reports plus files that failed to load.
+    /// Counts reports, and `load_errors` files that failed to load.
     pub fn of(reports: &[ScenarioReport], load_errors: usize) -> Self {
         let mut summary = Summary {
-            failed: load_errors,
             load_errors,
             ..Summary::default()
         };
@@ -47,6 +47,11 @@ impl Summary {
         }
         summary
     }
+
+    /// What the run shows as failures: the scenarios that failed plus the files that did not load.
+    pub fn failures(&self) -> usize {
+        self.failed + self.load_errors
+    }
 }
 
 impl std::fmt::Display for Summary {
@@ -54,7 +59,9 @@ impl std::fmt::Display for Summary {
         write!(
             f,
             "{} passed, {} failed, {} skipped",
-            self.passed, self.failed, self.skipped
+            self.passed,
+            self.failures(),
+            self.skipped
         )?;
         if self.not_applicable + self.set_aside > 0 {
             write!(

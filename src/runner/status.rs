@@ -4,11 +4,13 @@
 
 use std::fmt;
 
+use devsim_metadata::output::Outcome;
 use serde::{Deserialize, Serialize};
 
 use crate::runtime::live::machine::Unmet;
 
-/// How a scenario ended.
+/// How a scenario ended: its [`Outcome`] (the kind, as JSON documents and baselines name it) with the
+/// cause where the kind has one. [`Status::outcome`] is the one mapping from one to the other.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "status", content = "reason", rename_all = "snake_case")]
 pub enum Status {
@@ -46,16 +48,22 @@ impl Status {
         matches!(self, Status::Failed | Status::Errored(_))
     }
 
-    /// How reports name it: `passed`, `failed`, `skipped`, `not applicable`, `set aside`, `errored`.
-    pub fn word(&self) -> &'static str {
+    /// Its kind, without the cause.
+    pub fn outcome(&self) -> Outcome {
         match self {
-            Status::Passed => "passed",
-            Status::Failed => "failed",
-            Status::Skipped(_) => "skipped",
-            Status::NotApplicable(_) => "not applicable",
-            Status::SetAside(_) => "set aside",
-            Status::Errored(_) => "errored",
+            Status::Passed => Outcome::Passed,
+            Status::Failed => Outcome::Failed,
+            Status::Skipped(_) => Outcome::Skipped,
+            Status::NotApplicable(_) => Outcome::NotApplicable,
+            Status::SetAside(_) => Outcome::SetAside,
+            Status::Errored(_) => Outcome::Errored,
         }
+    }
+
+    /// How reports name it: `passed`, `failed`, `skipped`, `not applicable`, `set aside`, `errored`
+    /// ([`Outcome::word`]).
+    pub fn word(&self) -> &'static str {
+        self.outcome().word()
     }
 }
 

@@ -7,6 +7,7 @@
 mod answer;
 mod applicable;
 mod catalog;
+mod choose;
 mod decode;
 pub(crate) mod encode;
 mod error;
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 
 pub use answer::{Judged, judge_answer};
 pub use catalog::CatalogSubject;
+pub use choose::{ChosenSubject, SubjectRequest, catalog_subject, choose_subject};
 pub use devsim_metadata::protocol;
 pub use error::SubjectError;
 pub use handshake::{Capabilities, handshake};

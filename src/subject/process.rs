@@ -20,7 +20,7 @@ use crate::subject::protocol::{FromSubject, ToSubject};
 use crate::subject::{Subject, SubjectError, SubjectKind, SubjectSpec, applicable, encode};
 
 use super::handshake::Capabilities;
-use super::session::{Fault, Session, clip, connect, out_of_order, stderr_block};
+use super::session::{ExchangeFault, Session, clip, connect, out_of_order, stderr_block};
 
 /// Dispatch code in another process, speaking the subject protocol.
 pub struct ProcessSubject {
@@ -209,17 +209,17 @@ impl ProcessSubject {
         scenario: &Scenario,
         lacking: &BTreeMap<usize, String>,
         steps: &mut Vec<StepReport>,
-    ) -> Result<ScenarioReport, Fault> {
+    ) -> Result<ScenarioReport, ExchangeFault> {
         let name = scenario.name.clone();
         let events = self.capabilities.events.clone();
         let packages = self.capabilities.packages.clone();
         let timeout = self.spec.step_timeout;
-        let host = encode::host(&scenario.host).map_err(|error| Fault {
+        let host = encode::host(&scenario.host).map_err(|error| ExchangeFault {
             expected: "a host devsim can describe".into(),
             problem: error.to_string(),
         })?;
         let Some(connection) = self.connection.as_mut() else {
-            return Err(Fault {
+            return Err(ExchangeFault {
                 expected: "a running subject".into(),
                 problem: "no process".into(),
             });
@@ -289,7 +289,7 @@ impl ProcessSubject {
                                 )
                                 .map(|()| (observed, trace))
                             })
-                            .map_err(|why| Fault {
+                            .map_err(|why| ExchangeFault {
                                 expected: expected.clone(),
                                 problem: format!("{why} in `{}`", clip(&line)),
                             })?;
@@ -309,7 +309,7 @@ impl ProcessSubject {
                                 decode::stopped_decided_by(&decided_by, &trace, &packages)
                                     .map(|()| stopped)
                             })
-                            .map_err(|why| Fault {
+                            .map_err(|why| ExchangeFault {
                                 expected: expected.clone(),
                                 problem: format!("{why} in `{}`", clip(&line)),
                             })?;

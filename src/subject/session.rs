@@ -11,7 +11,7 @@ use crate::subject::{SubjectError, SubjectSpec};
 use super::handshake::{Capabilities, handshake};
 
 /// Why one scenario's exchange broke down.
-pub(super) struct Fault {
+pub(super) struct ExchangeFault {
     pub(super) expected: String,
     pub(super) problem: String,
 }
@@ -23,13 +23,13 @@ pub(super) struct Session<'a> {
 }
 
 impl Session<'_> {
-    /// Sends `message` and reads one answer; every way that fails is a [`Fault`].
+    /// Sends `message` and reads one answer; every way that fails is an [`ExchangeFault`].
     pub(super) fn ask(
         &mut self,
         message: &ToSubject,
         expected: &str,
-    ) -> Result<(FromSubject, String), Fault> {
-        let fault = |problem: String| Fault {
+    ) -> Result<(FromSubject, String), ExchangeFault> {
+        let fault = |problem: String| ExchangeFault {
             expected: expected.to_string(),
             problem,
         };
@@ -78,8 +78,8 @@ pub(super) fn receive(
     }
 }
 
-pub(super) fn out_of_order(expected: String, line: &str) -> Fault {
-    Fault {
+pub(super) fn out_of_order(expected: String, line: &str) -> ExchangeFault {
+    ExchangeFault {
         expected,
         problem: format!("an answer out of order: `{}`", clip(line)),
     }

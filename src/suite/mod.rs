@@ -32,14 +32,12 @@ impl SuiteObserver for () {}
 pub struct SuiteRun {
     /// Each scenario's report and how long it took, in the order they ran.
     pub reports: Vec<(ScenarioReport, Duration)>,
-    /// Passed, failed, skipped … counts, load errors included among the failures.
+    /// Passed, failed, skipped … counts, and the files that failed to load.
     pub summary: Summary,
     /// The distinct findings the failures hold.
     pub findings: Vec<Finding>,
     /// Every scenario's outcome and the findings, as a baseline records them.
     pub outcomes: Baseline,
-    /// Files that failed to load.
-    pub load_errors: usize,
 }
 
 /// Runs every scenario through `subject`, in order; `load_errors` files failed to load before it.
@@ -76,7 +74,6 @@ pub fn run_suite(
         outcomes: Baseline::of(subject.name(), &plain, &findings),
         findings,
         reports,
-        load_errors,
     }
 }
 
@@ -92,7 +89,7 @@ pub struct OtherSubject {
 
 /// What a run was asked to hold to, beyond its own scenarios passing.
 #[derive(Debug, Clone, Default)]
-pub struct Expectations {
+pub struct SuiteExpectations {
     /// The run was compared with a baseline (known failures are then expected), with these differences.
     pub baseline_differences: Option<Vec<Difference>>,
     /// The run wrote a baseline (its failures are being recorded, not judged).
@@ -109,7 +106,7 @@ pub struct Expectations {
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum SuiteVerdict {
     /// Everything selected passed, or matched its baseline.
     Passed,
     /// A GPU driver is present but failing.
@@ -149,9 +146,9 @@ pub enum Verdict {
 }
 
 impl SuiteRun {
-    /// Scenarios that failed (files that did not load not counted).
+    /// Scenarios that failed (files that did not load are `summary.load_errors`).
     pub fn failed(&self) -> usize {
-        self.summary.failed - self.load_errors
+        self.summary.failed
     }
 
     /// The reports alone, in order.
@@ -198,29 +195,29 @@ impl SuiteRun {
 
     /// The verdict, in this order: a failing driver, the live requirement, baseline differences, then load
     /// errors and failures (failures only when the run was neither compared with nor recording a baseline).
-    pub fn verdict(&self, scenarios: &[Scenario], asked: &Expectations) -> Verdict {
+    pub fn verdict(&self, scenarios: &[Scenario], asked: &SuiteExpectations) -> SuiteVerdict {
         if let Some(failing) = &asked.driver_failing {
-            return Verdict::DriverFailing(failing.clone());
+            return SuiteVerdict::DriverFailing(failing.clone());
         }
         if let Some(required) = asked.require_live {
             if asked.fake_driver && !asked.allow_fake {
-                return Verdict::FakeDriver { required };
+                return SuiteVerdict::FakeDriver { required };
             }
             let ran = self.ran_with_gpus(scenarios);
             if ran < required {
-                return Verdict::TooFewLive { ran, required };
+                return SuiteVerdict::TooFewLive { ran, required };
             }
         }
         if self.summary.errored > 0 {
             // Not an outcome of the subject: no baseline records or excuses it.
-            return Verdict::Errored {
+            return SuiteVerdict::Errored {
                 count: self.summary.errored,
             };
         }
         if let Some(differences) = &asked.baseline_differences
             && !differences.is_empty()
         {
-            return Verdict::BaselineDiffers {
+            return SuiteVerdict::BaselineDiffers {
                 count: differences.len(),
             };
         }
@@ -229,16 +226,16 @@ impl SuiteRun {
         } else {
             self.failed()
         };
-        if self.load_errors > 0 {
-            Verdict::LoadErrors {
-                count: self.load_errors,
+        if self.summary.load_errors > 0 {
+            SuiteVerdict::LoadErrors {
+                count: self.summary.load_errors,
             }
         } else if judged_failures > 0 {
-            Verdict::Failed {
+            SuiteVerdict::Failed {
                 count: judged_failures,
             }
         } else {
-            Verdict::Passed
+            SuiteVerdict::Passed
         }
     }
 }
@@ -251,35 +248,48 @@ mod tests {
         SuiteRun {
             reports: Vec::new(),
             summary: Summary {
-                failed: failed + load_errors,
+                failed,
                 load_errors,
                 ..Summary::default()
             },
             findings: Vec::new(),
             outcomes: Baseline::of("s", &[], &[]),
-            load_errors,
         }
     }
 
     #[test]
     fn load_errors_come_before_failures_and_a_baseline_expects_the_failures() {
-        let asked = Expectations::default();
-        assert_eq!(run(0, 0).verdict(&[], &asked), Verdict::Passed);
-        assert_eq!(run(2, 0).verdict(&[], &asked), Verdict::Failed { count: 2 });
+        let asked = SuiteExpectations::default();
+        assert_eq!(run(0, 0).verdict(&[], &asked), SuiteVerdict::Passed);
+        assert_eq!(
+            run(2, 0).verdict(&[], &asked),
+            SuiteVerdict::Failed { count: 2 }
+        );
         assert_eq!(
             run(2, 1).verdict(&[], &asked),
-            Verdict::LoadErrors { count: 1 }
+            SuiteVerdict::LoadErrors { count: 1 }
         );
-        let compared = Expectations {
+        let compared = SuiteExpectations {
             baseline_differences: Some(Vec::new()),
-            ..Expectations::default()
+            ..SuiteExpectations::default()
         };
-        assert_eq!(run(2, 0).verdict(&[], &compared), Verdict::Passed);
-        let writing = Expectations {
+        assert_eq!(run(2, 0).verdict(&[], &compared), SuiteVerdict::Passed);
+        let writing = SuiteExpectations {
             writes_baseline: true,
-            ..Expectations::default()
+            ..SuiteExpectations::default()
         };
-        assert_eq!(run(2, 0).verdict(&[], &writing), Verdict::Passed);
+        assert_eq!(run(2, 0).verdict(&[], &writing), SuiteVerdict::Passed);
+    }
+
+    #[test]
+    fn load_errors_are_counted_apart_from_failed_scenarios_and_shown_among_the_failures() {
+        let suite = run(2, 1);
+        assert_eq!(suite.failed(), 2);
+        assert_eq!(suite.summary.failures(), 3);
+        assert_eq!(
+            suite.summary.to_string(),
+            "0 passed, 3 failed, 0 skipped (1 of the failures: files that failed to load)"
+        );
     }
 
     #[test]
@@ -291,51 +301,51 @@ mod tests {
             },
             ..run(0, 0)
         };
-        let verdict = |asked: &Expectations| errored(2).verdict(&[], asked);
+        let verdict = |asked: &SuiteExpectations| errored(2).verdict(&[], asked);
         assert_eq!(
-            verdict(&Expectations::default()),
-            Verdict::Errored { count: 2 }
+            verdict(&SuiteExpectations::default()),
+            SuiteVerdict::Errored { count: 2 }
         );
-        let compared = Expectations {
+        let compared = SuiteExpectations {
             baseline_differences: Some(Vec::new()),
-            ..Expectations::default()
+            ..SuiteExpectations::default()
         };
-        assert_eq!(verdict(&compared), Verdict::Errored { count: 2 });
-        let writing = Expectations {
+        assert_eq!(verdict(&compared), SuiteVerdict::Errored { count: 2 });
+        let writing = SuiteExpectations {
             writes_baseline: true,
-            ..Expectations::default()
+            ..SuiteExpectations::default()
         };
-        assert_eq!(verdict(&writing), Verdict::Errored { count: 2 });
-        assert_eq!(errored(0).verdict(&[], &compared), Verdict::Passed);
+        assert_eq!(verdict(&writing), SuiteVerdict::Errored { count: 2 });
+        assert_eq!(errored(0).verdict(&[], &compared), SuiteVerdict::Passed);
     }
 
     #[test]
     fn a_failing_driver_and_the_live_requirement_come_first() {
-        let failing = Expectations {
+        let failing = SuiteExpectations {
             driver_failing: Some("cuInit failed".into()),
             require_live: Some(1),
-            ..Expectations::default()
+            ..SuiteExpectations::default()
         };
         assert_eq!(
             run(0, 0).verdict(&[], &failing),
-            Verdict::DriverFailing("cuInit failed".into())
+            SuiteVerdict::DriverFailing("cuInit failed".into())
         );
-        let fake = Expectations {
+        let fake = SuiteExpectations {
             require_live: Some(1),
             fake_driver: true,
-            ..Expectations::default()
+            ..SuiteExpectations::default()
         };
         assert_eq!(
             run(0, 0).verdict(&[], &fake),
-            Verdict::FakeDriver { required: 1 }
+            SuiteVerdict::FakeDriver { required: 1 }
         );
-        let allowed = Expectations {
+        let allowed = SuiteExpectations {
             allow_fake: true,
             ..fake
         };
         assert_eq!(
             run(0, 0).verdict(&[], &allowed),
-            Verdict::TooFewLive {
+            SuiteVerdict::TooFewLive {
                 ran: 0,
                 required: 1
             }

@@ -238,7 +238,7 @@ pub fn predict(machine: &RealMachine, mask: &Mask) -> Prediction {
 
 /// One mask's outcome.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum MaskVerdict {
     /// The driver shows what devsim predicts.
     Agree,
     /// They differ; both lists, as text.
@@ -253,7 +253,7 @@ pub enum Verdict {
 }
 
 /// Compares a prediction with what the driver showed.
-pub fn judge(mask: &Mask, predicted: &Prediction, view: &DriverView) -> Verdict {
+pub fn judge(mask: &Mask, predicted: &Prediction, view: &DriverView) -> MaskVerdict {
     let listed = |gpus: &[(String, String)]| -> String {
         if gpus.is_empty() {
             return "no GPU".into();
@@ -272,23 +272,23 @@ pub fn judge(mask: &Mask, predicted: &Prediction, view: &DriverView) -> Verdict 
         DriverView::NoGpu { .. } => Vec::new(),
         DriverView::Rejected { detail } => {
             return match predicted {
-                Prediction::Rejected(_) => Verdict::Agree,
-                Prediction::Gpus(_) => Verdict::Skip(format!(
+                Prediction::Rejected(_) => MaskVerdict::Agree,
+                Prediction::Gpus(_) => MaskVerdict::Skip(format!(
                     "the driver rejects the mask {mask} ({detail}); devsim does not model that rejection"
                 )),
             };
         }
         DriverView::Unavailable { detail } => {
-            return Verdict::Skip(format!("no driver answer under {mask}: {detail}"));
+            return MaskVerdict::Skip(format!("no driver answer under {mask}: {detail}"));
         }
     };
     match predicted {
-        Prediction::Gpus(gpus) if *gpus == shown => Verdict::Agree,
-        Prediction::Gpus(gpus) => Verdict::Disagree {
+        Prediction::Gpus(gpus) if *gpus == shown => MaskVerdict::Agree,
+        Prediction::Gpus(gpus) => MaskVerdict::Disagree {
             predicted: listed(gpus),
             driver: listed(&shown),
         },
-        Prediction::Rejected(why) => Verdict::Disagree {
+        Prediction::Rejected(why) => MaskVerdict::Disagree {
             predicted: format!("init fails: {why}"),
             driver: listed(&shown),
         },
@@ -380,7 +380,7 @@ mod tests {
             gpus: machine.gpus.iter().map(view_gpu).collect(),
         };
         let verdict = judge(&mask("1,0"), &predict(&machine, &mask("1,0")), &view);
-        let Verdict::Disagree { predicted, driver } = verdict else {
+        let MaskVerdict::Disagree { predicted, driver } = verdict else {
             panic!("expected a disagreement, got {verdict:?}");
         };
         assert!(
@@ -399,13 +399,13 @@ mod tests {
             detail: "initialize libcuda.so.1: cuInit: CUDA_ERROR_INVALID_DEVICE".into(),
         };
         let verdict = judge(&mask("1"), &predict(&h200x2(), &mask("1")), &view);
-        let Verdict::Skip(reason) = verdict else {
+        let MaskVerdict::Skip(reason) = verdict else {
             panic!("expected a skip, got {verdict:?}");
         };
         assert!(reason.contains("the driver rejects the mask"), "{reason}");
         assert_eq!(
             judge(&mask("0,0"), &predict(&h200x2(), &mask("0,0")), &view),
-            Verdict::Agree
+            MaskVerdict::Agree
         );
     }
 }

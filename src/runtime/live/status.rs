@@ -1,4 +1,4 @@
-//! What CUDA and HIP share in turning a status code into a `Result`: a [`Status`] with `.result()`,
+//! What CUDA and HIP share in turning a status code into a `Result`: a [`DriverStatus`] with `.result()`,
 //! the driver's own `NAME: description` lookup, and the fallback when the driver cannot describe a
 //! code. The two differ only in how they describe a code ([`Describe`]).
 
@@ -18,16 +18,16 @@ pub(crate) trait Describe {
     fn text(&self, code: i32) -> Option<String>;
 }
 
-/// A status code one driver call returned, named by its call: [`Status::result`] turns it into a
+/// A status code one driver call returned, named by its call: [`DriverStatus::result`] turns it into a
 /// `Result`, as cudarc's `CUresult::result()` does, describing a failure through the driver itself.
 #[must_use = "a status may be an error: turn it into a `Result` with `.result()`"]
-pub(crate) struct Status<'d, D: Describe> {
+pub(crate) struct DriverStatus<'d, D: Describe> {
     driver: &'d D,
     call: &'static str,
     code: i32,
 }
 
-impl<'d, D: Describe> Status<'d, D> {
+impl<'d, D: Describe> DriverStatus<'d, D> {
     /// What `call` returned on `driver`.
     pub(crate) fn new(driver: &'d D, call: &'static str, code: i32) -> Self {
         Self { driver, call, code }

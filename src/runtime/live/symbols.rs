@@ -42,13 +42,13 @@ macro_rules! symbol_table {
 }
 
 /// Calls `$symbol` of `$driver`'s symbol table and wraps its status code in a
-/// [`Status`](super::status::Status) named by the symbol, ready for `.result()`:
+/// [`DriverStatus`](super::status::DriverStatus) named by the symbol, ready for `.result()`:
 /// `unsafe { call!(self, cuDeviceGetCount(&mut count)) }.result()?`.
 ///
 /// The call is unsafe: use it inside an `unsafe` block whose `SAFETY` comment covers the C contract.
 macro_rules! call {
     ($driver:expr, $symbol:ident($($arg:expr),* $(,)?)) => {
-        $crate::runtime::live::status::Status::new(
+        $crate::runtime::live::status::DriverStatus::new(
             $driver,
             stringify!($symbol),
             ($driver.api().$symbol)($($arg),*),

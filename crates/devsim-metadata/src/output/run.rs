@@ -61,6 +61,21 @@ pub enum Outcome {
     Errored,
 }
 
+impl Outcome {
+    /// How reports name it in words: `passed`, `failed`, `skipped`, `not applicable`, `set aside`,
+    /// `errored` (the human report, a baseline's lines, JUnit messages; the JSON spelling is serde's).
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed => "failed",
+            Outcome::Skipped => "skipped",
+            Outcome::NotApplicable => "not applicable",
+            Outcome::SetAside => "set aside",
+            Outcome::Errored => "errored",
+        }
+    }
+}
+
 /// One scenario's result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScenarioOutput {

@@ -1,5 +1,8 @@
 //! The real machine as a host profile (`devsim probe [--write NAME [--force]]`): its text, headed by the
-//! probe date and the driver version as comments, and writing it to `<root>/hosts/NAME.toml`.
+//! probe date and the driver version as comments, and writing it to `<root>/hosts/NAME.toml`; and
+//! devsim's visible-device model checked against the real driver ([`masks`], `probe --check-masks`).
+
+pub mod masks;
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
