@@ -1,5 +1,5 @@
 //! The shell commands of the README's ```` ```sh ```` blocks: each is run here (against the built binary, in
-//! a scratch copy of what it reads and writes) or mapped to the CI step (`xtask/src/steps.rs`) or the test
+//! a scratch copy of what it reads and writes) or mapped to the CI step (`xtask/src/steps/`) or the test
 //! that runs it. A command in neither place fails its block's trial, and a table entry that is no longer a
 //! README command fails [`stale_entries`], so the table cannot rot.
 
@@ -8,8 +8,8 @@ use std::process::Output;
 
 use devsim::output::{CheckOutput, KernelsOutput, RunOutput};
 
+use crate::ci_plan;
 use crate::markdown::Block;
-use crate::steps;
 
 /// One command as the README writes it, continuation lines joined and its comment dropped.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,11 +48,11 @@ pub enum Cover {
         /// Judges the result (the scratch folder or repository, and the output).
         check: Judge,
     },
-    /// Run by the CI step `name`, whose script contains `runs`.
+    /// Run by the CI step `name`, whose planned commands (`cargo xtask ci --dry-run`) contain `runs`.
     Step {
         /// The step's name (`cargo xtask ci --step NAME`).
         name: &'static str,
-        /// A piece of the step's script that is the command.
+        /// A piece of the step's planned commands that is the command.
         runs: &'static str,
     },
     /// Set by `cargo xtask ci` for the step `name`, which runs in the torch venv.
@@ -249,7 +249,7 @@ pub const COVERS: &[(&str, &[Cover])] = &[
         &[
             Cover::Step {
                 name: "baselines",
-                runs: "--subject \"subjects/$subject.toml\"",
+                runs: "--subject subjects/gptqmodel.toml",
             },
             Cover::Test {
                 file: SUBJECTS_RS,
@@ -303,7 +303,7 @@ pub const COVERS: &[(&str, &[Cover])] = &[
         &[
             Cover::Step {
                 name: "baselines",
-                runs: "--baseline \"$baseline\"",
+                runs: "--subject subjects/gptqmodel.toml --baseline subjects/gptqmodel/baseline.toml",
             },
             Cover::Test {
                 file: SUBJECTS_RS,
@@ -315,7 +315,7 @@ pub const COVERS: &[(&str, &[Cover])] = &[
         "devsim run --subject subjects/gptqmodel.toml --repro subjects/gptqmodel/repro",
         &[Cover::Step {
             name: "baselines",
-            runs: "repro=(--repro \"subjects/$subject/repro\")",
+            runs: "--repro subjects/gptqmodel/repro",
         }],
     ),
     (
@@ -330,21 +330,21 @@ pub const COVERS: &[(&str, &[Cover])] = &[
         "subjects/gptqmodel/install.sh .venv-torch",
         &[Cover::Step {
             name: "gptqmodel",
-            runs: "subjects/gptqmodel/install.sh \"$PWD/.venv-torch\"",
+            runs: "$ subjects/gptqmodel/install.sh ",
         }],
     ),
     (
         "PATH=$PWD/.venv-torch/bin:$PATH devsim run --subject subjects/gptqmodel.toml --baseline subjects/gptqmodel/baseline.toml",
         &[Cover::Step {
             name: "baselines",
-            runs: "gptqmodel) baseline=subjects/gptqmodel/baseline.toml",
+            runs: "--subject subjects/gptqmodel.toml --baseline subjects/gptqmodel/baseline.toml",
         }],
     ),
     (
         "PATH=$PWD/.venv-torch/bin:$PATH devsim run --subject subjects/gptqmodel-seedfix.toml --baseline subjects/gptqmodel/baseline-seedfix.toml",
         &[Cover::Step {
             name: "baselines",
-            runs: "gptqmodel-seedfix) baseline=subjects/gptqmodel/baseline-seedfix.toml",
+            runs: "--subject subjects/gptqmodel-seedfix.toml --baseline subjects/gptqmodel/baseline-seedfix.toml",
         }],
     ),
     (
@@ -487,24 +487,25 @@ pub fn covers_of(command: &str) -> Option<&'static [Cover]> {
 fn mapped_exists(root: &Path, cover: &Cover) -> Result<(), String> {
     match *cover {
         Cover::Step { name, runs } => {
-            let step = steps::find(name)
-                .ok_or_else(|| format!("no CI step `{name}` in xtask/src/steps.rs"))?;
-            if step.script.contains(runs) {
+            let step = ci_plan::find(name)?;
+            if step.text.contains(runs) {
                 Ok(())
             } else {
                 Err(format!(
                     "the CI step `{name}` no longer runs {runs:?}:\n{}",
-                    step.script
+                    step.text
                 ))
             }
         }
-        Cover::TorchEnv { name } => match steps::find(name) {
-            Some(step) if step.torch_env => Ok(()),
-            Some(_) => Err(format!(
-                "the CI step `{name}` does not run in the torch venv"
-            )),
-            None => Err(format!("no CI step `{name}` in xtask/src/steps.rs")),
-        },
+        Cover::TorchEnv { name } => {
+            if ci_plan::find(name)?.torch_env {
+                Ok(())
+            } else {
+                Err(format!(
+                    "the CI step `{name}` does not run in the torch venv"
+                ))
+            }
+        }
         Cover::Test { file, name } => {
             let text = std::fs::read_to_string(root.join(file))
                 .map_err(|e| format!("read {file}: {e}"))?;
@@ -928,8 +929,11 @@ fn xtask_lists_every_step(_: &Path, output: &Output) -> Result<(), String> {
         .lines()
         .filter_map(|line| line.split_whitespace().next().map(str::to_string))
         .collect();
-    let names: Vec<String> = steps::STEPS.iter().map(|s| s.name.to_string()).collect();
-    expect(listed == names, &format!("the steps in order: {names:?}"))
+    let names: Vec<String> = ci_plan::plan()?.iter().map(|s| s.name.clone()).collect();
+    expect(
+        listed == names,
+        &format!("the steps in order, as the dry runs plan them: {names:?}"),
+    )
 }
 
 fn xtask_dry_run_plans_every_hardware_less_step(_: &Path, output: &Output) -> Result<(), String> {
@@ -939,10 +943,10 @@ fn xtask_dry_run_plans_every_hardware_less_step(_: &Path, output: &Output) -> Re
         .filter_map(|line| line.strip_prefix("== "))
         .filter_map(|line| line.split_once(':').map(|(name, _)| name.to_string()))
         .collect();
-    let names: Vec<String> = steps::STEPS
+    let names: Vec<String> = ci_plan::plan()?
         .iter()
-        .filter(|s| s.runner == steps::Runner::HardwareLess)
-        .map(|s| s.name.to_string())
+        .filter(|s| s.hardware_less)
+        .map(|s| s.name.clone())
         .collect();
     expect(
         planned == names,

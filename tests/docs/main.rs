@@ -5,15 +5,11 @@
 //! ```` ```sh ```` block of the README (each command run here or mapped to the CI step or test that runs
 //! it). The convention is in docs/scenario-format.md, "Examples in the documentation".
 
+mod ci_plan;
 mod commands;
 mod markdown;
 mod selfcheck;
 mod toml_blocks;
-
-/// CI's steps, from the one definition `.ci/run` and the workflows use.
-#[path = "../../xtask/src/steps.rs"]
-#[allow(dead_code)]
-mod steps;
 
 use std::path::{Path, PathBuf};
 

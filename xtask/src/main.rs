@@ -9,15 +9,17 @@
 //! cargo xtask ci --dry-run ...        print what would run, run nothing
 //! ```
 
+mod ci;
 mod steps;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use steps::{PRELUDE, Runner, STEPS, Step};
+use ci::Ci;
+use steps::{Runner, STEPS, Step};
 
 #[derive(Parser)]
 #[command(about = "devsim's project tasks")]
@@ -39,7 +41,7 @@ enum Task {
         /// List the steps in order, one per line (`NAME RUNNER`), and run nothing.
         #[arg(long)]
         list: bool,
-        /// Print each step's script instead of running it.
+        /// Print each step's commands instead of running them (a probe's two branches both).
         #[arg(long)]
         dry_run: bool,
     },
@@ -105,19 +107,20 @@ fn main() -> ExitCode {
     let started = Instant::now();
     for step in chosen {
         println!("== {}: {}", step.name, step.what);
-        if dry_run {
-            println!("{}", step.script.trim());
-            continue;
+        if step.torch_env {
+            println!("# in the torch venv: .venv-torch (VIRTUAL_ENV, PATH, LIBTORCH_USE_PYTORCH)");
         }
         let began = Instant::now();
-        match run(step, &root) {
+        let done = Ci::new(&root, step.torch_env, dry_run).and_then(|ci| (step.body)(&ci));
+        match done {
+            Ok(()) if dry_run => {}
             Ok(()) => println!(
                 "== {}: ok in {:.0} s",
                 step.name,
                 began.elapsed().as_secs_f64()
             ),
-            Err(message) => {
-                eprintln!("error: CI step `{}` failed: {message}", step.name);
+            Err(error) => {
+                eprintln!("error: CI step `{}` failed: {error}", step.name);
                 return ExitCode::FAILURE;
             }
         }
@@ -135,33 +138,4 @@ fn main() -> ExitCode {
 fn repo_root() -> PathBuf {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     here.parent().unwrap_or(here).to_path_buf()
-}
-
-/// Runs one step's script under bash from `root`; the error says how it ended.
-fn run(step: &Step, root: &Path) -> Result<(), String> {
-    let mut command = Command::new("bash");
-    command
-        .arg("-c")
-        .arg(format!("set -euo pipefail\n{PRELUDE}\n{}", step.script))
-        .current_dir(root);
-    if step.torch_env {
-        let venv = root.join(".venv-torch");
-        let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut paths = vec![venv.join("bin")];
-        paths.extend(std::env::split_paths(&path));
-        let joined = std::env::join_paths(paths).map_err(|e| format!("set PATH: {e}"))?;
-        command
-            .env("VIRTUAL_ENV", &venv)
-            .env("PATH", joined)
-            .env("LIBTORCH_USE_PYTORCH", "1");
-    }
-    let status = command.status().map_err(|e| format!("start bash: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(match status.code() {
-            Some(code) => format!("exit status {code}"),
-            None => "killed by a signal".to_string(),
-        })
-    }
 }

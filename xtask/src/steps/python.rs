@@ -1,0 +1,184 @@
+//! The steps of the Python side: devsim's torch view against torch, the three project subjects (installed,
+//! their tests), the pip-installable wheel, and the subjects' lints.
+
+use xshell::cmd;
+
+use crate::ci::{Ci, Job, StepError, last_lines, lines_starting};
+
+/// GPTQModel's second release, whose source tree the subject runs on with `--subject-src`.
+const GPTQMODEL_SECOND_RELEASE: &str = "7.3.4";
+
+pub fn visible_devices(ci: &Ci) -> Result<(), StepError> {
+    ci.run(cmd!(ci.sh(), "cargo build --locked --quiet"))?;
+    ci.run(cmd!(
+        ci.sh(),
+        "timeout 120 .venv-torch/bin/python tools/torch_visible/diff.py --devsim target/debug/devsim --cases 120000"
+    ))
+}
+
+pub fn gptqmodel(ci: &Ci) -> Result<(), StepError> {
+    let venv = ci.root().join(".venv-torch");
+    let devsim = ci.root().join("target/release/devsim");
+    let beside = ci.root().parent().unwrap_or(ci.root()).to_path_buf();
+    ci.run(cmd!(ci.sh(), "subjects/gptqmodel/install.sh {venv}"))?;
+    ci.run(cmd!(ci.sh(), "cargo build --locked --release --quiet"))?;
+    ci.run(
+        cmd!(
+            ci.sh(),
+            ".venv-torch/bin/python -m pytest -q subjects/kit/tests"
+        )
+        .env("DEVSIM", &devsim),
+    )?;
+    ci.run(cmd!(
+        ci.sh(),
+        ".venv-torch/bin/python -m pytest -q subjects/gptqmodel/tests"
+    ))?;
+    ci.in_dir("examples/pytest-gptqmodel", |ci| {
+        ci.run(
+            Job::from(cmd!(ci.sh(), "../../.venv-torch/bin/python -m pytest -q"))
+                .env("PYTHONPATH", beside.join("gptqmodel-src"))
+                .env("DEVSIM", &devsim),
+        )
+    })?;
+    // the subject on a second release's source tree, against that release's baseline
+    let src = beside.join(format!("gptqmodel-src-{GPTQMODEL_SECOND_RELEASE}"));
+    ci.run(
+        Job::from(cmd!(ci.sh(), "subjects/gptqmodel/install.sh {venv} {src}"))
+            .env("GPTQMODEL_VERSION", GPTQMODEL_SECOND_RELEASE)
+            .env("GPTQMODEL_SRC_ONLY", "1"),
+    )?;
+    let baseline = format!("subjects/gptqmodel/baseline-{GPTQMODEL_SECOND_RELEASE}.toml");
+    let log = format!("target/gptqmodel-{GPTQMODEL_SECOND_RELEASE}-run.txt");
+    let ran = ci.run_logged(
+        cmd!(
+            ci.sh(),
+            "target/release/devsim run --quiet --subject subjects/gptqmodel.toml --subject-src {src} --baseline {baseline}"
+        ),
+        &log,
+    )?;
+    let subject = format!("gptqmodel {GPTQMODEL_SECOND_RELEASE}");
+    if !ran.success {
+        show_failure(ci, &ran.text, "gptqmodel");
+        return Err(StepError::Subject {
+            subject,
+            what: "the run failed or differs from its baseline",
+            log,
+        });
+    }
+    if ran.text.contains("[breakdown]") {
+        return Err(StepError::Subject {
+            subject,
+            what: "a scenario broke down",
+            log,
+        });
+    }
+    for line in lines_starting(&ran.text, &["subject gptqmodel:"]) {
+        ci.say(line);
+    }
+    Ok(())
+}
+
+/// What a failed subject run's log says about it: its baseline, summary and error lines, else its end.
+pub fn show_failure(ci: &Ci, text: &str, subject: &str) {
+    let summary = format!("subject {subject}:");
+    let told = lines_starting(text, &["baseline changed", &summary, "error"]);
+    let shown = if told.is_empty() {
+        last_lines(text, 40)
+    } else {
+        told
+    };
+    for line in shown {
+        ci.say(line);
+    }
+}
+
+pub fn wheel(ci: &Ci) -> Result<(), StepError> {
+    let venv = ci.root().join(".venv-torch");
+    let src = ci
+        .root()
+        .parent()
+        .unwrap_or(ci.root())
+        .join("gptqmodel-src");
+    ci.run(cmd!(ci.sh(), "scripts/check-wheel {venv} {src}"))
+}
+
+pub fn bitsandbytes(ci: &Ci) -> Result<(), StepError> {
+    let venv = ci.root().join(".venv-torch");
+    ci.run(cmd!(ci.sh(), "subjects/bitsandbytes/install.sh {venv}"))?;
+    ci.run(cmd!(
+        ci.sh(),
+        ".venv-torch/bin/python -m pytest -q subjects/bitsandbytes/tests"
+    ))?;
+    ci.run(cmd!(
+        ci.sh(),
+        ".venv-torch/bin/python -m pytest -q -p no:cacheprovider tools/live/tests tools/fidelity/tests"
+    ))
+}
+
+pub fn vllm(ci: &Ci) -> Result<(), StepError> {
+    ci.free_gib()?;
+    let venv = ci.root().join(".venv-vllm");
+    ci.run(cmd!(ci.sh(), "subjects/vllm/install.sh {venv}"))?;
+    ci.run(cmd!(
+        ci.sh(),
+        ".venv-vllm/bin/python -m pytest -q subjects/vllm/tests"
+    ))
+}
+
+/// The Python the subjects ship, as ruff sees it.
+const RUFF_PATHS: &[&str] = &[
+    "subjects/gptqmodel",
+    "subjects/kit",
+    "subjects/bitsandbytes",
+    "subjects/vllm",
+    "examples/pytest-gptqmodel",
+    "tools/fidelity",
+    "tools/live",
+];
+
+/// Each mypy run: its configuration and what it checks (from the repository root).
+const MYPY_RUNS: &[(&[&str], &[&str])] = &[
+    (
+        &["--config-file", "subjects/kit/pyproject.toml"],
+        &["subjects/kit/src/devsim_subject_kit"],
+    ),
+    (
+        &["--config-file", "subjects/gptqmodel/pyproject.toml"],
+        &[
+            "subjects/gptqmodel/src/devsim_subject_gptqmodel",
+            "subjects/gptqmodel/tools/findings.py",
+            "subjects/gptqmodel/tools/reverts.py",
+        ],
+    ),
+    (
+        &["--config-file", "subjects/bitsandbytes/pyproject.toml"],
+        &["subjects/bitsandbytes/src/devsim_subject_bitsandbytes"],
+    ),
+    (
+        &["--config-file", "subjects/vllm/pyproject.toml"],
+        &["subjects/vllm/src/devsim_subject_vllm"],
+    ),
+    (&["--strict"], &["tools/fidelity/table.py"]),
+    (&["--ignore-missing-imports"], &["tools/live/bnb_table.py"]),
+];
+
+pub fn lint(ci: &Ci) -> Result<(), StepError> {
+    ci.run(cmd!(
+        ci.sh(),
+        ".venv-torch/bin/pip install --quiet --disable-pip-version-check ruff==0.17.6 mypy==2.4.1"
+    ))?;
+    ci.run(cmd!(ci.sh(), ".venv-torch/bin/ruff check {RUFF_PATHS...}"))?;
+    for &(options, paths) in MYPY_RUNS {
+        ci.run(cmd!(
+            ci.sh(),
+            ".venv-torch/bin/mypy {options...} {paths...}"
+        ))?;
+    }
+    // vLLM's findings scripts are checked from their folder (they import each other as top-level modules)
+    ci.in_dir("subjects/vllm/findings", |ci| {
+        ci.run(cmd!(
+            ci.sh(),
+            "../../../.venv-torch/bin/mypy --config-file ../pyproject.toml ."
+        ))
+    })
+}
