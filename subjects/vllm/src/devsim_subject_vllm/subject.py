@@ -40,7 +40,7 @@ from devsim_subject_kit import Host, ProtocolError, Refused, Unsupported, action
 from devsim_subject_kit.subject import Handler
 from devsim_subject_kit.subject import Subject as KitSubject
 
-from . import declare
+from . import declare, hugepages
 from .bindings import PlatformBindings, memoise_metadata
 
 EVENTS = ["device_count", "device_name", "nvidia_capability", "amd_arch", "get_device", "set_device"]
@@ -155,6 +155,7 @@ class Subject(KitSubject):
         from vllm import platforms
 
         self.bindings = PlatformBindings(platforms._current_platform)
+        hugepages.collapse_heap()  # last: what the parent holds from here on is what every fork copies
 
     def contract(self) -> dict[str, Any]:
         """The protocol 2 handshake: the kernels read from vLLM's selection code."""
