@@ -87,3 +87,50 @@ def test_memoised_metadata_answers_as_importlib_metadata():
         assert importlib.metadata.version("pytest") == real[0]("pytest")  # not memoised: asked afresh
     finally:
         importlib.metadata.version, importlib.metadata.entry_points = real  # type: ignore[misc]
+
+
+def test_preloaded_code_runs_the_module_afresh_with_its_own_spec(tmp_path, monkeypatch, made):
+    from devsim_subject_vllm.bindings import PreloadedCode
+
+    package = tmp_path / "preloadpkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "mod.py").write_text("import builtins\nbuiltins.preload_runs = getattr(builtins, 'preload_runs', 0) + 1\n"
+                                     "VALUE = 'as written'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    made += ["preloadpkg", "preloadpkg.mod"]
+    import builtins
+    import importlib
+
+    finder = PreloadedCode(["preloadpkg.mod", "preloadpkg.absent"])
+    assert "preloadpkg.mod" not in sys.modules  # found and compiled, not run
+    assert list(finder.entries) == ["preloadpkg.mod"]
+    monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
+    finder.install()
+    plain = importlib.util.find_spec("preloadpkg.mod", None)
+    runs = []
+    for _ in range(2):  # a child imports it afresh: its body runs each time
+        sys.modules.pop("preloadpkg.mod", None)
+        mod = importlib.import_module("preloadpkg.mod")
+        runs.append(builtins.preload_runs)
+        assert (mod.__file__, mod.__cached__, mod.__spec__.origin, mod.VALUE) == (
+            str(package / "mod.py"), plain.cached, plain.origin, "as written")
+    assert runs[1] == runs[0] + 1
+    del builtins.preload_runs
+    # a source that changed since is found and compiled as usual
+    (package / "mod.py").write_text("VALUE = 'changed on disk, longer'\n")
+    sys.modules.pop("preloadpkg.mod", None)
+    assert importlib.import_module("preloadpkg.mod").VALUE == "changed on disk, longer"
+
+
+def test_preloaded_source_lines_are_the_files_lines():
+    import linecache
+
+    from devsim_subject_vllm import bindings
+    from devsim_subject_vllm.bindings import preload_source_lines
+
+    linecache.clearcache()
+    preload_source_lines(["devsim_subject_vllm.bindings", "no.such.module"])
+    assert bindings.__file__ in linecache.cache
+    with open(bindings.__file__) as source:
+        assert linecache.getlines(bindings.__file__) == source.readlines()

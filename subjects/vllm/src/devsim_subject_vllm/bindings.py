@@ -1,11 +1,18 @@
 """What a forked child of the vLLM subject needs to resolve vLLM's platform cheaply: the modules that bind the
-parent's platform by name (`PlatformBindings`) and the installed-package look-ups memoised in the parent
-(`memoise_metadata`)."""
+parent's platform by name (`PlatformBindings`), the installed-package look-ups memoised in the parent
+(`memoise_metadata`), the GPU platform modules' bytecode (`PreloadedCode`) and the source lines of the stack vLLM
+formats (`preload_source_lines`), both read in the parent."""
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import itertools
+import os
 import sys
+from importlib.machinery import ModuleSpec
+from types import CodeType
 from typing import Any
 
 
@@ -101,3 +108,74 @@ def memoise_metadata() -> None:
         wrapper.__wrapped__ = real  # type: ignore[attr-defined]
         wrapper.__doc__ = real.__doc__
         setattr(metadata, name, wrapper)
+
+
+class PreloadedCode(importlib.abc.MetaPathFinder):
+    """Code objects of modules a child imports for the first time, compiled (read from their .pyc) in the parent.
+
+    `vllm.platforms.cuda` and `.rocm` read the host when they run, so each child imports the one its host needs
+    afresh; only reading and unmarshalling their bytecode (and the path search that finds it) is the same for every
+    host. This finder, first on sys.meta_path, answers those names with the parent's code object under the module's
+    own spec (the same file, `__file__` and `__cached__`); the module's body still runs in the child. A source file
+    that changed since (size or mtime) is found as usual."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.entries: dict[str, tuple[str, tuple[int, int], CodeType]] = {}
+        for name in names:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                continue
+            loader = spec.loader if spec is not None else None
+            if spec is None or spec.origin is None or type(loader) is not importlib.machinery.SourceFileLoader:
+                continue
+            code = loader.get_code(name)
+            if code is not None:
+                self.entries[name] = (spec.origin, stamp(spec.origin), code)
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
+        entry = self.entries.get(name)
+        if entry is None:
+            return None
+        origin, stamped, code = entry
+        try:
+            if stamp(origin) != stamped:
+                return None
+        except OSError:
+            return None
+        return importlib.util.spec_from_file_location(name, origin, loader=_CodeLoader(name, origin, code))
+
+    def install(self) -> PreloadedCode:
+        """First on sys.meta_path (once)."""
+        if self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+        return self
+
+
+class _CodeLoader(importlib.machinery.SourceFileLoader):
+    """A source file's loader that hands out the code compiled in the parent."""
+
+    def __init__(self, fullname: str, path: str, code: CodeType) -> None:
+        super().__init__(fullname, path)
+        self.code = code
+
+    def get_code(self, fullname: str) -> CodeType:
+        return self.code
+
+
+def stamp(path: str) -> tuple[int, int]:
+    """A source file's mtime and size."""
+    st = os.stat(path)
+    return st.st_mtime_ns, st.st_size
+
+
+def preload_source_lines(modules: list[str]) -> None:
+    """Read the source of `modules` into linecache: vLLM formats the stack that resolved its platform
+    (`_init_trace`) in every child, which read each file on it afresh. linecache still checks each file's size and
+    mtime when the stack is formatted."""
+    import linecache
+
+    for name in modules:
+        filename = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(filename, str):
+            linecache.getlines(filename)

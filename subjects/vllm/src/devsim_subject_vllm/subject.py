@@ -40,8 +40,13 @@ from devsim_subject_kit import Host, ProtocolError, Refused, Unsupported, action
 from devsim_subject_kit.subject import Handler
 from devsim_subject_kit.subject import Subject as KitSubject
 
-from . import declare
-from .bindings import PlatformBindings, memoise_metadata
+from . import declare, hugepages
+from .bindings import (
+    PlatformBindings,
+    PreloadedCode,
+    memoise_metadata,
+    preload_source_lines,
+)
 
 EVENTS = ["device_count", "device_name", "nvidia_capability", "amd_arch", "get_device", "set_device"]
 OBSERVES = {
@@ -58,6 +63,10 @@ SELECTION = "vllm.model_executor.kernels.linear"
 # lives in Python; below, every host has the same fake driver), so the parent loads it once for every child. The
 # CPU platform's steps never consult it: its mixed-precision kernels use aten and zentorch ops only.
 NATIVE_OPS = "vllm._C_stable_libtorch"
+# The GPU platform modules: each reads the host when it runs, so only a child imports one (its bytecode is read here).
+GPU_PLATFORMS = ("vllm.platforms.cuda", "vllm.platforms.rocm")
+# The modules on the stack vLLM formats when it resolves its platform in a child (`_init_trace`).
+STACK_MODULES = ["__main__", "runpy", "devsim_subject_kit.server", "devsim_subject_kit.subject", __name__, "vllm.platforms"]
 FAMILY_OF_PLATFORM = {"CudaPlatform": "cuda", "NvmlCudaPlatform": "cuda", "NonNvmlCudaPlatform": "cuda",
                       "RocmPlatform": "rocm", "CpuPlatform": "cpu", "XPUPlatform": "xpu"}
 VENDOR_OF_FAMILY = {"cuda": "nvidia", "rocm": "amd", "cpu": "none"}
@@ -144,7 +153,7 @@ class Subject(KitSubject):
         self.selection = importlib.import_module(SELECTION)
         self.declaration = declare.read(self.selection)
         self.version = importlib.metadata.version("vllm")
-        for gpu_module in ("vllm.platforms.cuda", "vllm.platforms.rocm"):
+        for gpu_module in GPU_PLATFORMS:
             if gpu_module in sys.modules:
                 raise ProtocolError(f"{gpu_module} was imported on the parent's CPU host; it fixes state at import")
         try:  # see NATIVE_OPS: the same load each GPU child made first thing, made once
@@ -152,9 +161,12 @@ class Subject(KitSubject):
         except ImportError:
             pass  # not cached: each child that imports it meets the same failure, as before
         memoise_metadata()
+        PreloadedCode(list(GPU_PLATFORMS)).install()  # compiled here, run in each child that imports one
+        preload_source_lines(STACK_MODULES)
         from vllm import platforms
 
         self.bindings = PlatformBindings(platforms._current_platform)
+        hugepages.collapse_heap()  # last: what the parent holds from here on is what every fork copies
 
     def contract(self) -> dict[str, Any]:
         """The protocol 2 handshake: the kernels read from vLLM's selection code."""
