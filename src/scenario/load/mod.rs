@@ -318,13 +318,52 @@ pub(crate) fn load_all_named(
     let mut scenarios = Vec::new();
     let mut errors = Vec::new();
     let profiles = &profiles.for_one_load();
-    for file in find_named(paths)? {
-        for (name, loaded) in load_found(&file, catalog, profiles, None) {
-            match loaded {
-                Ok(scenario) => scenarios.push(scenario),
-                Err(error) => errors.push((name, error)),
-            }
+    let files = find_named(paths)?;
+    let loaded = in_parallel(&files, |file| load_found(file, catalog, profiles, None));
+    for (name, loaded) in loaded.into_iter().flatten() {
+        match loaded {
+            Ok(scenario) => scenarios.push(scenario),
+            Err(error) => errors.push((name, error)),
         }
     }
     Ok((scenarios, errors))
+}
+
+/// Files per worker below which a corpus is loaded on one thread: starting a thread costs about as much as
+/// loading a few small files.
+const FILES_PER_WORKER: usize = 16;
+
+/// `load` applied to every file, on up to one thread per core, the results in the order of `files`: each
+/// file is read and checked on its own, so only the wall time depends on how they are shared out.
+fn in_parallel<T: Send>(files: &[Found], load: impl Fn(&Found) -> T + Sync) -> Vec<T> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    let workers = cores.min(files.len() / FILES_PER_WORKER);
+    if workers <= 1 {
+        return files.iter().map(load).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut done = Vec::new();
+        loop {
+            let at = next.fetch_add(1, Ordering::Relaxed);
+            let Some(file) = files.get(at) else {
+                return done;
+            };
+            done.push((at, load(file)));
+        }
+    };
+    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
+        let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(work)).collect();
+        let mut done = work();
+        for helper in helpers {
+            match helper.join() {
+                Ok(theirs) => done.extend(theirs),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        done
+    });
+    done.sort_unstable_by_key(|(at, _)| *at);
+    done.into_iter().map(|(_, loaded)| loaded).collect()
 }
