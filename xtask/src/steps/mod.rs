@@ -3,7 +3,7 @@
 //! Each step is a Rust function that runs its commands through [`Ci`] from the repository root (printed
 //! before each runs; under `--dry-run` printed only). The functions live by what they check: the Rust
 //! workspace ([`rust`]), the machine and its tools ([`machine`]), the Python subjects ([`python`]), the
-//! subjects' committed results ([`results`]) and the live runs on real GPUs ([`live`]).
+//! subjects' committed results ([`results`]) and the live runs on real GPUs ([`live`](mod@live)).
 
 mod live;
 mod machine;
