@@ -13,13 +13,8 @@ use crate::scenario::load::{ProfileSources, parse_scenario};
 use crate::subject::judge::UNBACKED;
 use devsim_metadata::protocol::DecidedBy;
 
-/// A two-step scenario on a two-GPU HIP host: set GPU 1 current, then resolve `"cuda"`.
-fn scenario() -> Scenario {
-    let text = "format = 1\ndescription = \"x\"\n[host]\nprofile = \"r9700x2\"\n\
-                [expect.trace]\nnever = [\"nvidia_capability\"]\n\
-                [[step]]\naction = \"set_device\"\nordinal = 1\n\
-                [[step]]\naction = \"resolve\"\ndevice = \"cuda\"\n\
-                [step.expect]\nfamily = \"rocm\"\ntorch_device = \"cuda\"\n";
+/// The scenario file `text`, loaded with the reference catalog and named `name`.
+fn named_scenario(text: &str, name: &str) -> Scenario {
     let mut scenario = parse_scenario(
         Path::new("s.toml"),
         text,
@@ -27,8 +22,18 @@ fn scenario() -> Scenario {
         &ProfileSources::shipped(),
     )
     .expect("loads");
-    scenario.name = "placement/s.toml".into();
+    scenario.name = name.into();
     scenario
+}
+
+/// A two-step scenario on a two-GPU HIP host: set GPU 1 current, then resolve `"cuda"`.
+fn scenario() -> Scenario {
+    let text = "format = 1\ndescription = \"x\"\n[host]\nprofile = \"r9700x2\"\n\
+                [expect.trace]\nnever = [\"nvidia_capability\"]\n\
+                [[step]]\naction = \"set_device\"\nordinal = 1\n\
+                [[step]]\naction = \"resolve\"\ndevice = \"cuda\"\n\
+                [step.expect]\nfamily = \"rocm\"\ntorch_device = \"cuda\"\n";
+    named_scenario(text, "placement/s.toml")
 }
 
 /// A failed report of [`scenario`] whose step 2 shows `mismatch`, decided by `p.helpers:_canonical`, and
@@ -200,14 +205,7 @@ fn the_step_a_subject_stopped_at_is_the_next_one_sent_not_one_left_out() {
                 [[step]]\naction = \"validate\"\nkernel = \"gptq_allspark\"\ndevice = \"cuda\"\n\
                 [[step]]\naction = \"warmup\"\nkernel = \"gptq_torch\"\ndevice = \"cuda\"\n\
                 [step.expect.trace]\nnever = [\"nvidia_capability\"]\n";
-    let mut scenario = parse_scenario(
-        Path::new("s.toml"),
-        text,
-        &Catalog::reference(),
-        &ProfileSources::shipped(),
-    )
-    .expect("loads");
-    scenario.name = "probes/s.toml".into();
+    let scenario = named_scenario(text, "probes/s.toml");
     let mut report = ScenarioReport::with_status(&scenario, Status::Failed);
     report.steps.push(crate::runner::run::StepReport::of(
         &scenario.steps[0],
