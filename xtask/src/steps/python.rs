@@ -3,7 +3,8 @@
 
 use xshell::cmd;
 
-use crate::ci::{Ci, Job, StepError, last_lines, lines_starting};
+use crate::ci::{Ci, Job, StepError, lines_starting};
+use crate::steps::results::run_against_baseline;
 
 /// GPTQModel's second release, whose source tree the subject runs on with `--subject-src`.
 const GPTQMODEL_SECOND_RELEASE: &str = "7.3.4";
@@ -49,47 +50,28 @@ pub fn gptqmodel(ci: &Ci) -> Result<(), StepError> {
     )?;
     let baseline = format!("subjects/gptqmodel/baseline-{GPTQMODEL_SECOND_RELEASE}.toml");
     let log = format!("target/gptqmodel-{GPTQMODEL_SECOND_RELEASE}-run.txt");
-    let ran = ci.run_logged(
+    let subject = format!("gptqmodel {GPTQMODEL_SECOND_RELEASE}");
+    let text = run_against_baseline(
+        ci,
         cmd!(
             ci.sh(),
             "target/release/devsim run --quiet --subject subjects/gptqmodel.toml --subject-src {src} --baseline {baseline}"
         ),
         &log,
+        "gptqmodel",
+        &subject,
     )?;
-    let subject = format!("gptqmodel {GPTQMODEL_SECOND_RELEASE}");
-    if !ran.success {
-        show_failure(ci, &ran.text, "gptqmodel");
-        return Err(StepError::Subject {
-            subject,
-            what: "the run failed or differs from its baseline",
-            log,
-        });
-    }
-    if ran.text.contains("[breakdown]") {
+    if text.contains("[breakdown]") {
         return Err(StepError::Subject {
             subject,
             what: "a scenario broke down",
             log,
         });
     }
-    for line in lines_starting(&ran.text, &["subject gptqmodel:"]) {
+    for line in lines_starting(&text, &["subject gptqmodel:"]) {
         ci.say(line);
     }
     Ok(())
-}
-
-/// What a failed subject run's log says about it: its baseline, summary and error lines, else its end.
-pub fn show_failure(ci: &Ci, text: &str, subject: &str) {
-    let summary = format!("subject {subject}:");
-    let told = lines_starting(text, &["baseline changed", &summary, "error"]);
-    let shown = if told.is_empty() {
-        last_lines(text, 40)
-    } else {
-        told
-    };
-    for line in shown {
-        ci.say(line);
-    }
 }
 
 pub fn wheel(ci: &Ci) -> Result<(), StepError> {

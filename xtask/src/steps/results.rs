@@ -3,8 +3,7 @@
 
 use xshell::cmd;
 
-use crate::ci::{Ci, Job, StepError, lines_starting};
-use crate::steps::python::show_failure;
+use crate::ci::{Ci, Job, StepError, last_lines, lines_starting};
 
 /// Each subject file under `subjects/` run against the whole corpus, its baseline, and whether its generated
 /// reproductions are regenerated into `subjects/NAME/repro` (the shipped projects', docs/reproductions.md).
@@ -40,26 +39,21 @@ pub fn baselines(ci: &Ci) -> Result<(), StepError> {
             Vec::new()
         };
         let log = format!("target/{subject}-run.txt");
-        let ran = ci.run_logged(
+        let text = run_against_baseline(
+            ci,
             cmd!(
                 ci.sh(),
                 "cargo run --locked --release -q -- run --quiet --subject {file} --baseline {baseline} {repro...}"
             ),
             &log,
+            subject,
+            subject,
         )?;
-        if !ran.success {
-            show_failure(ci, &ran.text, subject);
-            return Err(StepError::Subject {
-                subject: subject.to_string(),
-                what: "the run failed or differs from its baseline",
-                log,
-            });
-        }
         let summary = format!("subject {subject}:");
-        for line in lines_starting(&ran.text, &[&summary]) {
+        for line in lines_starting(&text, &[&summary]) {
             ci.say(line);
         }
-        for line in ran.text.lines().filter(|line| is_failed_count(line)) {
+        for line in text.lines().filter(|line| is_failed_count(line)) {
             ci.say(line);
         }
     }
@@ -74,6 +68,42 @@ pub fn baselines(ci: &Ci) -> Result<(), StepError> {
     // the committed reproductions are the ones the runs generate: none changed, none new, none gone
     ci.run(cmd!(ci.sh(), "git add --intent-to-add {REPRO_DIRS...}"))?;
     ci.run(cmd!(ci.sh(), "git diff --exit-code -- {REPRO_DIRS...}"))
+}
+
+/// Runs `job`, a `devsim run … --baseline` of the subject its summary line calls `name`, its output into
+/// `log`, and gives that output when the run passed and matched its baseline; otherwise the lines that say
+/// why are shown and the step fails, naming the subject as `label`.
+pub fn run_against_baseline<'a>(
+    ci: &Ci,
+    job: impl Into<Job<'a>>,
+    log: &str,
+    name: &str,
+    label: &str,
+) -> Result<String, StepError> {
+    let ran = ci.run_logged(job, log)?;
+    if ran.success {
+        return Ok(ran.text);
+    }
+    show_failure(ci, &ran.text, name);
+    Err(StepError::Subject {
+        subject: label.to_string(),
+        what: "the run failed or differs from its baseline",
+        log: log.to_string(),
+    })
+}
+
+/// What a failed subject run's log says about it: its baseline, summary and error lines, else its end.
+fn show_failure(ci: &Ci, text: &str, subject: &str) {
+    let summary = format!("subject {subject}:");
+    let told = lines_starting(text, &["baseline changed", &summary, "error"]);
+    let shown = if told.is_empty() {
+        last_lines(text, 40)
+    } else {
+        told
+    };
+    for line in shown {
+        ci.say(line);
+    }
 }
 
 /// A run's `N failed scenario…` line.
