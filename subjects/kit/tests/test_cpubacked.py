@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Self
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -103,3 +105,57 @@ def test_each_tensor_has_its_own_data_address(h200x2):
     assert isinstance(first, CpuBacked) and isinstance(second, CpuBacked)
     assert first.data_ptr() == first.data_on_cpu.data_ptr() != 0
     assert first.data_ptr() != second.data_ptr()
+
+
+def test_an_indexless_cuda_move_asks_the_simulated_current_device(h200x2):
+    torch.cuda.set_device(1)
+    with CpuBackedGpus():
+        moves = [torch.zeros(2).to("cuda"), torch.zeros(2).to(device="cuda", dtype=torch.float16),
+                 torch.zeros(2).cuda(), torch.tensor([1.0, 2.0], device="cuda"), torch.as_tensor([3], device="cuda")]
+    assert [m.device for m in moves] == [torch.device("cuda", 1)] * len(moves), "torch's own lookup asks the driver"
+    assert moves[1].dtype == torch.float16
+
+
+class Quantized(torch.nn.Parameter):
+    """A project's Parameter subclass, made as bitsandbytes makes `Int8Params`."""
+
+    def __new__(cls, data: torch.Tensor, scale: float = 1.0) -> Self:
+        made = torch.Tensor._make_subclass(cls, data, False)
+        made.scale = scale
+        return made
+
+
+def test_a_projects_parameter_subclass_lives_on_the_simulated_gpu(h200x2):
+    with CpuBackedGpus():
+        made_there = Quantized(torch.ones(2, device="cuda:1"), scale=2.0)
+        given_data = Quantized(torch.ones(2))
+        given_data.data = torch.full((2,), 3.0, device="cuda:0")
+        doubled = made_there * made_there.scale
+    assert isinstance(made_there, Quantized) and isinstance(made_there, CpuBacked)
+    assert type(made_there).__name__ == "Quantized" and made_there.device == torch.device("cuda", 1)
+    assert isinstance(given_data, Quantized) and given_data.device == torch.device("cuda", 0)
+    assert doubled.tolist() == [2.0, 2.0] and given_data.tolist() == [3.0, 3.0]
+    assert "data" not in vars(torch.Tensor) and "_make_subclass" not in vars(torch.Tensor), "the mode put torch back"
+
+
+def test_saved_and_copied_tensors_keep_their_gpu(h200x2, tmp_path):
+    import copy
+
+    with CpuBackedGpus():
+        x = torch.arange(3.0, device="cuda:1")
+        torch.save({"x": x}, tmp_path / "x.pt")
+        loaded = torch.load(tmp_path / "x.pt")  # torch's default: weights only
+        copied = copy.deepcopy(x)
+    assert loaded["x"].device == torch.device("cuda", 1) and loaded["x"].tolist() == [0.0, 1.0, 2.0]
+    assert copied.device == torch.device("cuda", 1) and copied.data_ptr() != x.data_ptr()
+
+
+def test_backward_through_a_cast_keeps_gradients_on_the_gpu(h200x2):
+    with CpuBackedGpus():
+        weight = torch.nn.Linear(4, 2).half().to("cuda:0")
+        x = torch.ones(3, 4, dtype=torch.half, device="cuda:0", requires_grad=True)
+        weight(x).float().sum().backward()
+        moved_out = x.detach().cpu()
+    assert x.grad is not None and x.grad.device == torch.device("cuda", 0)
+    assert weight.weight.grad is not None and weight.weight.grad.device == torch.device("cuda", 0)
+    assert moved_out.device.type == "cpu", "a move the caller asks for still reaches the CPU"

@@ -24,11 +24,17 @@ computes bit for bit: a placement observation, never a numerics one.
 
 from __future__ import annotations
 
+import copy
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Self
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
+
+from .patches import Patches
 
 _aten = torch.ops.aten
 
@@ -115,9 +121,10 @@ class CpuBacked(torch.Tensor):
         same_device = device is None or device == self.simulated_device
         if same_device and (dtype is None or dtype == self.dtype) and not copy:
             return self
-        return torch.ops.aten._to_copy.default(
-            self, dtype=dtype or self.dtype, device=self.simulated_device if same_device else device
-        )
+        with _asked_by_caller():
+            return torch.ops.aten._to_copy.default(
+                self, dtype=dtype or self.dtype, device=self.simulated_device if same_device else device
+            )
 
     def cpu(self, *args: Any, **kwargs: Any) -> Any:
         return self.to(_CPU)
@@ -139,6 +146,18 @@ class CpuBacked(torch.Tensor):
     def tolist(self) -> Any:
         return self.data_on_cpu.tolist()
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        # torch copies a tensor's storage, which a wrapper has not: copy the values, keep the device
+        copied = memo.get(id(self))
+        if copied is None:
+            copied = memo[id(self)] = CpuBacked(copy.deepcopy(self.data_on_cpu, memo), self.simulated_device)
+        return copied
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        # a wrapper has no storage for torch.save to write: its values are saved, and loaded back onto its GPU
+        # as torch loads a GPU tensor back onto the GPU it was saved from
+        return rebuild_cpu_backed, (self.data_on_cpu.detach(), str(self.simulated_device), self.requires_grad)
+
     @classmethod
     def __torch_dispatch__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:  # type: ignore[override]
         # reached only outside the mode (a CpuBacked tensor kept after it ended): run it as the mode would
@@ -146,23 +165,46 @@ class CpuBacked(torch.Tensor):
             return func(*args, **(kwargs or {}))
 
 
+def rebuild_cpu_backed(data: torch.Tensor, device: str, requires_grad: bool) -> CpuBacked:
+    """A `CpuBacked` tensor loaded by `torch.load` (see `CpuBacked.__reduce_ex__`)."""
+    loaded = CpuBacked(data, torch.device(device))
+    loaded.requires_grad_(requires_grad)
+    return loaded
+
+
+# `torch.load(weights_only=True)`, torch's default, loads only the functions it was told are safe
+torch.serialization.add_safe_globals([rebuild_cpu_backed])
+
+
 class CpuBackedGpus(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
     """While active, every tensor torch places on a GPU is `CpuBacked`; CPU tensors stay plain tensors.
 
     `Module.to` swaps a parameter's data in place when torch calls the two tensors shallow-copy compatible, which
-    to C++ a CPU tensor and a `CpuBacked` one are; while the mode is active they are not, so a moved parameter is
-    a new `CpuBacked` parameter, as it is a new CUDA one on a GPU host."""
+    to C++ a CPU tensor and a `CpuBacked` one are; while the mode is active a CPU tensor and `CpuBacked` data are
+    not, so a parameter moved onto a GPU is a new `CpuBacked` parameter (one moved back takes its CPU values in
+    place). A project's tensor subclass made from a `CpuBacked` tensor (`Tensor._make_subclass`, bitsandbytes'
+    `Int8Params`) or given `CpuBacked` data (`tensor.data = ...`) becomes the `CpuBacked` kind of its class
+    (`cpu_backed_class`), keeping its own methods. `torch.save` writes a `CpuBacked` tensor's values and
+    `torch.load` puts them back on its GPU (`map_location` is not applied to it); `copy.deepcopy` keeps its GPU.
+    A C++ conversion to recorded options (autograd's backward of a cast) keeps a `CpuBacked` tensor on its GPU;
+    only `to`/`cpu` move it to the CPU. The mode is per thread: a thread the code under test starts does not
+    have it."""
 
     def __enter__(self) -> Self:
-        self._compatible = torch._has_compatible_shallow_copy_type
-        torch._has_compatible_shallow_copy_type = _compatible_unless_cpu_backed(self._compatible)
+        self._patches = patches = Patches()
+        patches.set(torch, "_has_compatible_shallow_copy_type",
+                    _compatible_unless_cpu_backed(torch._has_compatible_shallow_copy_type))
+        patches.set(torch.Tensor, "_make_subclass", staticmethod(_make_subclass_of(torch._C.TensorBase._make_subclass)))
+        patches.set(torch.Tensor, "data", _DATA)
+        for name in ("tensor", "as_tensor"):
+            patches.set(torch, name, _from_data_on_cpu(getattr(torch, name)))
         return super().__enter__()  # type: ignore[no-any-return,no-untyped-call]
 
     def __exit__(self, *exc: object) -> None:
         try:
             super().__exit__(*exc)  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
         finally:
-            torch._has_compatible_shallow_copy_type = self._compatible
+            self._patches.undo()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
@@ -185,10 +227,89 @@ class CpuBackedGpus(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torc
         return tree_map(wrap, result)
 
 
+class _Caller(threading.local):
+    """Whether the `_to_copy` being dispatched on this thread is a move the caller asked for (`CpuBacked.to`)."""
+
+    asked = False
+
+
+_CALLER = _Caller()
+
+
+@contextmanager
+def _asked_by_caller() -> Iterator[None]:
+    before, _CALLER.asked = _CALLER.asked, True
+    try:
+        yield
+    finally:
+        _CALLER.asked = before
+
+
+def _from_data_on_cpu(make: Any) -> Any:
+    """`torch.tensor` or `torch.as_tensor` that, asked for a GPU, makes the tensor on the CPU and moves it there:
+    torch's own would enter the GPU's device guard, which asks the real driver."""
+
+    def made(data: Any, *args: Any, device: Any = None, **kwargs: Any) -> Any:
+        if device is None or torch.device(device).type != "cuda":
+            return make(data, *args, device=device, **kwargs)
+        requires_grad = bool(kwargs.pop("requires_grad", False))
+        return make(data, *args, **kwargs).to(device).requires_grad_(requires_grad)
+
+    made.__wrapped__ = make  # type: ignore[attr-defined]  # torch._dynamo reads it from patched functions
+    return made
+
+
+def _make_subclass_of(make_subclass: Any) -> Any:
+    """`Tensor._make_subclass` that, given a `CpuBacked` tensor, makes the subclass (a project's `Parameter`
+    subclass: bitsandbytes' `Int8Params`) a `CpuBacked` one sharing its values, as torch makes it share a GPU
+    tensor's storage; any other tensor is torch's own."""
+
+    # any arguments: torch._dynamo checks a replacement's signature against its polyfill's at its import
+    def make(*args: Any, **kwargs: Any) -> Any:
+        cls, data = (list(args) + [kwargs.get("cls"), kwargs.get("data")][len(args):])[:2]
+        if isinstance(data, CpuBacked) and isinstance(cls, type):
+            requires_grad = bool(args[2] if len(args) > 2 else kwargs.get("requires_grad", False))
+            kind = cls if issubclass(cls, CpuBacked) else cpu_backed_class(cls)
+            made: Any = CpuBacked.__new__(kind, data.data_on_cpu.detach(), data.simulated_device)
+            return made.requires_grad_(requires_grad)
+        return make_subclass(*args, **kwargs)
+
+    return make
+
+
+_BASE_DATA: Any = torch._C.TensorBase.data
+
+
+def _set_data(tensor: torch.Tensor, new: torch.Tensor) -> None:
+    """`tensor.data = new` for a tensor not on a simulated GPU: given a `CpuBacked` tensor, it becomes one (its
+    class the `CpuBacked` kind of its own), as a CPU tensor given GPU data is on the GPU from then on."""
+    _BASE_DATA.__set__(tensor, new)
+    if isinstance(new, CpuBacked) and not isinstance(tensor, CpuBacked):
+        tensor.__class__ = cpu_backed_class(type(tensor))
+        cpu_backed: Any = tensor
+        cpu_backed.data_on_cpu, cpu_backed.simulated_device = new.data_on_cpu, new.simulated_device
+
+
+#: `Tensor.data` while the mode is active
+_DATA = property(_BASE_DATA.__get__, _set_data)
+
+_CPU_BACKED_CLASSES: dict[type, type] = {}
+
+
+def cpu_backed_class(cls: type) -> type:
+    """The `CpuBacked` kind of tensor class `cls`: a subclass of both, named as `cls` (its methods first, so a
+    project's `Parameter` subclass keeps its own `to`, `__deepcopy__` and pickling)."""
+    made = _CPU_BACKED_CLASSES.get(cls)
+    if made is None:
+        made = type(cls.__name__, (cls, CpuBacked), {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+        _CPU_BACKED_CLASSES[cls] = made
+    return made
+
+
 def _compatible_unless_cpu_backed(compatible: Any) -> Any:
     # torch's own parameter names: torch._dynamo checks them against its polyfill of this function
     def check(input: torch.Tensor, from_: torch.Tensor) -> bool:
-        if isinstance(input, CpuBacked) != isinstance(from_, CpuBacked):
+        if isinstance(from_, CpuBacked) and not isinstance(input, CpuBacked):
             return False
         return bool(compatible(input, from_))
 
@@ -204,6 +325,11 @@ def _result_device(func: Any, tensors: list[torch.Tensor], requested: Any) -> to
     its `device=` argument (see the module doc)."""
     if requested is not None:
         asked = torch.device(requested)
+        if asked.type == "cpu" and func is _aten._to_copy.default and not _CALLER.asked and tensors \
+                and isinstance(tensors[0], CpuBacked):
+            # torch's C++ side converting a tensor to the options it recorded (autograd's backward of a dtype
+            # cast): to C++ a CpuBacked tensor is on the CPU, but on a GPU host these options name its GPU
+            return tensors[0].device
         if asked.type == "cuda" and asked.index is None:
             return torch.device("cuda", torch.cuda.current_device())
         return asked

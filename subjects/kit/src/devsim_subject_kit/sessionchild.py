@@ -25,7 +25,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Generator, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -172,19 +172,34 @@ class SessionChild:
                 signal.signal(signal.SIGALRM, previous)
             faulthandler.cancel_dump_traceback_later()
 
+    @contextmanager
+    def _phase(self, item: pytest.Item, when: str) -> Iterator[None]:
+        """One test phase on the host: under its deadline and, on a host with GPUs, with tensors placed on them
+        CPU-backed (`CpuBackedGpus`), the mode left when the phase ends however it ends."""
+        with self._deadline(item, when), self._tensors_on_gpus():
+            yield
+
+    def _tensors_on_gpus(self) -> AbstractContextManager[object]:
+        if not self.session_host.host.has_gpu_runtime:
+            return nullcontext()
+        # torch is imported by now: the host patched it
+        from .cpubacked import CpuBackedGpus
+
+        return CpuBackedGpus()  # type: ignore[no-untyped-call]  # torch's mode is untyped
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
-        with self._deadline(item, "setup"):
+        with self._phase(item, "setup"):
             return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
-        with self._deadline(item, "call"):
+        with self._phase(item, "call"):
             return (yield)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
-        with self._deadline(item, "teardown"):
+        with self._phase(item, "teardown"):
             return (yield)
 
     # -- what needs a real GPU

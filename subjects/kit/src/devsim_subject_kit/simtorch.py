@@ -415,10 +415,13 @@ class SimulatedTorch:
         kept, an indexless "cuda" is the calling thread's current device. Any other device goes to torch's own
         `to` (an accelerator a simulated host never has raises as torch raises)."""
         original: Callable[..., torch.Tensor] = torch.Tensor.to
+        original_cuda: Callable[..., torch.Tensor] = torch.Tensor.cuda
         moves = self.moves
 
         def to(tensor: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
             if not moves.active:
+                if self.host.has_gpu_runtime:
+                    args, kwargs = self._indexed(args, kwargs)
                 return original(tensor, *args, **kwargs)
             device, dtype, _non_blocking, _memory_format = torch._C._nn._parse_to(*args, **kwargs)
             if device is None or device.type != "cuda":  # the CPU, or an accelerator the host lacks: torch's own
@@ -426,8 +429,32 @@ class SimulatedTorch:
             moves.landings.append((str(device), self.landing(device)))
             return tensor if dtype is None else original(tensor, dtype=dtype)
 
+        def cuda(tensor: torch.Tensor, device: Any = None, *args: Any, **kwargs: Any) -> torch.Tensor:
+            if self.host.has_gpu_runtime and (device is None or _indexless_cuda(device)):
+                device = self.current_device()
+            return original_cuda(tensor, device, *args, **kwargs)
+
         to.__wrapped__ = original  # type: ignore[attr-defined]
+        cuda.__wrapped__ = original_cuda  # type: ignore[attr-defined]
         self._patches.set(torch.Tensor, "to", to)
+        self._patches.set(torch.Tensor, "cuda", cuda)
+
+    def _indexed(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """`Tensor.to`'s arguments with an indexless "cuda" given the simulated current device's index, as torch
+        gives it one (`cudaGetDevice`) before it moves anything: torch's own lookup would ask the real runtime."""
+        if _indexless_cuda(kwargs.get("device")):
+            return args, {**kwargs, "device": torch.device("cuda", self.current_device())}
+        if args and _indexless_cuda(args[0]):
+            return (torch.device("cuda", self.current_device()), *args[1:]), kwargs
+        return args, kwargs
+
+
+def _indexless_cuda(device: Any) -> bool:
+    """Whether `device` (a `Tensor.to` or `Tensor.cuda` argument: a device, a string, a dtype, a tensor, an
+    ordinal or None) names the CUDA device type without an index."""
+    if isinstance(device, torch.device):
+        return device.type == "cuda" and device.index is None
+    return isinstance(device, str) and device.strip() == "cuda"
 
 
 def _by_torch(frame: FrameType | None) -> bool:
