@@ -15,7 +15,6 @@ mod assign;
 mod rules;
 mod spelling;
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -133,29 +132,75 @@ pub const ORDER_KEY: &str = "trace.order";
 
 /// The resolved level of every expectation of one table, by key (`ok`, `family`,
 /// `trace.never.nvidia_capability`, `trace.order` ...).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Levels(BTreeMap<String, Conformance>);
+///
+/// A list sorted by key, not a map: a table has a handful of expectations, and a scenario of a million steps
+/// holds one of these per step.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Levels(Vec<(String, Conformance)>);
 
 impl Levels {
+    /// Where `key` is, or would be inserted.
+    fn find(&self, key: &str) -> Result<usize, usize> {
+        self.0.binary_search_by(|(have, _)| have.as_str().cmp(key))
+    }
+
     /// The level of the expectation `key`, if it has one.
     pub fn get(&self, key: &str) -> Option<&Conformance> {
-        self.0.get(key)
+        self.find(key).ok().map(|at| &self.0[at].1)
     }
 
     /// Sets `key`'s level.
     pub fn insert(&mut self, key: String, conformance: Conformance) {
-        self.0.insert(key, conformance);
+        match self.find(&key) {
+            Ok(at) => self.0[at].1 = conformance,
+            Err(at) => self.0.insert(at, (key, conformance)),
+        }
     }
 
-    /// Every key with its level.
+    /// Every key with its level, in key order.
     pub fn iter(&self) -> impl Iterator<Item = (&String, &Conformance)> {
-        self.0.iter()
+        self.0.iter().map(|(key, conformance)| (key, conformance))
+    }
+}
+
+impl fmt::Debug for Levels {
+    /// As the map it stands for: `Levels({"ok": Conformance { .. }})`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        struct Map<'a>(&'a Levels);
+        impl fmt::Debug for Map<'_> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.debug_map().entries(self.0.iter()).finish()
+            }
+        }
+        f.debug_tuple("Levels").field(&Map(self)).finish()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn levels_read_as_a_map_of_key_to_level() {
+        let mut levels = Levels::default();
+        let mut map = std::collections::BTreeMap::new();
+        for (key, level) in [
+            ("trace.order", Conformance::reference()),
+            ("ok", Conformance::contract()),
+            ("family", Conformance::policy("normalize-aliases")),
+            ("ok", Conformance::reference()),
+        ] {
+            levels.insert(key.to_string(), level.clone());
+            map.insert(key.to_string(), level);
+        }
+        assert!(
+            levels.iter().eq(map.iter()),
+            "key order, the last level kept"
+        );
+        assert_eq!(levels.get("ok"), Some(&Conformance::reference()));
+        assert_eq!(levels.get("missing"), None);
+        assert_eq!(format!("{levels:?}"), format!("Levels({map:?})"));
+    }
 
     #[test]
     fn written_levels_read_back_and_bad_ones_say_what_was_expected() {

@@ -125,6 +125,11 @@ fn spelled_family(family: Family) -> Spelled {
 /// Parses the string forms: `cuda`, `cuda:1`, `ROCM`, `hip:0`, `DEVICE.ROCM`, `"3"`,
 /// `torch.device('cuda:1')`, `torch.device("cuda", 1)` and `device(type='cuda', index=1)`.
 fn spell_text(text: &str) -> Result<(Spelled, Option<u32>), DispatchError> {
+    spell_plain(text).map_or_else(|| spell_any(text), Ok)
+}
+
+/// [`spell_text`]'s general path: any spelling, wrappers and capitals included.
+fn spell_any(text: &str) -> Result<(Spelled, Option<u32>), DispatchError> {
     let unknown = || DispatchError::UnknownSelector {
         input: text.to_string(),
     };
@@ -164,6 +169,40 @@ fn spell_text(text: &str) -> Result<(Spelled, Option<u32>), DispatchError> {
         ordinal
     };
     Ok((spelled, ordinal))
+}
+
+/// The usual spellings, read in one pass: a lowercase family word alone or with `:` and one to nine digits
+/// (`cuda`, `cuda:1`, `hip:0`, `cpu`). `None` for any other text, which [`spell_any`] reads; where this
+/// reads a spelling at all, it reads it as that does.
+fn spell_plain(text: &str) -> Option<(Spelled, Option<u32>)> {
+    let (name, digits) = match text.as_bytes().iter().position(|&b| b == b':') {
+        Some(colon) => (&text[..colon], Some(&text.as_bytes()[colon + 1..])),
+        None => (text, None),
+    };
+    let ordinal = match digits {
+        None => None,
+        Some(digits) if (1..=9).contains(&digits.len()) => {
+            let mut n = 0u32;
+            for &b in digits {
+                if !b.is_ascii_digit() {
+                    return None;
+                }
+                n = n * 10 + u32::from(b - b'0');
+            }
+            Some(n)
+        }
+        Some(_) => return None,
+    };
+    let spelled = match name {
+        "cpu" => return Some((Spelled::Cpu, None)),
+        "cuda" => Spelled::Cuda,
+        "rocm" | "hip" => Spelled::Rocm,
+        "xpu" => Spelled::Xpu,
+        "mps" => Spelled::Mps,
+        "all" if ordinal.is_none() => Spelled::All,
+        _ => return None,
+    };
+    Some((spelled, ordinal))
 }
 
 /// Strips the torch-style wrappers and returns `name[:index]`; `None` when a wrapper is malformed.
@@ -315,6 +354,42 @@ pub(crate) fn written_form(selector: &Selector) -> WrittenForm {
             }
             WrittenForm::Text(text.clone())
         }
+    }
+}
+
+#[cfg(test)]
+mod spell_tests {
+    use super::*;
+
+    #[test]
+    fn the_plain_reading_agrees_with_the_general_one() {
+        let mut read = 0;
+        for name in [
+            "cpu", "cuda", "rocm", "hip", "xpu", "mps", "all", "gpu", "CUDA", " cuda", "cuda ",
+            "3", "",
+        ] {
+            for suffix in [
+                "",
+                ":",
+                ":0",
+                ":1",
+                ":0001",
+                ":123456789",
+                ":1234567890",
+                ":99999999999",
+                ":x",
+                ":1:2",
+                ":-1",
+                ": 1",
+            ] {
+                let text = format!("{name}{suffix}");
+                if let Some(plain) = spell_plain(&text) {
+                    read += 1;
+                    assert_eq!(spell_any(&text).ok(), Some(plain), "{text:?}");
+                }
+            }
+        }
+        assert!(read > 30, "the usual spellings take the plain reading");
     }
 }
 

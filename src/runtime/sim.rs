@@ -2,7 +2,7 @@
 //! (`crate::visible`), per-thread current device, real memory bookkeeping, HIP's
 //! answers to NVIDIA queries on AMD GPUs. Faults are injected around it by [`crate::runtime::FaultInjector`].
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, ThreadId};
 
@@ -30,7 +30,8 @@ struct State {
     current: Vec<(ThreadId, u32)>,
     memory: HashMap<u64, (Place, Memory)>,
     next_handle: u64,
-    extensions: BTreeSet<String>,
+    /// The extensions loaded, sorted: a step loads one or two, so a sorted list, not a set.
+    extensions: Vec<String>,
 }
 
 /// One allocation's bytes. A buffer is zeroed when allocated, but its bytes are stored only once something
@@ -136,7 +137,7 @@ impl SimRuntime {
 
     /// The extensions loaded so far.
     pub fn loaded_extensions(&self) -> Vec<String> {
-        self.state().extensions.iter().cloned().collect()
+        self.state().extensions.clone()
     }
 
     /// How many buffers are still allocated.
@@ -331,8 +332,9 @@ impl Runtime for SimRuntime {
 
     fn load_extension(&self, name: &str) -> Result<(), DriverError> {
         let mut state = self.state();
-        if !state.extensions.contains(name) {
-            state.extensions.insert(name.to_string());
+        let extensions = &mut state.extensions;
+        if let Err(at) = extensions.binary_search_by(|loaded| loaded.as_str().cmp(name)) {
+            extensions.insert(at, name.to_string());
         }
         Ok(())
     }
@@ -386,6 +388,15 @@ mod tests {
             "the original keeps its own"
         );
         assert_eq!(sim.live_buffers(), 1);
+    }
+
+    #[test]
+    fn loaded_extensions_are_listed_once_each_in_name_order() {
+        let sim = SimRuntime::new(host(TorchBuild::Cuda, &["sm_90"])).expect("host");
+        for name in ["marlin", "exllamav3", "marlin", "ggml", "exllamav3"] {
+            sim.load_extension(name).expect("load");
+        }
+        assert_eq!(sim.loaded_extensions(), ["exllamav3", "ggml", "marlin"]);
     }
 
     #[test]

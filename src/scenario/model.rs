@@ -239,30 +239,35 @@ impl Expectations {
     /// The key of every expectation this table holds (not its conditional tables'): field names and trace
     /// keys (`trace.never.nvidia_capability`, `trace.order`).
     pub fn keys(&self) -> Vec<String> {
-        let fields: [(&str, bool); 16] = [
-            ("ok", self.ok.is_some()),
-            ("error", self.error.is_some()),
-            ("message", self.message.is_some()),
-            ("family", self.family.is_some()),
-            ("ordinal", self.ordinal.is_some()),
-            ("torch_device", self.torch_device.is_some()),
-            ("ran_on", self.ran_on.is_some()),
-            ("lands_on", self.lands_on.is_some()),
-            ("current_after", self.current_after.is_some()),
-            ("selected", self.selected.is_some()),
-            ("covers", self.covers.is_some()),
-            ("vendor", self.vendor.is_some()),
-            ("archs", self.archs.is_some()),
-            ("torch_device_count", self.torch_device_count.is_some()),
-            ("runtime_devices", self.runtime_devices.is_some()),
-            ("retained_bytes", self.retained_bytes.is_some()),
-        ];
-        let mut keys: Vec<String> = fields
-            .iter()
-            .filter(|(_, present)| *present)
-            .map(|(key, _)| key.to_string())
-            .collect();
-        keys.extend(self.trace.keys());
+        let mut keys = Vec::new();
+        macro_rules! field {
+            ($($name:ident),*) => {
+                $(if self.$name.is_some() {
+                    keys.push(stringify!($name).to_string());
+                })*
+            };
+        }
+        field!(
+            ok,
+            error,
+            message,
+            family,
+            ordinal,
+            torch_device,
+            ran_on,
+            lands_on,
+            current_after,
+            selected,
+            covers,
+            vendor,
+            archs,
+            torch_device_count,
+            runtime_devices,
+            retained_bytes
+        );
+        if !self.trace.is_empty() {
+            keys.extend(self.trace.keys());
+        }
         keys
     }
 
