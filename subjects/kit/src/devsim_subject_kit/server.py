@@ -75,6 +75,8 @@ class ForkServer(_Writer):
         # children parked after `done`, by host: their reuse verdict is read when that host comes again
         self.parked: dict[str, tuple[int, int, LineReader]] = {}
         self.reuse = reuse_enabled()
+        if packages and blame_enabled():
+            blame.prepare(packages)  # the project's files, classified once for every child's tracer
         self.host_key = ""
         self.counts = {"scenarios": 0, "forks": 0, "reused": 0}
 
