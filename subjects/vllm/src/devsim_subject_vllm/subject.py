@@ -40,7 +40,7 @@ from devsim_subject_kit import Host, ProtocolError, Refused, Unsupported, action
 from devsim_subject_kit.subject import Handler
 from devsim_subject_kit.subject import Subject as KitSubject
 
-from . import declare, hugepages
+from . import declare
 from .bindings import (
     PlatformBindings,
     PreloadedCode,
@@ -169,7 +169,6 @@ class Subject(KitSubject):
         from vllm import platforms
 
         self.bindings = PlatformBindings(platforms._current_platform)
-        hugepages.collapse_heap()  # last: what the parent holds from here on is what every fork copies
 
     def contract(self) -> dict[str, Any]:
         """The protocol 2 handshake: the kernels read from vLLM's selection code."""
