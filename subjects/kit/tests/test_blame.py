@@ -151,8 +151,19 @@ def test_only_the_projects_frames_are_followed(toy: tuple[ModuleType, ModuleType
     with blame.Tracer(["toyproject"]) as tracer:
         adapter.wrapped("cuda")
     assert [node.code.co_name for node in tracer.top] == ["resolve"]
-    outside = [code.co_name for code, inside in tracer.inside.items() if not inside]
-    assert "wrapped" in outside
+    assert tracer.files[adapter.__file__] is False  # the adapter's file: its frames get no events past the call
+    devices = sys.modules["toyproject.devices"]
+    assert tracer.files[devices.__file__] is True
+
+
+def test_a_parent_classifies_the_loaded_files_for_its_childrens_tracers(
+    toy: tuple[ModuleType, ModuleType],
+) -> None:
+    devices, adapter = toy
+    blame.prepare(["toyproject"])
+    files = blame._FILES[blame.package_roots(["toyproject"])]
+    assert files[devices.__file__] is True and files[adapter.__file__] is False
+    assert blame.Tracer(["toyproject"]).files is files  # a later tracer (a forked child's) reads the same table
 
 
 def test_nothing_is_placed_under_another_tracer_or_outside_a_step(toy: tuple[ModuleType, ModuleType]) -> None:

@@ -39,6 +39,12 @@ COMPREHENSIONS = frozenset({"<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>"
 #: The tracer of the step running now (one step at a time per process).
 _active: Tracer | None = None
 
+#: `os.path.realpath` of each path asked for (`real`), kept for the life of the process.
+_REAL: dict[str, str] = {}
+#: For each set of package roots: every code file name a tracer met -> whether it lies inside them. Kept for the
+#: life of the process, and inherited by a forked child (see `prepare`).
+_FILES: dict[tuple[str, ...], dict[str, bool]] = {}
+
 
 def observed(field: str, value: Any) -> None:
     """Say that the answer's `field` was read from `value`, an object the project's code returned or raised
@@ -85,6 +91,33 @@ def event(name: str) -> None:
     tracer.events[f"trace.{name}"] = _at(node, frame.f_lineno)
 
 
+def real(path: str) -> str:
+    """`os.path.realpath(path)`, resolved once per path in this process (a system call per path component)."""
+    found = _REAL.get(path)
+    if found is None:
+        found = _REAL[path] = os.path.realpath(path)
+    return found
+
+
+def prepare(packages: Sequence[str]) -> None:
+    """Classify the file of every module loaded now for tracers inside `packages`, in a parent about to fork: its
+    children's tracers then find each of those files in a dictionary instead of resolving its path."""
+    roots = package_roots(packages)
+    if not roots:
+        return
+    files = _FILES.setdefault(roots, {})
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__file__", None)
+        if isinstance(name, str) and name not in files:
+            files[name] = _inside(name, roots)
+
+
+def _inside(name: str, roots: tuple[str, ...]) -> bool:
+    """Whether the code file `name` (a code object's `co_filename`) lies inside `roots`."""
+    path = real(name) if name and not name.startswith("<") else ""
+    return bool(path) and any(path.startswith(root) or path == root.rstrip(os.sep) for root in roots)
+
+
 def package_roots(packages: Sequence[str]) -> tuple[str, ...]:
     """The folders (or single-file modules) of `packages` as this interpreter imports them, each ending in a
     separator when a folder. A package that cannot be found is left out."""
@@ -98,9 +131,9 @@ def package_roots(packages: Sequence[str]) -> tuple[str, ...]:
             continue
         locations = list(spec.submodule_search_locations or ())
         if locations:
-            roots.extend(os.path.join(os.path.realpath(p), "") for p in locations)
+            roots.extend(os.path.join(real(p), "") for p in locations)
         elif spec.origin:
-            roots.append(os.path.realpath(spec.origin))
+            roots.append(real(spec.origin))
     return tuple(roots)
 
 
@@ -159,7 +192,8 @@ class Tracer:
     def __init__(self, packages: Sequence[str], roots: tuple[str, ...] | None = None) -> None:
         self.packages = tuple(packages)
         self.roots = package_roots(self.packages) if roots is None else roots
-        self.inside: dict[CodeType, bool] = {}
+        # code file name -> whether it is the project's: shared by every tracer of these roots in this process
+        self.files = _FILES.setdefault(self.roots, {})
         self.stack: list[tuple[FrameType, Node]] = []
         self.top: list[Node] = []  # calls the adapter made into the project, in order
         # id of an exception -> its type, message, and where it was first (innermost) raised in the project
@@ -175,25 +209,25 @@ class Tracer:
     # -- tracing
 
     def _is_project(self, code: CodeType) -> bool:
-        known = self.inside.get(code)
+        name = code.co_filename
+        known = self.files.get(name)
         if known is None:
-            name = code.co_filename
-            path = os.path.realpath(name) if name and not name.startswith("<") else ""
-            known = bool(path) and any(path.startswith(root) or path == root.rstrip(os.sep) for root in self.roots)
-            self.inside[code] = known
+            known = self.files[name] = _inside(name, self.roots)
         return known
 
     def _global(self) -> Any:
         """The global trace function: called for every Python call of the step, so its path for a call outside
-        the project is one dictionary lookup on locals."""
-        inside = self.inside
+        the project is one dictionary lookup on locals, keyed by the code's file name (a string, whose hash is
+        kept; a code object's is computed afresh from its contents on every lookup)."""
+        files = self.files
         is_project = self._is_project
         enter = self._enter_project
 
         def call(frame: FrameType, event: str, arg: Any) -> Any:
-            known = inside.get(frame.f_code)
+            code = frame.f_code
+            known = files.get(code.co_filename)
             if known is None:
-                known = is_project(frame.f_code)
+                known = is_project(code)
             return enter(frame) if known else None
 
         return call

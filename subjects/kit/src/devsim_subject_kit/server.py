@@ -26,7 +26,7 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
-from . import blame, offline
+from . import blame, hugepages, offline
 from .host import Host, HostError
 from .protocol import (
     Fatal,
@@ -75,6 +75,8 @@ class ForkServer(_Writer):
         # children parked after `done`, by host: their reuse verdict is read when that host comes again
         self.parked: dict[str, tuple[int, int, LineReader]] = {}
         self.reuse = reuse_enabled()
+        if packages and blame_enabled():
+            blame.prepare(packages)  # the project's files, classified once for every child's tracer
         self.host_key = ""
         self.counts = {"scenarios": 0, "forks": 0, "reused": 0}
 
@@ -443,8 +445,11 @@ def serve(load: Callable[[bool], Adapter], environment: Mapping[str, str] = {}) 
         gc.freeze()  # children inherit these objects; a frozen heap keeps their GC from touching (copying) it
         sys.stdout.flush()
         handshake = subject.handshake(protocol)
+        server = ForkServer(subject, out, reader, declared_packages(handshake))
+        # last before the handshake (the end of the start): what the parent holds from here on is what every fork copies
+        hugepages.collapse_heap()
         writer.write(handshake)
-        return ForkServer(subject, out, reader, declared_packages(handshake)).serve()
+        return server.serve()
     except Fatal as exc:
         log(str(exc))
         return 2

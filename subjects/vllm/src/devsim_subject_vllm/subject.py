@@ -27,6 +27,7 @@ Actions, each through vLLM's own code:
 
 from __future__ import annotations
 
+import collections.abc
 import ctypes
 import importlib
 import importlib.metadata
@@ -40,7 +41,7 @@ from devsim_subject_kit import Host, ProtocolError, Refused, Unsupported, action
 from devsim_subject_kit.subject import Handler
 from devsim_subject_kit.subject import Subject as KitSubject
 
-from . import declare, hugepages
+from . import declare
 from .bindings import (
     PlatformBindings,
     PreloadedCode,
@@ -58,11 +59,13 @@ OBSERVES = {
 }
 # The heavy libraries vLLM's selection code imports; none reads the host. vLLM itself is imported after them.
 SELECTION = "vllm.model_executor.kernels.linear"
-# vLLM's op library, which vllm.platforms.cuda and .rocm import first (about 120 ms: a 90 MB extension linked
-# against libtorch and libcuda.so.1). Loading it registers torch ops and reads nothing of the simulated host (that
-# lives in Python; below, every host has the same fake driver), so the parent loads it once for every child. The
-# CPU platform's steps never consult it: its mixed-precision kernels use aten and zentorch ops only.
-NATIVE_OPS = "vllm._C_stable_libtorch"
+# vLLM's op libraries that vllm.platforms.cuda imports first: its own (also imported by .rocm; about 120 ms: a 90 MB
+# extension linked against libtorch and libcuda.so.1) and, optionally, QuTLASS's (about 2.5 ms and 430 page faults in
+# each CUDA child). Loading one registers torch ops and reads nothing of the simulated host (that lives in Python;
+# below, every host has the same fake driver), so the parent loads them once for every child, in the order the
+# module imports them, after vllm._custom_ops looked for their ops (as it did before either was loaded). The CPU
+# platform's steps never consult them: its mixed-precision kernels use aten and zentorch ops only.
+NATIVE_OPS = ("vllm._C_stable_libtorch", "vllm._qutlass_C")
 # The GPU platform modules: each reads the host when it runs, so only a child imports one (its bytecode is read here).
 GPU_PLATFORMS = ("vllm.platforms.cuda", "vllm.platforms.rocm")
 # The modules on the stack vLLM formats when it resolves its platform in a child (`_init_trace`).
@@ -156,17 +159,22 @@ class Subject(KitSubject):
         for gpu_module in GPU_PLATFORMS:
             if gpu_module in sys.modules:
                 raise ProtocolError(f"{gpu_module} was imported on the parent's CPU host; it fixes state at import")
-        try:  # see NATIVE_OPS: the same load each GPU child made first thing, made once
-            importlib.import_module(NATIVE_OPS)
-        except ImportError:
-            pass  # not cached: each child that imports it meets the same failure, as before
+        for native in NATIVE_OPS:
+            try:  # see NATIVE_OPS: the same load each GPU child made first thing, made once
+                importlib.import_module(native)
+            except ImportError:
+                pass  # not cached: each child that imports it meets the same failure, as before
         memoise_metadata()
+        # vllm.platforms.rocm logs the failed import of its ROCm op library with the exception as the only argument,
+        # and logging asks whether that argument is a Mapping. Asked first in a child, the ABC check walks every
+        # registered Mapping class (about 100) and writes each one's negative cache: about 650 copy-on-write faults
+        # and 2 to 3 ms in every ROCm child. Asked here, every child finds the answer (no) cached.
+        isinstance(ModuleNotFoundError(), collections.abc.Mapping)
         PreloadedCode(list(GPU_PLATFORMS)).install()  # compiled here, run in each child that imports one
         preload_source_lines(STACK_MODULES)
         from vllm import platforms
 
         self.bindings = PlatformBindings(platforms._current_platform)
-        hugepages.collapse_heap()  # last: what the parent holds from here on is what every fork copies
 
     def contract(self) -> dict[str, Any]:
         """The protocol 2 handshake: the kernels read from vLLM's selection code."""

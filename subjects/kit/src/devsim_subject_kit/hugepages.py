@@ -1,12 +1,13 @@
-"""Back the parent's heap with transparent huge pages before it forks a child per scenario (`collapse_heap`).
+"""Back the fork server's heap with transparent huge pages before it forks a child per scenario (`collapse_heap`,
+called by `server.serve` once the project is loaded).
 
-The parent holds about 640 MB of anonymous memory once torch and vLLM's selection code are imported. `fork` copies
-a page-table entry for every 4 KiB page of it and the child's exit tears them down again: about 16 ms of CPU in the
-parent and as much in the child, per scenario. Collapsing the heap into 2 MiB pages once (`MADV_COLLAPSE`, Linux
-6.1, about 300 ms in the parent, before the first scenario) leaves one entry per 2 MiB to copy; a child's write to
-a shared huge page splits it and copies the 4 KiB page written, as before. Only where the memory lies changes, never
-what it holds, so no scenario can see it. Where the kernel refuses (no THP, an older kernel, not Linux) nothing
-changes. `DEVSIM_SUBJECT_HUGEPAGES=0` turns it off (to time it).
+A loaded subject holds hundreds of megabytes of anonymous memory (vLLM's, with torch and its selection code: about
+640 MB). `fork` copies a page-table entry for every 4 KiB page of it and the child's exit tears them down again:
+for vLLM about 16 ms of CPU in the parent and as much in the child, per scenario. Collapsing the heap into 2 MiB
+pages once (`MADV_COLLAPSE`, Linux 6.1, about 300 ms in the parent, before the first scenario) leaves one entry per
+2 MiB to copy; a child's write to a shared huge page splits it and copies the 4 KiB page written, as before. Only
+where the memory lies changes, never what it holds, so no scenario can see it. Where the kernel refuses (no THP, an
+older kernel, not Linux) nothing changes. `DEVSIM_SUBJECT_HUGEPAGES=0` turns it off (to time it).
 """
 
 from __future__ import annotations

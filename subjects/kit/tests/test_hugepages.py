@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from devsim_subject_vllm import hugepages
+from devsim_subject_kit import hugepages
 
 MAPS = """\
 55d0c0000000-55d0c0a00000 rw-p 00000000 00:00 0                          [heap]
