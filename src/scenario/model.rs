@@ -235,19 +235,11 @@ pub struct Expectations {
     pub levels: Levels,
 }
 
-impl Expectations {
-    /// The key of every expectation this table holds (not its conditional tables'): field names and trace
-    /// keys (`trace.never.nvidia_capability`, `trace.order`).
-    pub fn keys(&self) -> Vec<String> {
-        let mut keys = Vec::new();
-        macro_rules! field {
-            ($($name:ident),*) => {
-                $(if self.$name.is_some() {
-                    keys.push(stringify!($name).to_string());
-                })*
-            };
-        }
-        field!(
+/// Calls the macro `$apply` with the name of every optional expectation field of [`Expectations`] (not
+/// `trace`), in declaration order: the one list `keys` and `retain` walk.
+macro_rules! with_expectation_fields {
+    ($apply:ident) => {
+        $apply!(
             ok,
             error,
             message,
@@ -264,7 +256,23 @@ impl Expectations {
             torch_device_count,
             runtime_devices,
             retained_bytes
-        );
+        )
+    };
+}
+
+impl Expectations {
+    /// The key of every expectation this table holds (not its conditional tables'): field names and trace
+    /// keys (`trace.never.nvidia_capability`, `trace.order`).
+    pub fn keys(&self) -> Vec<String> {
+        let mut keys = Vec::new();
+        macro_rules! field {
+            ($($name:ident),*) => {
+                $(if self.$name.is_some() {
+                    keys.push(stringify!($name).to_string());
+                })*
+            };
+        }
+        with_expectation_fields!(field);
         if !self.trace.is_empty() {
             keys.extend(self.trace.keys());
         }
@@ -281,24 +289,7 @@ impl Expectations {
                 })*
             };
         }
-        field!(
-            ok,
-            error,
-            message,
-            family,
-            ordinal,
-            torch_device,
-            ran_on,
-            lands_on,
-            current_after,
-            selected,
-            covers,
-            vendor,
-            archs,
-            torch_device_count,
-            runtime_devices,
-            retained_bytes
-        );
+        with_expectation_fields!(field);
         self.trace.retain(keep);
     }
 }
