@@ -10,7 +10,7 @@ use crate::dispatch::selector::Selector;
 use crate::host::HostSpec;
 use crate::kernel::{Catalog, Kernel};
 use crate::runtime::{Place, Recorder, SimRuntime};
-use crate::trace::{Call, Entry};
+use crate::trace::{Call, Entry, has};
 use crate::vocab::Family;
 use crate::vocab::TorchBuild;
 use crate::vocab::{Target, TorchDevice};
@@ -226,17 +226,17 @@ fn check_invariants(
             broken.push("a HIP build produced a CUDA target".into());
         }
     }
-    if build == TorchBuild::Hip && saw(trace, Call::NvidiaCapability) {
+    if build == TorchBuild::Hip && has(trace, Call::NvidiaCapability.as_str()) {
         broken.push("an AMD request saw an NVIDIA capability query".into());
     }
-    if build == TorchBuild::Cuda && saw(trace, Call::AmdArch) {
+    if build == TorchBuild::Cuda && has(trace, Call::AmdArch.as_str()) {
         broken.push("an NVIDIA request saw an AMD arch query".into());
     }
     let refused = matches!(
         result.error,
         Some(DispatchError::UnsupportedFamily { .. } | DispatchError::UnsupportedArch { .. })
     );
-    if refused && saw(trace, Call::ExtensionLoad) {
+    if refused && has(trace, Call::ExtensionLoad.as_str()) {
         broken.push("a refused kernel loaded its native extension".into());
     }
     let has_gpus = current_after.is_some();
@@ -259,16 +259,6 @@ fn check_invariants(
         }
     }
     broken
-}
-
-/// Whether `trace` holds an entry named as `call` is: its calls compared by kind, without reading a name;
-/// any other entry (gates, context switches, reported events) by name, as [`crate::trace::count`] does.
-fn saw(trace: &[Entry], call: Call) -> bool {
-    let name = call.as_str();
-    trace.iter().any(|entry| match entry {
-        Entry::Call { call: made, .. } => *made == call,
-        other => other.name() == name,
-    })
 }
 
 /// The median of some durations.

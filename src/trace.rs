@@ -460,5 +460,10 @@ pub fn count(entries: &[Entry], name: &str) -> usize {
     entries.iter().filter(|entry| entry.name() == name).count()
 }
 
+/// Whether any entry in `entries` is named `name` (`count(…) > 0`, stopping at the first).
+pub fn has(entries: &[Entry], name: &str) -> bool {
+    entries.iter().any(|entry| entry.name() == name)
+}
+
 #[cfg(test)]
 mod tests;
