@@ -266,7 +266,8 @@ def _make_subclass_of(make_subclass: Any) -> Any:
 
     # any arguments: torch._dynamo checks a replacement's signature against its polyfill's at its import
     def make(*args: Any, **kwargs: Any) -> Any:
-        cls, data = (list(args) + [kwargs.get("cls"), kwargs.get("data")][len(args):])[:2]
+        cls = args[0] if args else kwargs.get("cls")
+        data = args[1] if len(args) > 1 else kwargs.get("data")
         if isinstance(data, CpuBacked) and isinstance(cls, type):
             requires_grad = bool(args[2] if len(args) > 2 else kwargs.get("requires_grad", False))
             kind = cls if issubclass(cls, CpuBacked) else cpu_backed_class(cls)
