@@ -10,11 +10,13 @@
 //! errors, [`hosts`] finds and merges host profiles, `steps` decodes each action, `expectations` checks
 //! what a step expects.
 
+mod batches;
 pub(crate) mod corpus;
 mod expectations;
 mod hints;
 pub(crate) mod hosts;
 mod levels;
+mod parallel;
 mod source;
 mod steps;
 
@@ -24,9 +26,12 @@ use crate::conformance::StepContext;
 use crate::kernel::Catalog;
 use crate::kernel::audit::Inventory;
 use crate::scenario::error::{CorpusError, LoadError};
-use crate::scenario::format::{FORMAT_VERSION, ScenarioFile};
+use crate::scenario::format::{FORMAT_VERSION, ScenarioFile, StepFields};
 use crate::scenario::matrix::{self, MatrixContext};
 use crate::scenario::model::{Scenario, Step, TraceRules};
+use crate::vocab::TorchBuild;
+use batches::Batches;
+use toml::Spanned;
 
 #[allow(deprecated)]
 pub use corpus::root_of;
@@ -36,6 +41,7 @@ pub use corpus::{
 pub use hosts::{HOSTS_DIR, ProfileSources, SHIPPED, load_profile, profile_names};
 
 use expectations::trace_rules;
+use parallel::in_parallel;
 use source::Source;
 use steps::load_step;
 
@@ -196,7 +202,54 @@ pub fn parse_scenario(
             "load a parametrized scenario as one: it has a [matrix]; load its cases with load_scenarios_with",
         ));
     }
+    if let Some(batches) = Batches::of(text) {
+        let loaded = batches.head(&source).and_then(|file| {
+            checked(&source, file, profiles, |build, _| {
+                batches
+                    .load(source.lines(), catalog, build)
+                    .map(|(steps, warnings)| {
+                        source.add_warnings(warnings);
+                        steps
+                    })
+            })
+            .ok()
+        });
+        match loaded {
+            Some(scenario) => return Ok(scenario),
+            // Whatever went wrong is found again below, and reads as it always has.
+            None => drop(source.take_warnings()),
+        }
+    }
+    parse_whole(&source, catalog, profiles)
+}
+
+/// [`parse_scenario`] of the whole text at once, after the `[matrix]` check: what loading in batches
+/// gives way to.
+fn parse_whole(
+    source: &Source,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+) -> Result<Scenario, LoadError> {
     let file: ScenarioFile = source.parse()?;
+    checked(source, file, profiles, |build, steps| {
+        // Consumed one by one, so each step's parsed fields are freed as soon as it is checked.
+        steps
+            .into_iter()
+            .enumerate()
+            .map(|(i, step)| load_step(source, catalog, i + 1, &step, build))
+            .collect()
+    })
+}
+
+/// The scenario a parsed file describes, checked: its format, description, host and expectations here, its
+/// steps through `load_steps` (given the host's build and the parsed steps).
+fn checked(
+    source: &Source,
+    file: ScenarioFile,
+    profiles: &ProfileSources,
+    load_steps: impl FnOnce(TorchBuild, Vec<Spanned<StepFields>>) -> Result<Vec<Step>, LoadError>,
+) -> Result<Scenario, LoadError> {
+    let path = source.path;
     if *file.format.get_ref() != FORMAT_VERSION {
         return Err(source.error(
             file.format.span(),
@@ -212,14 +265,14 @@ pub fn parse_scenario(
             "load the scenario: `description` must be one sentence, not empty",
         ));
     }
-    let host = hosts::merged_host(&source, &file.host, profiles)?;
+    let host = hosts::merged_host(source, &file.host, profiles)?;
     let expect = file.expect.unwrap_or_default();
     let trace_rules = match &expect.trace {
-        Some(rules) => trace_rules(&source, rules)?,
+        Some(rules) => trace_rules(source, rules)?,
         None => TraceRules::default(),
     };
     let trace_levels = levels::resolve(
-        &source,
+        source,
         expect.levels.as_ref(),
         trace_rules.keys(),
         &StepContext {
@@ -239,13 +292,7 @@ pub fn parse_scenario(
             .or_else(|| expect.levels.as_ref().map(toml::Spanned::span))
             .unwrap_or(0..0),
     )?;
-    // Consumed one by one, so each step's parsed fields are freed as soon as it is checked.
-    let steps = file
-        .steps
-        .into_iter()
-        .enumerate()
-        .map(|(i, step)| load_step(&source, catalog, i + 1, &step, host.torch))
-        .collect::<Result<Vec<_>, _>>()?;
+    let steps = load_steps(host.torch, file.steps)?;
     let mut executions = 0u64;
     for step in &steps {
         executions += u64::from(step.repeat);
@@ -263,7 +310,7 @@ pub fn parse_scenario(
         }
     }
     if steps.is_empty() {
-        let end = text.trim_end().len();
+        let end = source.text.trim_end().len();
         return Err(source.error(
             end..end,
             "load the scenario: expected at least one [[step]]",
@@ -282,6 +329,10 @@ pub fn parse_scenario(
         warnings: source.take_warnings(),
     })
 }
+
+/// Files per worker below which a corpus is loaded on one thread: starting a thread costs about as much as
+/// loading a few small files.
+const FILES_PER_WORKER: usize = 16;
 
 /// Every scenario under `paths`, loaded with the default profile folders
 /// ([`ProfileSources::for_paths`]); files that fail to load come back as errors, never dropped.
@@ -319,7 +370,9 @@ pub(crate) fn load_all_named(
     let mut errors = Vec::new();
     let profiles = &profiles.for_one_load();
     let files = find_named(paths)?;
-    let loaded = in_parallel(&files, |file| load_found(file, catalog, profiles, None));
+    let loaded = in_parallel(&files, FILES_PER_WORKER, |file| {
+        load_found(file, catalog, profiles, None)
+    });
     for (name, loaded) in loaded.into_iter().flatten() {
         match loaded {
             Ok(scenario) => scenarios.push(scenario),
@@ -327,43 +380,4 @@ pub(crate) fn load_all_named(
         }
     }
     Ok((scenarios, errors))
-}
-
-/// Files per worker below which a corpus is loaded on one thread: starting a thread costs about as much as
-/// loading a few small files.
-const FILES_PER_WORKER: usize = 16;
-
-/// `load` applied to every file, on up to one thread per core, the results in the order of `files`: each
-/// file is read and checked on its own, so only the wall time depends on how they are shared out.
-fn in_parallel<T: Send>(files: &[Found], load: impl Fn(&Found) -> T + Sync) -> Vec<T> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let workers = cores.min(files.len() / FILES_PER_WORKER);
-    if workers <= 1 {
-        return files.iter().map(load).collect();
-    }
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut done = Vec::new();
-        loop {
-            let at = next.fetch_add(1, Ordering::Relaxed);
-            let Some(file) = files.get(at) else {
-                return done;
-            };
-            done.push((at, load(file)));
-        }
-    };
-    let mut done: Vec<(usize, T)> = std::thread::scope(|scope| {
-        let helpers: Vec<_> = (1..workers).map(|_| scope.spawn(work)).collect();
-        let mut done = work();
-        for helper in helpers {
-            match helper.join() {
-                Ok(theirs) => done.extend(theirs),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        }
-        done
-    });
-    done.sort_unstable_by_key(|(at, _)| *at);
-    done.into_iter().map(|(_, loaded)| loaded).collect()
 }

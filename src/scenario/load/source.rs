@@ -1,12 +1,35 @@
 //! One file's text and where it lives: byte offsets become `line:column` through a line-start table built
 //! once per file (a binary search per lookup), and errors carry a small, escaped excerpt for rendering.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ops::Range;
 use std::path::Path;
 
 use crate::kernel::catalog::closest;
 use crate::scenario::error::{LoadError, LoadWarning, Snippet, escape_controls};
+
+/// A file's text and line table without the warnings: what threads share to make [`Source`]s of batches.
+#[derive(Clone, Copy)]
+pub(crate) struct Lines<'a> {
+    path: &'a Path,
+    text: &'a str,
+    line_starts: &'a [usize],
+}
+
+impl<'a> Lines<'a> {
+    /// A source for the part of the file from byte `base`: the offsets and spans it is given count from
+    /// there, while its lines, columns and excerpts are the whole file's.
+    pub fn part(self, base: usize) -> Source<'a> {
+        Source {
+            path: self.path,
+            text: self.text,
+            line_starts: Cow::Borrowed(self.line_starts),
+            base,
+            warnings: RefCell::default(),
+        }
+    }
+}
 
 /// Lines of context above and below the offending line in an excerpt.
 const CONTEXT_LINES: usize = 1;
@@ -20,7 +43,10 @@ pub(crate) struct Source<'a> {
     /// Its text.
     pub text: &'a str,
     /// The byte offset where each line starts; the first is 0.
-    line_starts: Vec<usize>,
+    line_starts: Cow<'a, [usize]>,
+    /// Where in `text` the offsets and spans this source is given count from: 0 for a whole file, a batch's
+    /// start for [`Lines::part`].
+    base: usize,
     /// What loading found to warn about, in the order found.
     warnings: RefCell<Vec<LoadWarning>>,
 }
@@ -40,8 +66,18 @@ impl<'a> Source<'a> {
         Self {
             path,
             text,
-            line_starts,
+            line_starts: Cow::Owned(line_starts),
+            base: 0,
             warnings: RefCell::default(),
+        }
+    }
+
+    /// The file and its line table, to share with other threads ([`Source`] keeps its warnings in a cell).
+    pub fn lines(&self) -> Lines<'_> {
+        Lines {
+            path: self.path,
+            text: self.text,
+            line_starts: &self.line_starts,
         }
     }
 
@@ -49,6 +85,11 @@ impl<'a> Source<'a> {
     pub fn warn(&self, span: Range<usize>, message: impl Into<String>, help: String) {
         let warning = LoadWarning(self.error_with_help(span, message, Some(help)));
         self.warnings.borrow_mut().push(warning);
+    }
+
+    /// Records warnings found through other sources of the same file (its batches), in order.
+    pub fn add_warnings(&self, warnings: Vec<LoadWarning>) {
+        self.warnings.borrow_mut().extend(warnings);
     }
 
     /// The warnings recorded so far, emptied.
@@ -74,11 +115,11 @@ impl<'a> Source<'a> {
 
     /// The 1-based line of a byte offset.
     pub fn line_of(&self, offset: usize) -> usize {
-        self.line_index(self.clamp(offset)) + 1
+        self.line_index(self.clamp(self.base.saturating_add(offset))) + 1
     }
 
-    /// The 1-based line and column (in characters) of a byte offset.
-    pub fn position(&self, offset: usize) -> (usize, usize) {
+    /// The 1-based line and column (in characters) of a byte offset in the whole text.
+    fn position(&self, offset: usize) -> (usize, usize) {
         let offset = self.clamp(offset);
         let index = self.line_index(offset);
         let column = self.text[self.line_starts[index]..offset].chars().count() + 1;
@@ -97,10 +138,11 @@ impl<'a> Source<'a> {
 
     /// An error at `span`.
     pub fn error(&self, span: Range<usize>, message: impl Into<String>) -> LoadError {
-        let start = self.clamp(span.start);
+        let start = self.clamp(self.base.saturating_add(span.start));
+        let end = self.base.saturating_add(span.end);
         let (line, column) = self.position(start);
         LoadError {
-            snippet: Some(Box::new(self.excerpt(start, span.end, column))),
+            snippet: Some(Box::new(self.excerpt(start, end, column))),
             ..LoadError::new(
                 self.path,
                 line,
@@ -172,13 +214,20 @@ impl<'a> Source<'a> {
         }
     }
 
-    /// Parses TOML into `T`, turning syntax and unknown-key errors into located diagnostics.
+    /// Parses the text from where this source's offsets count (the whole file, or a batch to its end) into
+    /// `T`, turning syntax and unknown-key errors into located diagnostics.
     pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, LoadError> {
-        toml::from_str(self.text).map_err(|error| {
+        self.parse_part(self.text.len())
+    }
+
+    /// Like [`Source::parse`], for the text from where this source's offsets count up to the byte `end`.
+    pub fn parse_part<T: serde::de::DeserializeOwned>(&self, end: usize) -> Result<T, LoadError> {
+        let part = self.text.get(self.base..end).unwrap_or_default();
+        toml::from_str(part).map_err(|error| {
             let message = list_matrix(error.message().trim());
             let span = match error.span() {
                 Some(span) => span,
-                None => self.unspanned(&message),
+                None => unspanned(part, &message),
             };
             let help = unknown_field_hint(&message)
                 .or_else(|| crate::scenario::load::hints::unknown_variant(&message));
@@ -192,17 +241,17 @@ impl<'a> Source<'a> {
             self.error_with_help(span, message, help)
         })
     }
+}
 
-    /// Where an error the TOML parser gave no span belongs: for a nesting limit, the first bracket past
-    /// the limit; otherwise the start of the file.
-    fn unspanned(&self, message: &str) -> Range<usize> {
-        if message.contains("recursion") || message.contains("nest") {
-            if let Some(at) = deepest_bracket(self.text) {
-                return at..at + 1;
-            }
+/// Where in `text` an error the TOML parser gave no span belongs: for a nesting limit, the first bracket past
+/// the limit; otherwise the start of the file.
+fn unspanned(text: &str, message: &str) -> Range<usize> {
+    if message.contains("recursion") || message.contains("nest") {
+        if let Some(at) = deepest_bracket(text) {
+            return at..at + 1;
         }
-        0..0
     }
+    0..0
 }
 
 /// Whether a serde message says a single table was given where the list of steps belongs.
