@@ -90,6 +90,7 @@ pub mod harness;
 pub mod host;
 pub mod kernel;
 pub mod live_record;
+pub(crate) mod parallel;
 pub mod pool;
 #[cfg(feature = "cli")]
 pub mod probe;

@@ -9,6 +9,7 @@ use crate::dispatch::DispatchError;
 use crate::dispatch::selector::Selector;
 use crate::host::HostSpec;
 use crate::kernel::{Catalog, Kernel};
+use crate::parallel::in_parallel;
 use crate::runtime::{Place, Recorder, SimRuntime};
 use crate::trace::{Call, Entry, has};
 use crate::vocab::Family;
@@ -101,29 +102,69 @@ impl Case<'_> {
     }
 }
 
-/// Runs the whole matrix over `hosts`.
+/// Runs the whole matrix over `hosts`, each host and starting device on its own across the machine's cores:
+/// the outcome (violations in order, validate times grouped by host) is the same however they are shared
+/// out.
 pub fn run_matrix(hosts: &[HostSpec], catalog: &Catalog) -> MatrixOutcome {
+    let parts = in_parallel(&starts(hosts), 1, |&(host, current)| {
+        run_from(host, current, catalog)
+    });
+    merged(parts)
+}
+
+/// [`run_matrix`] on the calling thread alone: what single calls are timed from, undisturbed by work on
+/// the other cores.
+pub fn run_matrix_on_one_thread(hosts: &[HostSpec], catalog: &Catalog) -> MatrixOutcome {
+    let parts = starts(hosts)
+        .into_iter()
+        .map(|(host, current)| run_from(host, current, catalog));
+    merged(parts)
+}
+
+/// Every host with each device it starts from.
+fn starts(hosts: &[HostSpec]) -> Vec<(&HostSpec, u32)> {
+    hosts
+        .iter()
+        .flat_map(|host| {
+            starting_devices(host)
+                .into_iter()
+                .map(move |current| (host, current))
+        })
+        .collect()
+}
+
+/// The outcomes of parts of the matrix as one, in the order given.
+fn merged(parts: impl IntoIterator<Item = MatrixOutcome>) -> MatrixOutcome {
     let mut outcome = MatrixOutcome::default();
-    for host in hosts {
-        let selectors = selectors_for(host);
-        for current in starting_devices(host) {
-            let mut host = host.clone();
-            host.current = current;
-            let runtime = SimRuntime::new(host.clone()).ok();
-            for kernel in catalog.iter() {
-                for selector in &selectors {
-                    for path in Path::EVERY {
-                        let case = Case {
-                            host: &host,
-                            runtime: runtime.as_ref(),
-                            kernel,
-                            selector,
-                            path,
-                            current,
-                        };
-                        run_case(&case, &mut outcome);
-                    }
-                }
+    for part in parts {
+        outcome.cases += part.cases;
+        outcome.accepted += part.accepted;
+        outcome.refused += part.refused;
+        outcome.violations.extend(part.violations);
+        outcome.validate_times.extend(part.validate_times);
+    }
+    outcome
+}
+
+/// Every kernel, selector and path on one host, starting from the current device `current`.
+fn run_from(host: &HostSpec, current: u32, catalog: &Catalog) -> MatrixOutcome {
+    let mut outcome = MatrixOutcome::default();
+    let selectors = selectors_for(host);
+    let mut host = host.clone();
+    host.current = current;
+    let runtime = SimRuntime::new(host.clone()).ok();
+    for kernel in catalog.iter() {
+        for selector in &selectors {
+            for path in Path::EVERY {
+                let case = Case {
+                    host: &host,
+                    runtime: runtime.as_ref(),
+                    kernel,
+                    selector,
+                    path,
+                    current,
+                };
+                run_case(&case, &mut outcome);
             }
         }
     }
@@ -282,4 +323,44 @@ pub fn shipped_hosts(root: &std::path::Path) -> Result<Vec<HostSpec>, crate::sce
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reference_catalog_keeps_every_invariant_on_every_shipped_host() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+        let hosts = shipped_hosts(&root).expect("the shipped profiles load");
+        let catalog = Catalog::reference();
+        let outcome = run_matrix(&hosts, &catalog);
+        let starts: usize = hosts.iter().map(|h| starting_devices(h).len()).sum();
+        assert_eq!(
+            outcome.cases,
+            starts * catalog.len() * 11 * Path::EVERY.len()
+        );
+        assert_eq!(outcome.accepted + outcome.refused, outcome.cases);
+        assert!(outcome.accepted > 0 && outcome.refused > 0, "{outcome:?}");
+        assert_eq!(
+            outcome.validate_times.len(),
+            outcome.cases / Path::EVERY.len()
+        );
+        assert!(outcome.violations.is_empty(), "{:#?}", outcome.violations);
+        let alone = run_matrix_on_one_thread(&hosts, &catalog);
+        assert_eq!(
+            (
+                alone.cases,
+                alone.accepted,
+                alone.refused,
+                alone.validate_times.len()
+            ),
+            (
+                outcome.cases,
+                outcome.accepted,
+                outcome.refused,
+                outcome.validate_times.len()
+            )
+        );
+    }
 }

@@ -16,10 +16,10 @@ use std::ops::Range;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::in_parallel;
 use super::source::{Lines, Source};
 use super::steps::load_step;
 use crate::kernel::Catalog;
+use crate::parallel::in_parallel;
 use crate::scenario::error::{LoadError, LoadWarning};
 use crate::scenario::format::{ScenarioFile, StepFields};
 use crate::scenario::model::Step;

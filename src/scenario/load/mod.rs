@@ -16,7 +16,6 @@ mod expectations;
 mod hints;
 pub(crate) mod hosts;
 mod levels;
-mod parallel;
 mod source;
 mod steps;
 
@@ -40,8 +39,8 @@ pub use corpus::{
 };
 pub use hosts::{HOSTS_DIR, ProfileSources, SHIPPED, load_profile, profile_names};
 
+use crate::parallel::in_parallel;
 use expectations::trace_rules;
-use parallel::in_parallel;
 use source::Source;
 use steps::load_step;
 

@@ -1,5 +1,5 @@
-//! Independent pieces of loading (a corpus's files, a long scenario's batches of steps) shared out over
-//! the machine's cores.
+//! Independent pieces of work (a corpus's files, a long scenario's batches of steps, the kernel sweep's
+//! hosts) shared out over the machine's cores.
 
 use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// `load` applied to every item, on up to one thread per core (one thread when there are fewer than
 /// `per_worker` items per core), the results in the order of `items`: each item is loaded on its own, so
 /// only the wall time depends on how they are shared out. A panic in a worker is resumed on the caller.
-pub(super) fn in_parallel<I: Sync, T: Send>(
+pub(crate) fn in_parallel<I: Sync, T: Send>(
     items: &[I],
     per_worker: usize,
     load: impl Fn(&I) -> T + Sync,
