@@ -1,8 +1,11 @@
 //! The trace: the ordered record of every runtime call (and every dispatch gate) made while a step ran.
 
+use std::cell::{RefCell, RefMut};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+
+use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 
 use serde::{Deserialize, Serialize};
 
@@ -333,27 +336,43 @@ pub fn event_names() -> Vec<&'static str> {
 }
 
 /// A shared, ordered, append-only list of entries.
+///
+/// Any thread may record; a thread that records several entries in a row can [`Trace::hold`] it first, so
+/// that those records skip the lock (every step records a handful, and locking cost more than recording).
 #[derive(Debug, Clone, Default)]
 pub struct Trace {
-    entries: Arc<Mutex<Vec<Entry>>>,
+    entries: Arc<ReentrantMutex<RefCell<Vec<Entry>>>>,
 }
+
+/// The trace held by one thread ([`Trace::hold`]): until it is dropped, that thread's records skip the
+/// lock and other threads' records wait.
+#[must_use = "the trace is held only while the guard lives"]
+pub struct Held<'a>(#[allow(dead_code)] ReentrantMutexGuard<'a, RefCell<Vec<Entry>>>);
 
 impl Trace {
     /// An empty trace, with room for a step's usual entries.
     pub fn new() -> Self {
         Self {
-            entries: Arc::new(Mutex::new(Vec::with_capacity(16))),
+            entries: Arc::new(ReentrantMutex::new(RefCell::new(Vec::with_capacity(16)))),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<Entry>> {
-        // A panic while holding the lock cannot leave a half-pushed Vec, so the data is still good.
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    /// Holds the trace for this thread while several entries are recorded (a step's gates and calls).
+    /// Holding it again on the same thread is cheap; never wait, while holding it, on another thread that
+    /// records into it.
+    pub fn hold(&self) -> Held<'_> {
+        Held(self.entries.lock())
+    }
+
+    /// Runs `with` on the entries, locked for this thread.
+    fn with<R>(&self, with: impl FnOnce(RefMut<'_, Vec<Entry>>) -> R) -> R {
+        let held = self.entries.lock();
+        with(held.borrow_mut())
     }
 
     /// Appends an entry.
     pub fn push(&self, entry: Entry) {
-        self.lock().push(entry);
+        self.with(|mut entries| entries.push(entry));
     }
 
     /// Records a gate outcome.
@@ -367,25 +386,22 @@ impl Trace {
 
     /// The number of entries so far: a mark to slice a step's entries with [`Trace::since`].
     pub fn len(&self) -> usize {
-        self.lock().len()
+        self.with(|entries| entries.len())
     }
 
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.with(|entries| entries.is_empty())
     }
 
     /// The entries recorded since `mark`.
     pub fn since(&self, mark: usize) -> Vec<Entry> {
-        self.lock()
-            .get(mark..)
-            .map(<[_]>::to_vec)
-            .unwrap_or_default()
+        self.with(|entries| entries.get(mark..).map(<[_]>::to_vec).unwrap_or_default())
     }
 
     /// Runs `read` over every entry so far, without copying them (do not record from inside it).
     pub fn read<R>(&self, read: impl FnOnce(&[Entry]) -> R) -> R {
-        read(&self.lock())
+        self.with(|entries| read(&entries))
     }
 
     /// Every entry.
@@ -396,15 +412,16 @@ impl Trace {
     /// Drops the entries from `from` on when they are exactly those of `first` (a repetition that did
     /// what the first did); `true` when they were dropped.
     pub fn elide_repeat(&self, first: std::ops::Range<usize>, from: usize) -> bool {
-        let mut entries = self.lock();
-        let same = entries
-            .get(from..)
-            .zip(entries.get(first))
-            .is_some_and(|(a, b)| a == b);
-        if same {
-            entries.truncate(from);
-        }
-        same
+        self.with(|mut entries| {
+            let same = entries
+                .get(from..)
+                .zip(entries.get(first))
+                .is_some_and(|(a, b)| a == b);
+            if same {
+                entries.truncate(from);
+            }
+            same
+        })
     }
 }
 

@@ -38,7 +38,9 @@ pub trait Kernel: Send + Sync {
         &self.spec().families
     }
 
-    /// Runs every gate for an already-normalized target, then loads the extension.
+    /// Runs every gate for an already-normalized target, then loads the extension. From
+    /// [`Kernel::validate`] it runs with the trace held by the calling thread ([`crate::Trace::hold`]):
+    /// record from this thread, and never wait here on another thread that records into the same trace.
     fn validate_target(
         &self,
         dispatch: &Dispatch,

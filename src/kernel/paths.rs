@@ -64,6 +64,9 @@ pub(super) fn validate<K: Kernel + ?Sized>(
     dispatch: &Dispatch,
     selector: &Selector,
 ) -> Result<Validated, DispatchError> {
+    // Normalization and the gates record a handful of entries in a row (the recorder's calls among them):
+    // holding the trace once spares each its lock.
+    let _held = dispatch.trace.hold();
     let target = dispatch.normalize(selector)?;
     kernel.validate_target(dispatch, target, None)?;
     Ok(Validated {

@@ -172,12 +172,7 @@ impl Runtime for Recorder {
     fn launch(&self, on: LaunchOn, kernel: &str) -> Result<Place, DriverError> {
         let result = self.inner.launch(on, kernel);
         let device = result.as_ref().ok().and_then(|place| at(*place));
-        self.record(
-            Call::Launch,
-            device,
-            Some(kernel.to_string().into()),
-            result,
-        )
+        self.record(Call::Launch, device, Some(Text::copy_of(kernel)), result)
     }
 
     fn synchronize(&self) -> Result<(), DriverError> {
@@ -186,12 +181,7 @@ impl Runtime for Recorder {
 
     fn load_extension(&self, name: &str) -> Result<(), DriverError> {
         let result = self.inner.load_extension(name);
-        self.record(
-            Call::ExtensionLoad,
-            None,
-            Some(name.to_string().into()),
-            result,
-        )
+        self.record(Call::ExtensionLoad, None, Some(Text::copy_of(name)), result)
     }
 
     /// Switches are already in the trace: nothing is left to hand over.

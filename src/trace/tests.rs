@@ -1,4 +1,4 @@
-//! The trace's own cases: elided repetitions expand to what was recorded.
+//! The trace's own cases: elided repetitions expand to what was recorded; a held trace keeps order.
 
 use super::*;
 
@@ -44,4 +44,32 @@ fn an_elided_trace_expands_to_what_was_recorded_in_order() {
         })
         .collect();
     assert_eq!(details, ["a", "b", "a", "b", "a", "b", "c", "a", "b"]);
+}
+
+#[test]
+fn a_held_trace_records_this_threads_entries_and_keeps_others_waiting_until_released() {
+    let trace = Trace::new();
+    let held = trace.hold();
+    let again = trace.hold();
+    trace.push(gate("first"));
+    std::thread::scope(|scope| {
+        let other = scope.spawn(|| trace.push(gate("other")));
+        trace.push(gate("second"));
+        drop(again);
+        trace.push(gate("third"));
+        assert_eq!(
+            trace.len(),
+            3,
+            "the other thread waits while this one holds the trace"
+        );
+        drop(held);
+        other
+            .join()
+            .expect("the other thread records once the trace is released");
+    });
+    let details: Vec<String> = trace.entries().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        details,
+        ["first", "second", "third", "other"].map(|d| format!("gate:normalize passed ({d})"))
+    );
 }

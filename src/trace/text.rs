@@ -33,9 +33,14 @@ impl<T: fmt::Display + PartialEq + Send + Sync + 'static> Render for T {
     }
 }
 
+/// The most bytes [`Text::copy_of`] keeps in place (extension, kernel and device names are shorter).
+const SHORT: usize = 22;
+
 #[derive(Clone)]
 enum Repr {
     Words(Cow<'static, str>),
+    /// A short copied string: its length and bytes (valid UTF-8, copied whole from a `str`).
+    Short(u8, [u8; SHORT]),
     Number(u32),
     Typed(Arc<dyn Render>),
 }
@@ -58,6 +63,18 @@ impl Text {
         Text(Repr::Number(n))
     }
 
+    /// A copy of borrowed words: in place when short, so recording a name allocates nothing.
+    pub fn copy_of(words: &str) -> Self {
+        match u8::try_from(words.len()) {
+            Ok(len) if words.len() <= SHORT => {
+                let mut bytes = [0; SHORT];
+                bytes[..words.len()].copy_from_slice(words.as_bytes());
+                Text(Repr::Short(len, bytes))
+            }
+            _ => Text(Repr::Words(Cow::Owned(words.to_string()))),
+        }
+    }
+
     /// A typed value, rendered through its `Display` when shown.
     pub fn typed(value: impl Render) -> Self {
         Text(Repr::Typed(Arc::new(value)))
@@ -67,15 +84,23 @@ impl Text {
     pub fn words(&self) -> Cow<'_, str> {
         match &self.0 {
             Repr::Words(words) => Cow::Borrowed(words),
+            Repr::Short(len, bytes) => Cow::Borrowed(short(*len, bytes)),
             _ => Cow::Owned(self.to_string()),
         }
     }
+}
+
+/// The words a [`Repr::Short`] holds.
+fn short(len: u8, bytes: &[u8; SHORT]) -> &str {
+    // Always whole: the bytes were copied from a `str`, all of it.
+    std::str::from_utf8(bytes.get(..usize::from(len)).unwrap_or_default()).unwrap_or_default()
 }
 
 impl fmt::Display for Text {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.0 {
             Repr::Words(words) => f.write_str(words),
+            Repr::Short(len, bytes) => f.write_str(short(*len, bytes)),
             Repr::Number(n) => write!(f, "{n}"),
             Repr::Typed(value) => value.fmt(f),
         }
@@ -92,6 +117,7 @@ impl PartialEq for Text {
     fn eq(&self, other: &Self) -> bool {
         match (&self.0, &other.0) {
             (Repr::Words(a), Repr::Words(b)) => a == b,
+            (Repr::Short(a, x), Repr::Short(b, y)) => a == b && x == y,
             (Repr::Number(a), Repr::Number(b)) => a == b,
             (Repr::Typed(a), Repr::Typed(b)) if Arc::ptr_eq(a, b) || a.same(b.as_ref()) => true,
             // Different holdings can still read the same.
@@ -174,6 +200,26 @@ mod tests {
         assert_eq!(Text::number(7), Text::fixed("7"));
         assert_ne!(Text::number(7), Text::number(8));
         assert_eq!(Text::typed(Pair(3, 4)), "3 and 4");
+    }
+
+    #[test]
+    fn a_copy_reads_as_its_words_short_or_long() {
+        for words in [
+            "",
+            "marlin",
+            "é",
+            &"x".repeat(SHORT),
+            &"x".repeat(SHORT + 1),
+            "gptq_marlin_kernels_ext",
+        ] {
+            let text = Text::copy_of(words);
+            assert_eq!(text.words(), words);
+            assert_eq!(text.to_string(), words);
+            assert_eq!(text, Text::from(words.to_string()));
+            assert_eq!(String::from(text), words);
+        }
+        assert_ne!(Text::copy_of("a"), Text::copy_of("b"));
+        assert!(matches!(Text::copy_of("marlin").0, Repr::Short(6, _)));
     }
 
     #[test]
