@@ -89,6 +89,18 @@ impl fmt::Display for Passed {
     }
 }
 
+/// Names separated by `, `, built in one string (a refusal is as common as a pass in a sweep).
+fn joined_names<'a>(names: impl Iterator<Item = &'a str> + Clone) -> String {
+    let mut joined = String::with_capacity(names.clone().map(|name| name.len() + 2).sum());
+    for (i, name) in names.enumerate() {
+        if i > 0 {
+            joined.push_str(", ");
+        }
+        joined.push_str(name);
+    }
+    joined
+}
+
 /// The families a gate judged, without copying the spec's own list (the usual case).
 fn families_of(spec: &KernelSpec, families: &[Family]) -> Cow<'static, [Family]> {
     if std::ptr::eq(families, spec.families.as_ref()) {
@@ -118,11 +130,10 @@ pub fn family_gate(
     if declared {
         return Ok(());
     }
-    let names: Vec<&str> = families.iter().map(|f| f.as_str()).collect();
     Err(DispatchError::UnsupportedFamily {
         kernel: spec.name.to_string(),
         target,
-        declared: names.join(", "),
+        declared: joined_names(families.iter().map(|f| f.as_str())),
         alternative: spec.alternative.as_ref().map(ToString::to_string),
     })
 }
