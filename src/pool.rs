@@ -15,14 +15,8 @@ use crate::trace::{Call, Entry, Text};
 use crate::vocab::Family;
 use crate::vocab::{TorchDevice, TorchType};
 
-/// Whether a lock shares its keys with other readers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LockMode {
-    /// Shared.
-    Read,
-    /// Exclusive.
-    Write,
-}
+/// Whether a lock shares its keys with other readers: the protocol's own type, one name for one thing.
+pub use devsim_metadata::protocol::LockMode;
 
 enum Held<'a> {
     Read(#[allow(dead_code)] RwLockReadGuard<'a, ()>),

@@ -3,10 +3,9 @@
 
 use crate::dispatch::selector::{Selector, WrittenForm, written_form};
 use crate::host::{Gpu, HostError, HostSpec};
-use crate::pool::LockMode;
 use crate::scenario::model::{Action, Step};
 use crate::subject::protocol::{
-    self, Build, DeviceType, FamilyName, GpuMessage, HostMessage, SelectorMessage, StepMessage,
+    Build, DeviceType, FamilyName, GpuMessage, HostMessage, SelectorMessage, StepMessage,
 };
 use crate::vocab::{Family, TorchBuild, TorchType};
 
@@ -123,10 +122,7 @@ pub fn step(scenario: &str, step: &Step) -> StepMessage {
             scenario,
             number,
             scope: selector(scope),
-            mode: match mode {
-                LockMode::Read => protocol::LockMode::Read,
-                LockMode::Write => protocol::LockMode::Write,
-            },
+            mode: *mode,
             repeat,
         },
         Action::SetDevice(ordinal) => StepMessage::SetDevice {

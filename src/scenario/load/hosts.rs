@@ -38,7 +38,7 @@ const SHIPPED_PREFIX: &str = "<devsim built-in>/hosts";
 pub struct ProfileSources {
     folders: Vec<PathBuf>,
     /// The profiles loaded so far by one corpus load ([`ProfileSources::for_one_load`]); `None` otherwise.
-    loaded: Option<memo::Loaded>,
+    loaded: Option<memo::Memo>,
 }
 
 /// One profile's text and where it came from.

@@ -12,14 +12,14 @@ use crate::scenario::error::{LoadError, ProfileError};
 use crate::scenario::load::hosts::ProfileSources;
 
 /// Each profile loaded so far, by name.
-pub(super) type Loaded = Arc<Mutex<HashMap<String, HostSpec>>>;
+pub(super) type Memo = Arc<Mutex<HashMap<String, HostSpec>>>;
 
 impl ProfileSources {
     /// These sources, keeping each profile once loaded until the copy returned is dropped: for one corpus
     /// load, so that its scenarios share the lookup and read of each profile they name.
     pub(crate) fn for_one_load(&self) -> Self {
         Self {
-            loaded: Some(Loaded::default()),
+            loaded: Some(Memo::default()),
             ..self.clone()
         }
     }
