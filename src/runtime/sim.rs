@@ -10,7 +10,7 @@ use crate::host::HostError;
 use crate::host::{Gpu, HostSpec, driver_message};
 use crate::runtime::DriverError;
 use crate::runtime::{Buffer, LaunchOn, Place, Runtime};
-use crate::trace::Call;
+use crate::trace::{Call, Text};
 use crate::vocab::TorchBuild;
 use crate::vocab::{Arch, ComputeCapability};
 use crate::vocab::{TorchDevice, TorchType};
@@ -30,8 +30,9 @@ struct State {
     current: Vec<(ThreadId, u32)>,
     memory: HashMap<u64, (Place, Memory)>,
     next_handle: u64,
-    /// The extensions loaded, sorted: a step loads one or two, so a sorted list, not a set.
-    extensions: Vec<String>,
+    /// The extensions loaded, sorted: a step loads one or two, so a sorted list, not a set; each name kept
+    /// in place when short ([`Text::copy_of`]), so a load allocates only the list.
+    extensions: Vec<Text>,
 }
 
 /// One allocation's bytes. A buffer is zeroed when allocated, but its bytes are stored only once something
@@ -137,7 +138,11 @@ impl SimRuntime {
 
     /// The extensions loaded so far.
     pub fn loaded_extensions(&self) -> Vec<String> {
-        self.state().extensions.clone()
+        self.state()
+            .extensions
+            .iter()
+            .map(|name| name.words().into_owned())
+            .collect()
     }
 
     /// How many buffers are still allocated.
@@ -333,8 +338,8 @@ impl Runtime for SimRuntime {
     fn load_extension(&self, name: &str) -> Result<(), DriverError> {
         let mut state = self.state();
         let extensions = &mut state.extensions;
-        if let Err(at) = extensions.binary_search_by(|loaded| loaded.as_str().cmp(name)) {
-            extensions.insert(at, name.to_string());
+        if let Err(at) = extensions.binary_search_by(|loaded| loaded.words().as_ref().cmp(name)) {
+            extensions.insert(at, Text::copy_of(name));
         }
         Ok(())
     }
