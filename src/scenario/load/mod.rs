@@ -8,7 +8,7 @@
 //!
 //! One job per submodule: [`corpus`] finds and reads files, `source` turns offsets into positions and
 //! errors, [`hosts`] finds and merges host profiles, `steps` decodes each action, `expectations` checks
-//! what a step expects.
+//! what a step expects, `batches` loads a long file's steps in batches across cores.
 
 mod batches;
 pub(crate) mod corpus;
