@@ -73,15 +73,13 @@ struct Normalized {
     outcome: Result<Scope, &'static str>,
 }
 
-/// The most bytes of a string selector [`Kept`] holds in place.
-const SHORT: usize = 22;
-
-/// A selector kept for a trace entry: a short string in place (every usual spelling, `torch.device('cuda:1')`
-/// included), so recording one allocates nothing beyond the entry; any other selector as a copy.
+/// A selector kept for a trace entry: a short string in place ([`Text::in_place`]: every usual spelling,
+/// `torch.device('cuda:1')` included), so recording one allocates nothing beyond the entry; any other
+/// selector as a copy.
 #[derive(PartialEq)]
 enum Kept {
-    /// A string selector of at most [`SHORT`] bytes: its length and bytes.
-    Short(u8, [u8; SHORT]),
+    /// A string selector of at most [`Text::IN_PLACE_BYTES`] bytes.
+    Short(Text),
     /// Any other selector.
     Other(Selector),
 }
@@ -89,10 +87,8 @@ enum Kept {
 impl Kept {
     fn of(selector: &Selector) -> Self {
         match selector {
-            Selector::Text(text) if text.len() <= SHORT => {
-                let mut bytes = [0; SHORT];
-                bytes[..text.len()].copy_from_slice(text.as_bytes());
-                Kept::Short(text.len() as u8, bytes)
+            Selector::Text(text) => {
+                Text::in_place(text).map_or_else(|| Kept::Other(selector.clone()), Kept::Short)
             }
             other => Kept::Other(other.clone()),
         }
@@ -103,10 +99,7 @@ impl fmt::Display for Kept {
     /// As the selector displays: a string in double quotes.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Kept::Short(len, bytes) => {
-                let text = std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default();
-                write!(f, "\"{text}\"")
-            }
+            Kept::Short(text) => write!(f, "\"{text}\""),
             Kept::Other(selector) => selector.fmt(f),
         }
     }
@@ -134,15 +127,15 @@ mod tests {
             Selector::from("cuda:1"),
             Selector::from(""),
             Selector::from("é:ü"),
-            Selector::from("x".repeat(SHORT).as_str()),
-            Selector::from("x".repeat(SHORT + 1).as_str()),
+            Selector::from("x".repeat(Text::IN_PLACE_BYTES).as_str()),
+            Selector::from("x".repeat(Text::IN_PLACE_BYTES + 1).as_str()),
             Selector::from(long),
             Selector::Ordinal(-3),
             Selector::Family(crate::vocab::Family::Rocm),
         ] {
             assert_eq!(Kept::of(&selector).to_string(), selector.to_string());
         }
-        assert!(matches!(Kept::of(&"cuda:1".into()), Kept::Short(6, _)));
+        assert!(matches!(Kept::of(&"cuda:1".into()), Kept::Short(text) if text == "cuda:1"));
         assert!(matches!(Kept::of(&long.into()), Kept::Other(_)));
     }
 }

@@ -63,16 +63,24 @@ impl Text {
         Text(Repr::Number(n))
     }
 
-    /// A copy of borrowed words: in place when short, so recording a name allocates nothing.
+    /// The most bytes [`Text::in_place`] holds.
+    pub const IN_PLACE_BYTES: usize = SHORT;
+
+    /// A copy of borrowed words held in place, allocating nothing; `None` when they are longer than
+    /// [`Text::IN_PLACE_BYTES`].
+    pub fn in_place(words: &str) -> Option<Self> {
+        let len = u8::try_from(words.len())
+            .ok()
+            .filter(|_| words.len() <= SHORT)?;
+        let mut bytes = [0; SHORT];
+        bytes[..words.len()].copy_from_slice(words.as_bytes());
+        Some(Text(Repr::Short(len, bytes)))
+    }
+
+    /// A copy of borrowed words: in place when short ([`Text::in_place`]), so recording a name allocates
+    /// nothing.
     pub fn copy_of(words: &str) -> Self {
-        match u8::try_from(words.len()) {
-            Ok(len) if words.len() <= SHORT => {
-                let mut bytes = [0; SHORT];
-                bytes[..words.len()].copy_from_slice(words.as_bytes());
-                Text(Repr::Short(len, bytes))
-            }
-            _ => Text(Repr::Words(Cow::Owned(words.to_string()))),
-        }
+        Self::in_place(words).unwrap_or_else(|| Text(Repr::Words(Cow::Owned(words.to_string()))))
     }
 
     /// A typed value, rendered through its `Display` when shown.
@@ -219,6 +227,7 @@ mod tests {
             assert_eq!(String::from(text), words);
         }
         assert_ne!(Text::copy_of("a"), Text::copy_of("b"));
+        assert!(Text::in_place(&"x".repeat(SHORT + 1)).is_none());
         assert!(matches!(Text::copy_of("marlin").0, Repr::Short(6, _)));
     }
 
