@@ -93,10 +93,15 @@ impl Batches {
     }
 
     /// The file's head (everything before the first step) parsed, or `None` when it does not parse or
-    /// holds steps of its own.
+    /// names `step` itself: even `step = []` there makes the whole file invalid TOML (the `[[step]]`
+    /// headers after it cannot extend an inline array), which the parsed head, whose steps default to
+    /// none, could not tell.
     pub fn head(&self, source: &Source) -> Option<ScenarioFile> {
-        let head: ScenarioFile = source.parse_part(self.head_end).ok()?;
-        head.steps.is_empty().then_some(head)
+        let keys: toml::Table = source.parse_part(self.head_end).ok()?;
+        if keys.contains_key("step") {
+            return None;
+        }
+        source.parse_part(self.head_end).ok()
     }
 
     /// Every step loaded, in order, with the warnings loading them found in order; the first error any

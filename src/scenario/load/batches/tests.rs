@@ -182,13 +182,15 @@ fn a_long_file_batching_gives_up_on_loads_as_it_loads_whole() {
 
 #[test]
 fn a_head_with_steps_of_its_own_loads_whole() {
-    let head_steps = "step = [{ action = \"discover\" }]\n";
-    let text = long_file("", "").replacen("[host]", &format!("{head_steps}\n[host]"), 1);
-    let (batched, whole) = both_ways(&text);
-    assert!(
-        batched.starts_with("Err("),
-        "{}",
-        &batched[..batched.len().min(300)]
-    );
-    assert_eq!(batched, whole);
+    // Even an empty inline array: the [[step]] headers after it cannot extend it.
+    for head_steps in ["step = [{ action = \"discover\" }]\n", "step = []\n"] {
+        let text = long_file("", "").replacen("[host]", &format!("{head_steps}\n[host]"), 1);
+        let (batched, whole) = both_ways(&text);
+        assert!(
+            batched.starts_with("Err("),
+            "{head_steps}: {}",
+            &batched[..batched.len().min(300)]
+        );
+        assert_eq!(batched, whole, "{head_steps}");
+    }
 }
