@@ -329,7 +329,7 @@ pub const COVERS: &[(&str, &[Cover])] = &[
     (
         "subjects/gptqmodel/install.sh .venv-torch",
         &[Cover::Step {
-            name: "gptqmodel",
+            name: "gptqmodel-install",
             runs: "$ subjects/gptqmodel/install.sh ",
         }],
     ),
