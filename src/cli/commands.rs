@@ -182,6 +182,7 @@ pub(super) fn hosts(
         contained("--hosts", folder)?;
     }
     let sources = if folders.is_empty() {
+        contained_folder("the folder", &root)?;
         ProfileSources::for_paths(&[root])
     } else {
         ProfileSources::folders(folders).map_err(CorpusError::from)?

@@ -243,9 +243,10 @@ fn create_temporary(
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => {
                 tries += 1;
             }
+            // Named by the file it was for: the temporary name means nothing to a user.
             Err(source) => {
                 return Err(WriteError::Io {
-                    path: temporary,
+                    path: dir.join(file_name),
                     source,
                 });
             }
@@ -409,6 +410,19 @@ mod tests {
             "{error}"
         );
         assert_eq!(entries(tree.path()), ["x.toml"]);
+    }
+
+    #[test]
+    fn a_missing_folder_is_an_error_naming_the_file_not_the_temporary_one() {
+        let tree = tempfile::tempdir().expect("scratch");
+        let folder = tree.path().join("none");
+        let error = write_file(&folder, Path::new("b.toml"), b"x", Permissions::Kept)
+            .expect_err("no folder");
+        assert!(
+            matches!(&error, WriteError::Io { path, .. } if *path == folder.join("b.toml")),
+            "{error:?}"
+        );
+        assert!(!folder.exists(), "the folder named is never made");
     }
 
     #[cfg(unix)]

@@ -243,9 +243,22 @@ fn outside_scenarios(t: &Trees) -> PathBuf {
 fn a_folder_argument_that_is_a_link_out_of_its_folder_is_never_walked() {
     let t = trees();
     let outside = outside_scenarios(&t);
+    std::fs::create_dir_all(outside.join("hosts")).expect("folder");
+    std::fs::write(
+        outside.join("hosts").join(format!("{MARKER}.toml")),
+        format!("description = \"{MARKER}\"\ntorch = \"cuda\"\ngpus = [\"sm_90\"]\n"),
+    )
+    .expect("profile");
     let linked = t.tree.path().join("scenarios");
     link(&outside, &linked);
     for arg in [utf8(&linked).to_string(), format!("{}/", utf8(&linked))] {
+        let (code, printed) = devsim_code(&["hosts", &arg]);
+        assert_eq!(code, Some(2), "hosts {arg}: {printed}");
+        assert!(
+            printed.contains("failed to use the folder") && printed.contains("resolves outside"),
+            "hosts {arg}: {printed}"
+        );
+        assert!(!printed.contains(MARKER), "hosts {arg}: {printed}");
         for command in ["run", "check", "migrate"] {
             let (code, printed) = devsim_code(&[command, &arg]);
             assert_eq!(code, Some(2), "{command} {arg}: {printed}");
