@@ -3,7 +3,7 @@
 //! root, applied here to paths named one by one: a folder argument, a `--hosts` folder, a `--baseline` or
 //! `--subject` file, a profile folder found as `<root>/hosts`. Writing ([`write`]): never through a link,
 //! never outside the folder named, always a temporary file renamed into place. Depends on nothing else in
-//! devsim but [`crate::shown`]'s escaping of paths in messages.
+//! devsim but [`crate::shown`], which escapes the paths its errors name (layer 1 of the README's table).
 
 pub mod write;
 
