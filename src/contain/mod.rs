@@ -1,7 +1,7 @@
 //! Containment of paths given by a user. Reading: a path may be a symbolic link only when it resolves
 //! inside the folder it was given under. The rule the scenario walk applies to every entry of a scenario
 //! root, applied here to paths named one by one: a folder argument, a `--hosts` folder, a `--baseline` or
-//! `--subject` file, a profile folder found as `<root>/hosts`. Writing ([`write`]): never through a link,
+//! `--subject` file, a profile folder found as `<root>/hosts`. Writing ([`mod@write`]): never through a link,
 //! never outside the folder named, always a temporary file renamed into place. Depends on nothing else in
 //! devsim but [`crate::shown`], which escapes the paths its errors name (layer 1 of the README's table).
 
