@@ -6,6 +6,10 @@
 //! `ran_on` …, in the step's table or the conditional branch that applied), at a level the run accepts.
 //! Trace rules, message fragments and matrix files (whose one table serves many cases) are never
 //! rewritten: each is reported as not accepted, with why.
+//!
+//! Both writes (the pending copy, and the scenario file it replaces on review) go through
+//! [`crate::contain::write_file`]: a tree that ships a link named like a pending copy, or a link in place of
+//! the scenario, is refused with an error naming it, never written through.
 
 use std::path::{Path, PathBuf};
 
@@ -33,6 +37,9 @@ pub enum AcceptError {
         /// The cause.
         source: std::io::Error,
     },
+    /// A pending copy or an accepted scenario would be written through a link or outside its folder.
+    #[error(transparent)]
+    Write(#[from] crate::contain::WriteError),
     /// The scenario file no longer parses as TOML.
     #[error("parse {path} for accepting: {source}")]
     Parse {
@@ -264,22 +271,34 @@ pub fn write_pending(
     if plan.changes.is_empty() {
         return Ok((plan, None));
     }
-    let pending = pending_path(path);
-    std::fs::write(&pending, updated).map_err(|source| AcceptError::Io {
-        action: "write",
-        path: pending.display().to_string(),
-        source,
-    })?;
+    let pending = beside(path, &pending_path(path), updated.as_bytes())?;
     Ok((plan, Some(pending)))
 }
 
-/// Accepts a pending copy: it replaces `original`, the scenario file it belongs to.
+/// Writes `contents` as `file`, a file in the folder `scenario` was found in.
+fn beside(scenario: &Path, file: &Path, contents: &[u8]) -> Result<PathBuf, AcceptError> {
+    let folder = crate::contain::folder_of(scenario);
+    let name = file.file_name().map(Path::new).unwrap_or(file);
+    crate::contain::write_file(folder, name, contents, crate::contain::Permissions::Kept)?;
+    Ok(file.to_path_buf())
+}
+
+/// Accepts a pending copy: its text replaces `original`, the scenario file it belongs to (written in place
+/// of it, never through a link), and the copy is removed. A copy that is not a regular file is refused.
 pub fn accept_pending(copy: &Path, original: &Path) -> Result<(), AcceptError> {
-    std::fs::rename(copy, original).map_err(|source| AcceptError::Io {
+    if std::fs::symlink_metadata(copy).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(crate::contain::WriteError::Link {
+            path: copy.to_path_buf(),
+        }
+        .into());
+    }
+    let text = crate::scenario::load::read_bounded(copy).map_err(|error| AcceptError::Io {
         action: "accept",
         path: copy.display().to_string(),
-        source,
-    })
+        source: std::io::Error::other(error.message),
+    })?;
+    beside(original, original, text.as_bytes())?;
+    reject_pending(copy)
 }
 
 /// Rejects a pending copy: it is deleted.

@@ -62,6 +62,10 @@ pub enum BaselineError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The file would be written through a link or could not be written
+    /// ([`crate::contain::write_file`]).
+    #[error(transparent)]
+    Write(#[from] crate::contain::WriteError),
     /// The file cannot be read: not a regular file inside its folder, too large, not UTF-8.
     #[error("read baseline {path}: {message}")]
     Refused {
@@ -164,11 +168,13 @@ impl Baseline {
             message: error.to_string(),
         })?;
         let header = "# devsim baseline: each scenario's outcome for this subject (devsim run --subject … --write-baseline).\n";
-        std::fs::write(path, format!("{header}{text}")).map_err(|source| BaselineError::Io {
-            action: "write",
-            path: path.to_path_buf(),
-            source,
-        })
+        // Never through a link, written whole (a temporary file renamed into place).
+        crate::contain::write_beside(
+            path,
+            format!("{header}{text}").as_bytes(),
+            crate::contain::Permissions::Kept,
+        )?;
+        Ok(())
     }
 
     /// Every scenario whose outcome differs, in either direction, plus scenarios only one side has; then

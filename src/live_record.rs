@@ -88,6 +88,10 @@ pub enum LiveRecordError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The file would be written through a link or could not be written
+    /// ([`crate::contain::write_file`]).
+    #[error(transparent)]
+    Write(#[from] crate::contain::WriteError),
     /// The file cannot be read: not a regular file inside its folder, too large, not UTF-8.
     #[error("read live record {path}: {message}")]
     Refused {
@@ -281,11 +285,13 @@ impl LiveRecord {
             source: std::io::Error::other(error),
         })?;
         let header = "# devsim live record (docs/live-record.md): what a live run showed on which device\n# (devsim run --live … --write-live-record); a simulated run marks its findings with it (--live-record).\n";
-        std::fs::write(path, format!("{header}{text}")).map_err(|source| LiveRecordError::Io {
-            action: "write",
-            path: path.to_path_buf(),
-            source,
-        })
+        // Never through a link, written whole (a temporary file renamed into place).
+        crate::contain::write_beside(
+            path,
+            format!("{header}{text}").as_bytes(),
+            crate::contain::Permissions::Kept,
+        )?;
+        Ok(())
     }
 }
 

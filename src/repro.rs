@@ -19,6 +19,7 @@ use std::path::{Component, Path, PathBuf};
 
 use thiserror::Error;
 
+use crate::contain::Permissions;
 use crate::findings::Finding;
 use crate::runner::ScenarioReport;
 use crate::scenario::model::Scenario;
@@ -64,14 +65,10 @@ pub enum ReproError {
         /// Why.
         source: std::io::Error,
     },
-    /// A script or the index could not be written.
-    #[error("write the reproduction {}: {source}", path.display())]
-    Write {
-        /// The file.
-        path: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
+    /// A script or the index could not be written: through a link named like it, outside the folder, or
+    /// refused by the file system ([`crate::contain::write_file`]).
+    #[error(transparent)]
+    Write(#[from] crate::contain::WriteError),
     /// A stale generated script could not be removed.
     #[error("remove the stale reproduction {}: {source}", path.display())]
     Remove {
@@ -305,9 +302,12 @@ pub fn write(
         let heading = crate::shown::field(&heading).to_string().replace('`', "'");
         match script {
             Ok(script) => {
-                let path = dir.join(&script.file_name);
-                write_file(&path, &script.text)?;
-                set_executable(&path);
+                let path = write_file(
+                    dir,
+                    &script.file_name,
+                    &script.text,
+                    Permissions::Executable,
+                )?;
                 let _ = writeln!(
                     index,
                     "- `{}`: {heading} ({} scenario(s))",
@@ -328,7 +328,7 @@ pub fn write(
             }
         }
     }
-    write_file(&dir.join("README.md"), &index)?;
+    write_file(dir, "README.md", &index, Permissions::Kept)?;
     let entries = std::fs::read_dir(dir).map_err(|source| ReproError::List {
         path: dir.to_path_buf(),
         source,
@@ -336,7 +336,9 @@ pub fn write(
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name().to_string_lossy().into_owned();
-        if !name.ends_with(".py") || written.contains(&name) || !path.is_file() {
+        // A regular file only, judged without following a link: a link is neither read nor removed.
+        let regular = entry.file_type().is_ok_and(|kind| kind.is_file());
+        if !name.ends_with(".py") || written.contains(&name) || !regular {
             continue;
         }
         let generated =
@@ -348,22 +350,21 @@ pub fn write(
     Ok(out)
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), ReproError> {
-    std::fs::write(path, text).map_err(|source| ReproError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
+/// Writes `text` as `dir/name` through [`crate::contain::write_file`]: never through a link named like a
+/// script or the index.
+fn write_file(
+    dir: &Path,
+    name: &str,
+    text: &str,
+    permissions: Permissions,
+) -> Result<PathBuf, ReproError> {
+    Ok(crate::contain::write_file(
+        dir,
+        Path::new(name),
+        text.as_bytes(),
+        permissions,
+    )?)
 }
-
-#[cfg(unix)]
-fn set_executable(path: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    // Best effort: `python3 SCRIPT` runs it either way.
-    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755));
-}
-
-#[cfg(not(unix))]
-fn set_executable(_path: &Path) {}
 
 #[cfg(test)]
 mod tests;

@@ -464,6 +464,44 @@ fn cli_run_with_reproductions() -> Result<(), Failed> {
     )
 }
 
+/// `--repro DIR` never writes through a link named like one of its scripts or its index (dangling or not),
+/// and refuses before writing anything into a folder that is such a link.
+fn cli_repro_never_writes_through_a_link() -> Result<(), Failed> {
+    let dir = tempfile::tempdir().map_err(|e| Failed::from(e.to_string()))?;
+    let outside = tempfile::tempdir().map_err(|e| Failed::from(e.to_string()))?;
+    let marker = outside.path().join("marker");
+    let created = outside.path().join("created");
+    std::fs::write(&marker, "MARKER\n").map_err(|e| Failed::from(e.to_string()))?;
+    let scenarios = fixtures().join("scenarios").display().to_string();
+    let good = subject_file(dir.path(), "good")?;
+    for (name, target) in [
+        ("normalize-aliases-resolve-hip-family.py", &marker),
+        ("README.md", &created),
+    ] {
+        let repro = dir.path().join(format!("repro-{name}"));
+        std::fs::create_dir(&repro).map_err(|e| Failed::from(e.to_string()))?;
+        std::os::unix::fs::symlink(target, repro.join(name))
+            .map_err(|e| Failed::from(e.to_string()))?;
+        let repro_arg = repro.display().to_string();
+        let args = ["run", &scenarios, "--subject", &good, "--repro", &repro_arg];
+        let (code, out, err) = devsim_code(&args)?;
+        let untouched = std::fs::read_to_string(&marker).is_ok_and(|text| text == "MARKER\n")
+            && !created.exists();
+        expect(
+            code == Some(2)
+                && err.contains(&format!(
+                    "{}: it is a symbolic link",
+                    repro.join(name).display()
+                ))
+                && untouched,
+            "a link named like a script or the index is refused by name, its target untouched",
+            &out,
+            &err,
+        )?;
+    }
+    Ok(())
+}
+
 fn main() {
     if let Ok(mode) = std::env::var(subject_fixture::MODE) {
         std::process::exit(subject_fixture::serve(&mode));
@@ -493,6 +531,10 @@ fn main() {
     trials.push(Trial::test(
         "devsim run --subject with --repro",
         cli_run_with_reproductions,
+    ));
+    trials.push(Trial::test(
+        "devsim run --subject with --repro never writes through a link",
+        cli_repro_never_writes_through_a_link,
     ));
     trials.push(Trial::test(
         "identical breakdowns stop the subject with one finding",

@@ -123,9 +123,10 @@ pub fn run_depth(show: Sink<'_>) -> Result<(), BenchError> {
     let scratch = std::env::temp_dir().join(format!("devsim-bench-depth-{}", std::process::id()));
     let timed = |depth: usize| -> Result<(f64, bool), BenchError> {
         let root = scratch.join(depth.to_string());
-        let bottom = (0..depth).fold(root.clone(), |path, _| path.join("d"));
-        std::fs::create_dir_all(&bottom).map_err(BenchError::Io)?;
-        std::fs::write(bottom.join("x.toml"), "").map_err(BenchError::Io)?;
+        let below: std::path::PathBuf = (0..depth).map(|_| "d").chain(["x.toml"]).collect();
+        std::fs::create_dir_all(&root).map_err(BenchError::Io)?;
+        crate::contain::write_file(&root, &below, b"", crate::contain::Permissions::Kept)
+            .map_err(|error| BenchError::Io(std::io::Error::other(error)))?;
         let started = Instant::now();
         let listed = find_named(&[root]).is_ok();
         Ok((started.elapsed().as_secs_f64() * 1e3, listed))

@@ -164,7 +164,7 @@ pub(super) enum Command {
         /// Files or folders.
         paths: Vec<PathBuf>,
         /// The threshold the corpus sets (paths and builds every kernel must cover).
-        #[arg(long, value_name = "FILE", default_value = "inventory/coverage.toml")]
+        #[arg(long, value_name = "FILE", default_value = crate::runner::coverage::Threshold::DEFAULT)]
         threshold: PathBuf,
         /// Where profiles come from.
         #[command(flatten)]

@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::args::{CorpusArgs, Format, SchemaName, Selection};
-use super::select::{contained, contained_subject, load_selected, print_load_errors};
+use super::select::{
+    contained, contained_folder, contained_subject, load_selected, print_load_errors,
+};
 use super::{CliError, RunOutcome};
 use crate::kernel::Catalog;
 use crate::output::{CheckOutput, HostsOutput, KernelsOutput};
@@ -61,6 +63,7 @@ pub(super) fn probe(
     match write {
         None => document!("{}", text.trim_end()),
         Some(name) => {
+            contained_folder("--root", &root)?;
             let path = crate::probe::write_profile(&root, &name, &text, force)?;
             say!("wrote {}", path.display());
         }
@@ -179,6 +182,7 @@ pub(super) fn hosts(
         contained("--hosts", folder)?;
     }
     let sources = if folders.is_empty() {
+        contained_folder("the folder", &root)?;
         ProfileSources::for_paths(&[root])
     } else {
         ProfileSources::folders(folders).map_err(CorpusError::from)?

@@ -61,14 +61,10 @@ pub enum CliError {
     /// `run --accept` could not write a pending copy, or `review` could not settle one.
     #[error(transparent)]
     Accept(#[from] crate::accept::AcceptError),
-    /// `migrate` could not write a file.
-    #[error("write {}: {source}", crate::scenario::error::escape_controls(&path.display().to_string()))]
-    Write {
-        /// The file.
-        path: std::path::PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
-    },
+    /// `migrate` could not write a file: a link in its place, or the file system refused
+    /// ([`crate::contain::write_file`]).
+    #[error(transparent)]
+    Write(#[from] crate::contain::WriteError),
     /// Standard input or output failed.
     #[error("read stdin or write stdout: {0}")]
     Io(#[from] std::io::Error),
@@ -152,7 +148,7 @@ impl CliError {
             | Self::Profile(_)
             | Self::NoDefaultScenarios { .. }
             | Self::Accept(_)
-            | Self::Write { .. }
+            | Self::Write(_)
             | Self::Io(_)
             | Self::Subject(_)
             | Self::Baseline(_)

@@ -1,8 +1,9 @@
 //! `devsim migrate`: rewrite the deprecated forms of every scenario file under the paths
-//! ([`crate::scenario::migrate`]), or with `--check` only list them.
+//! ([`crate::scenario::migrate`]), or with `--check` only list them. Each file is rewritten through
+//! [`crate::contain::write_file`] (a fresh temporary file renamed over it, never through a link), so a
+//! leftover `<file>.migrating` from an older devsim is neither in the way nor touched.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::select::{default_paths, print_load_errors};
 use super::{CliError, RunOutcome};
@@ -29,15 +30,20 @@ pub(super) fn migrate(paths: &[PathBuf], check: bool) -> Result<RunOutcome, CliE
             continue;
         };
         changed += 1;
+        if !check {
+            // Written before it is reported: "migrated" is said of a file that was.
+            crate::contain::write_beside(
+                file,
+                migrated.text.as_bytes(),
+                crate::contain::Permissions::Kept,
+            )?;
+        }
         let shown = escape_controls(&file.display().to_string()).into_owned();
         for change in &migrated.changes {
             say!(
                 "{} {shown}: {change}",
                 if check { "would migrate" } else { "migrated" }
             );
-        }
-        if !check {
-            write_atomically(file, &migrated.text)?;
         }
     }
     print_load_errors(&unreadable);
@@ -52,25 +58,4 @@ pub(super) fn migrate(paths: &[PathBuf], check: bool) -> Result<RunOutcome, CliE
         return Ok(RunOutcome::MigrationNeeded { count: changed });
     }
     Ok(RunOutcome::Passed)
-}
-
-/// Replaces `path` with `text` through `<path>.migrating` beside it, renamed over the original, so a
-/// failed write leaves the original whole.
-fn write_atomically(path: &Path, text: &str) -> Result<(), CliError> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".migrating");
-    let temporary = PathBuf::from(temporary);
-    let written = std::fs::File::create_new(&temporary)
-        .and_then(|mut file| {
-            file.write_all(text.as_bytes())
-                .and_then(|()| file.sync_all())
-        })
-        .and_then(|()| std::fs::rename(&temporary, path));
-    written.map_err(|source| {
-        let _ = std::fs::remove_file(&temporary);
-        CliError::Write {
-            path: path.to_path_buf(),
-            source,
-        }
-    })
 }

@@ -38,6 +38,7 @@ pub fn accept_failures(
 /// `devsim review`: each pending copy under `root` as a diff, then accepted (it replaces the scenario file),
 /// rejected (deleted) or, on a terminal, asked about.
 pub fn review(root: &Path, accept_all: bool, reject_all: bool) -> Result<RunOutcome, CliError> {
+    super::select::contained_folder("the folder", root)?;
     let pending = accept::pending_under(root);
     if pending.is_empty() {
         say!("review: nothing pending under {}", field(root.display()));

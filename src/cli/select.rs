@@ -57,6 +57,24 @@ pub(super) fn contained(flag: &'static str, path: &Path) -> Result<(), CliError>
     }
 }
 
+/// Refuses a folder argument (`what`: `--root`, `the folder`) that is itself a link resolving outside the
+/// folder it was given under, or a link to nothing, before anything below it is listed, read or written.
+/// A folder that is no link (`..` included) is the user's own choice.
+pub(super) fn contained_folder(what: &'static str, path: &Path) -> Result<(), CliError> {
+    match crate::contain::link_escapes(path) {
+        Ok(Some(folder)) => Err(CliError::Escapes {
+            flag: what,
+            path: path.to_path_buf(),
+            folder,
+        }),
+        Err(_) => Err(CliError::DanglingLink {
+            flag: what,
+            path: path.to_path_buf(),
+        }),
+        Ok(None) => Ok(()),
+    }
+}
+
 /// [`contained`] for `--subject`, when it names a subject file (an existing `*.toml`, as
 /// [`crate::subject::SubjectSpec::parse`] reads it); a command line is run as given.
 pub(super) fn contained_subject(argument: &str) -> Result<(), CliError> {

@@ -1,5 +1,6 @@
 //! The real machine as a host profile (`devsim probe [--write NAME [--force]]`): its text, headed by the
-//! probe date and the driver version as comments, and writing it to `<root>/hosts/NAME.toml`; and
+//! probe date and the driver version as comments, and writing it to `<root>/hosts/NAME.toml` (through
+//! [`crate::contain::write_file`]: never through a link in place of the file or of `hosts/`); and
 //! devsim's visible-device model checked against the real driver ([`masks`], `probe --check-masks`).
 
 pub mod masks;
@@ -30,6 +31,9 @@ pub enum ProbeError {
         /// The existing file.
         path: PathBuf,
     },
+    /// The profile would be written through a link (the file, or `hosts/`) or outside the root.
+    #[error(transparent)]
+    Write(#[from] crate::contain::WriteError),
     /// The file or its folder could not be written.
     #[error("write {}: {source}", path.display())]
     Io {
@@ -83,20 +87,23 @@ pub fn write_profile(
             name: name.to_string(),
         });
     }
-    let dir = root.join(HOSTS_DIR);
-    let path = dir.join(format!("{name}.toml"));
-    if path.exists() && !force {
+    let below = Path::new(HOSTS_DIR).join(format!("{name}.toml"));
+    let path = root.join(&below);
+    // A regular file only: a link there (dangling or not) is refused by the write itself, --force or not.
+    if !force && std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file()) {
         return Err(ProbeError::Exists { path });
     }
-    std::fs::create_dir_all(&dir).map_err(|source| ProbeError::Io {
-        path: dir.clone(),
+    // The root is the folder the user named: made when missing; `hosts/` below it never follows a link.
+    std::fs::create_dir_all(root).map_err(|source| ProbeError::Io {
+        path: root.to_path_buf(),
         source,
     })?;
-    std::fs::write(&path, text).map_err(|source| ProbeError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    Ok(path)
+    Ok(crate::contain::write_file(
+        root,
+        &below,
+        text.as_bytes(),
+        crate::contain::Permissions::Kept,
+    )?)
 }
 
 #[cfg(test)]

@@ -52,13 +52,14 @@ pub struct Threshold {
 /// A coverage threshold file that cannot be read.
 #[derive(Debug, Error)]
 pub enum ThresholdError {
-    /// The file cannot be read.
-    #[error("read coverage threshold {}: {source}", path.display())]
-    Read {
+    /// The file cannot be read, or is refused before it is: missing, a link out of its folder (or, for the
+    /// default path, of the current folder), not a regular file, too large, not UTF-8.
+    #[error("read coverage threshold {}: {message}", path.display())]
+    Refused {
         /// The file.
         path: std::path::PathBuf,
-        /// Why.
-        source: std::io::Error,
+        /// Why, without any of its content.
+        message: String,
     },
     /// The file is not a threshold.
     #[error("parse coverage threshold {}: {source}", path.display())]
@@ -71,12 +72,24 @@ pub enum ThresholdError {
 }
 
 impl Threshold {
-    /// Reads `coverage.toml`.
+    /// The threshold file `devsim coverage` reads when none is named, below the current folder.
+    pub const DEFAULT: &str = "inventory/coverage.toml";
+
+    /// Reads `coverage.toml`, contained like every file devsim reads from a user's tree: a link that
+    /// resolves outside its folder is refused before a byte of it is read, and so, for [`Self::DEFAULT`]
+    /// (a path devsim picked, not the user), is one that leaves the current folder (`inventory/` a link).
     pub fn read(path: &Path) -> Result<Self, ThresholdError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ThresholdError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let folder = match path == Path::new(Self::DEFAULT) {
+            true => Path::new("."),
+            false => crate::contain::folder_of(path),
+        };
+        let text =
+            crate::scenario::load::corpus::read_contained(path, folder).map_err(|error| {
+                ThresholdError::Refused {
+                    path: path.to_path_buf(),
+                    message: error.message,
+                }
+            })?;
         toml::from_str(&text).map_err(|source| ThresholdError::Parse {
             path: path.to_path_buf(),
             source,

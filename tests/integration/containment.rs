@@ -223,3 +223,109 @@ fn a_link_that_stays_inside_its_folder_is_followed() {
     let (ok, printed) = devsim(&["check", t.tree.path().to_str().expect("utf-8")]);
     assert!(ok, "{printed}");
 }
+
+/// A folder outside the tree holding a valid scenario whose description carries the marker: followed,
+/// `run` would print it.
+fn outside_scenarios(t: &Trees) -> PathBuf {
+    let folder = t.secret.with_file_name("scenarios");
+    std::fs::create_dir_all(&folder).expect("folder");
+    std::fs::write(
+        folder.join(format!("{MARKER}.toml")),
+        format!(
+            "format = 1\ndescription = \"{MARKER}\"\n[host]\nprofile = \"mi300x\"\n[[step]]\naction = \"resolve\"\ndevice = \"cpu\"\n[step.expect]\nfamily = \"{MARKER}\"\n"
+        ),
+    )
+    .expect("scenario");
+    folder
+}
+
+#[test]
+fn a_folder_argument_that_is_a_link_out_of_its_folder_is_never_walked() {
+    let t = trees();
+    let outside = outside_scenarios(&t);
+    std::fs::create_dir_all(outside.join("hosts")).expect("folder");
+    std::fs::write(
+        outside.join("hosts").join(format!("{MARKER}.toml")),
+        format!("description = \"{MARKER}\"\ntorch = \"cuda\"\ngpus = [\"sm_90\"]\n"),
+    )
+    .expect("profile");
+    let linked = t.tree.path().join("scenarios");
+    link(&outside, &linked);
+    for arg in [utf8(&linked).to_string(), format!("{}/", utf8(&linked))] {
+        let (code, printed) = devsim_code(&["hosts", &arg]);
+        assert_eq!(code, Some(2), "hosts {arg}: {printed}");
+        assert!(
+            printed.contains("failed to use the folder") && printed.contains("resolves outside"),
+            "hosts {arg}: {printed}"
+        );
+        assert!(!printed.contains(MARKER), "hosts {arg}: {printed}");
+        for command in ["run", "check", "migrate"] {
+            let (code, printed) = devsim_code(&[command, &arg]);
+            assert_eq!(code, Some(2), "{command} {arg}: {printed}");
+            assert!(
+                printed.contains("follow link") && printed.contains("resolves outside"),
+                "{command} {arg}: the error must name the link and say why:\n{printed}"
+            );
+            assert!(
+                !printed.contains(MARKER),
+                "{command} {arg}: a file the link names was read:\n{printed}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_folder_argument_that_is_a_link_inside_its_folder_is_walked() {
+    let t = trees();
+    let real = t.tree.path().join("real");
+    std::fs::create_dir_all(&real).expect("folder");
+    std::fs::write(real.join("s.toml"), "format = 1\ndescription = \"in the tree\"\n[host]\nprofile = \"mi300x\"\n[[step]]\naction = \"resolve\"\ndevice = \"cpu\"\n[step.expect]\nfamily = \"cpu\"\n").expect("scenario");
+    let linked = t.tree.path().join("scenarios");
+    link(Path::new("real"), &linked);
+    let (code, printed) = devsim_code(&["check", utf8(&linked)]);
+    assert_eq!(code, Some(0), "{printed}");
+    assert!(printed.contains("1 scenario(s) loaded"), "{printed}");
+}
+
+/// Runs `devsim coverage` in `dir` (which holds `scenarios/` and `inventory/`): exit code and output.
+fn coverage_in(dir: &Path) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_devsim"))
+        .arg("coverage")
+        .current_dir(dir)
+        .output()
+        .expect("devsim runs");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code(), printed)
+}
+
+#[test]
+fn coverage_never_reads_its_threshold_through_a_link_out() {
+    let t = trees();
+    let root = t.tree.path();
+    std::fs::create_dir_all(root.join("scenarios")).expect("folder");
+    std::fs::write(root.join("scenarios").join("s.toml"), "format = 1\ndescription = \"in the tree\"\n[host]\nprofile = \"mi300x\"\n[[step]]\naction = \"resolve\"\ndevice = \"cpu\"\n[step.expect]\nfamily = \"cpu\"\n").expect("scenario");
+    // The file a link out of inventory/, then inventory/ itself a link out.
+    link(&t.secret, &root.join("inventory").join("coverage.toml"));
+    let (code, printed) = coverage_in(root);
+    assert_eq!(code, Some(2), "{printed}");
+    assert!(
+        printed.contains("read coverage threshold inventory/coverage.toml")
+            && printed.contains("resolves outside"),
+        "{printed}"
+    );
+    assert!(!printed.contains(MARKER), "{printed}");
+
+    std::fs::remove_dir_all(root.join("inventory")).expect("clean");
+    let folder = t.secret.with_file_name("inventory");
+    std::fs::create_dir_all(&folder).expect("folder");
+    std::fs::copy(&t.secret, folder.join("coverage.toml")).expect("threshold");
+    link(&folder, &root.join("inventory"));
+    let (code, printed) = coverage_in(root);
+    assert_eq!(code, Some(2), "{printed}");
+    assert!(printed.contains("resolves outside"), "{printed}");
+    assert!(!printed.contains(MARKER), "{printed}");
+}

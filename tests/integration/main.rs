@@ -25,3 +25,4 @@ mod repeats;
 mod schema;
 mod skills;
 mod tools;
+mod writes;

@@ -1,7 +1,9 @@
 //! Finding scenario files and reading them, contained.
 //!
 //! Discovery takes regular `*.toml` files only. A symbolic link is followed only when it resolves inside
-//! the folder being walked (the scenario root); one that leaves it is an error and is never opened. FIFOs,
+//! the folder being walked (the scenario root); one that leaves it is an error and is never opened. A
+//! folder or file argument that is itself a link is followed only when it resolves inside the folder it
+//! was given under. FIFOs,
 //! sockets and devices are refused from their metadata, without opening them. Every folder is walked once
 //! (by its resolved path), so link loops terminate and no file is listed twice; a folder more than
 //! [`MAX_DEPTH`] below its argument is an error naming it. `hosts/` folders hold
@@ -87,6 +89,18 @@ pub fn find_named(paths: &[PathBuf]) -> Result<Vec<Found>, CorpusError> {
             source,
         })?;
         if metadata.is_dir() {
+            // A folder argument that is a link is followed only when it resolves inside the folder it was
+            // given under, like every link below it.
+            let escapes = crate::contain::link_escapes(path).map_err(|source| CorpusError::Io {
+                path: path.clone(),
+                source,
+            })?;
+            if let Some(root) = escapes {
+                return Err(CorpusError::Escapes {
+                    path: path.clone(),
+                    root,
+                });
+            }
             bases.push(lexical(path));
             let root = canonical(path)?;
             walk.root = root.clone();
