@@ -130,7 +130,10 @@ fn an_unknown_step_is_refused_naming_the_steps() {
         .expect("cargo xtask runs");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("failed to find CI step `lnit`") && stderr.contains("disk, fmt, hip-runtime"));
+    assert!(
+        stderr.contains("failed to find CI step `lnit`")
+            && stderr.contains("disk, fmt, hip-runtime")
+    );
 }
 
 #[test]

@@ -152,7 +152,7 @@ impl fmt::Display for Job<'_> {
 }
 
 impl Ci {
-    /// A shell at `root` with CI's build settings: no incremental builds, line tables only for debug
+    /// A shell at `root` with CI's build settings: no incremental builds, no debug info in debug
     /// builds, no pip wheel cache holding a second copy of torch, `CI=true`; with `torch_env`, inside the
     /// torch venv (`.venv-torch`: `VIRTUAL_ENV`, `PATH` and `LIBTORCH_USE_PYTORCH`).
     pub fn new(root: &Path, torch_env: bool, dry_run: bool) -> Result<Ci, StepError> {
@@ -160,7 +160,7 @@ impl Ci {
         sh.change_dir(root);
         for (key, value) in [
             ("CARGO_INCREMENTAL", "0"),
-            ("CARGO_PROFILE_DEV_DEBUG", "line-tables-only"),
+            ("CARGO_PROFILE_DEV_DEBUG", "0"),
             ("PIP_NO_CACHE_DIR", "1"),
             ("CI", "true"),
         ] {

@@ -23,9 +23,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use schedule::Status;
 use steps::{Runner, STEPS, Step};
 
-/// How many steps a whole run keeps going at once: one that compiles (steps that compile hold the build folder
-/// alone) and two that download or install beside it.
-const DEFAULT_JOBS: usize = 3;
+/// How many steps a whole run keeps going at once: one that compiles in the workspace (such steps hold its build
+/// folder alone) and three that download, install or build elsewhere beside it.
+const DEFAULT_JOBS: usize = 4;
 
 #[derive(Parser)]
 #[command(about = "devsim's project tasks")]
@@ -50,7 +50,7 @@ enum Task {
         /// Print each step's commands instead of running them (a probe's two branches both).
         #[arg(long)]
         dry_run: bool,
-        /// How many steps run at once (default: 3 for a whole run, 1 for named steps). With more than one,
+        /// How many steps run at once (default: 4 for a whole run, 1 for named steps). With more than one,
         /// each step's output goes to target/ci-logs/NAME.log and is printed whole when it ends.
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,

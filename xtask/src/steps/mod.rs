@@ -259,7 +259,8 @@ pub const STEPS: &[Step] = &[
         300,
         rust::nextest,
     ),
-    cargo(
+    // its own build folders (target/semver-checks) and its tool's build: beside the workspace's builds
+    other(
         "semver",
         "cargo semver-checks: the library crates' public API against release 0.1.0 (tag v0.1.0); a breaking change needs the next minor version and a CHANGELOG.md entry",
         &["disk"],
