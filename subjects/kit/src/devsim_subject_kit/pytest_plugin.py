@@ -71,6 +71,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--devsim-timeout", dest="devsim_timeout", type=float, default=None, metavar="SECONDS",
                     help=f"with --devsim-host: fail a test phase that runs longer (default {_session.DEFAULT_TIMEOUT:g}; "
                     "0: none)")
+    group.addoption("--devsim-max-restarts", dest="devsim_max_restarts", type=int, default=None, metavar="N",
+                    help="with --devsim-host: after a session child dies, resume in a fresh one at most N times per "
+                    "profile (default 10; 0: never), then leave the tests left unrun")
     group.addoption("--devsim-report", dest="devsim_report", default=None, metavar="FILE",
                     help="with --devsim-host: write each test's outcome on each profile to FILE (JSON)")
     parser.addini("devsim_host", "devsim host profiles the whole session runs on (as --devsim-host)", default=None)
