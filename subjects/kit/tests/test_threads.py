@@ -173,6 +173,6 @@ def test_project_threads_run_on_each_simulated_host(pytester: pytest.Pytester) -
             assert got[(test, profile)] == ("passed", ""), (test, profile, out)
         assert got[("test_sleep_in_a_pool_worker", profile)] == ("skipped", SLEEP)
         outcome, reason = got[("test_sleep_in_a_worker_whose_pool_aborts", profile)]
-        assert (outcome, reason) == ("skipped", f"{SLEEP}; the session child died while running it (signal 6 "
-                                                "(SIGABRT))")
+        died = "the session child died while running it (signal 6 (SIGABRT))"
+        assert (outcome, reason) == ("skipped", f"{SLEEP}; {died}")
     assert report["restarts"] == {"h200": 1, "r9700x2": 1} and "CUDA driver" not in out and "NVIDIA driver" not in out

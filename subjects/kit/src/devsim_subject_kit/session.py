@@ -237,7 +237,7 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
     tests: list[dict[str, Any]] = []
     suites: list[ElementTree.Element] = []
     for number, (name, (message, host)) in enumerate(hosts.items(), 1):
-        _say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({describe(host)})")
+        say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({describe(host)})")
         run = run_profile(name, message, host, options)
         codes[name], restarted[name], tests, suites = run.code, run.restarts, tests + run.tests, suites + run.suites
         if run.unrun:
@@ -247,7 +247,7 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
     left = [n for n in hosts if n not in codes]
     summary = ", ".join(f"{n}: exit {c}" + (f" after {restarted[n]} restart(s)" if restarted[n] else "")
                         for n, c in codes.items())
-    _say(f"devsim: sessions done ({summary})" + (f"; not run after that: {', '.join(left)}" if left else ""))
+    say(f"devsim: sessions done ({summary})" + (f"; not run after that: {', '.join(left)}" if left else ""))
     if ns.devsim_report:
         # format 1 still: `restarts` and `unrun`, the `crashed` outcome and an entry's `output` came later
         document = {"format": REPORT_FORMAT, "profiles": list(hosts), "exit_codes": codes, "not_run": left,
@@ -276,6 +276,7 @@ def describe(host: Host) -> str:
     return f"torch={host.torch}, {gpus}"
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
+    """Print one line of the parent's own to stdout at once (between the children's streamed output)."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()

@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import faulthandler
-import json
 import os
 import re
 import signal

@@ -30,14 +30,14 @@ import pytest
 
 from .host import Host
 from .junitcases import junit_suite
-from .session import SESSION_ENV, SessionSpec, junit_suites, worst
+from .session import SESSION_ENV, SessionSpec, junit_suites, say, worst
 from .shims import write_shims
 from .stream import StreamRead, read_stream
 
 #: Restarts of a profile's session after a child died, when `--devsim-max-restarts` does not say.
 DEFAULT_MAX_RESTARTS = 10
 #: How many of a dead child's last output lines its crashed test keeps.
-TAIL_LINES = 20
+TAIL_LINES = 60
 _TAIL_BYTES = 64 * 1024
 
 
@@ -88,29 +88,29 @@ def run_profile(name: str, message: dict[str, Any], host: Host, options: RunOpti
             if not crashed:
                 codes.append(code if read.finished or code != 0 else int(pytest.ExitCode.INTERNAL_ERROR))
                 if not read.finished:
-                    _say(f"devsim: the session child on {name} ended before its session did ({cause(code)})")
+                    say(f"devsim: the session child on {name} ended before its session did ({cause(code)})")
                 break
             failed = any(c["outcome"] == "crashed" for c in crashed)
             codes.append(int(pytest.ExitCode.TESTS_FAILED if failed else pytest.ExitCode.OK))
             done += [str(t["nodeid"]) for t in read.results] + [str(c["nodeid"]) for c in crashed]
             left = [n for n in collected or [] if n not in set(done)]
-            _say(f"devsim: the session child on {name} died in {', '.join(c['nodeid'] for c in crashed)} "
+            say(f"devsim: the session child on {name} died in {', '.join(c['nodeid'] for c in crashed)} "
                  f"({cause(code)}); {len(left)} test(s) left")
             if not left or code == pytest.ExitCode.INTERRUPTED or (options.stop_on_failure and failed):
                 break
             if run.restarts >= options.max_restarts:
                 run.unrun = left
                 codes.append(int(pytest.ExitCode.TESTS_FAILED))
-                _say(f"devsim: the session on {name} reached the restart limit ({options.max_restarts}, "
+                say(f"devsim: the session on {name} reached the restart limit ({options.max_restarts}, "
                      f"--devsim-max-restarts): {len(left)} test(s) not run")
                 break
             run.restarts += 1
-            _say(f"devsim: restart {run.restarts} of at most {options.max_restarts}: a fresh session child on "
+            say(f"devsim: restart {run.restarts} of at most {options.max_restarts}: a fresh session child on "
                  f"{name} resumes from the next test")
     run.code = worst(codes)
     counts = Counter(str(t["outcome"]) for t in run.tests)
     outcomes = ", ".join(f"{n} {o}" for o, n in sorted(counts.items())) or "no tests"
-    _say(f"devsim: {name}: {outcomes}; {run.restarts} restart(s)"
+    say(f"devsim: {name}: {outcomes}; {run.restarts} restart(s)"
          + (f"; {len(run.unrun)} not run (restart limit)" if run.unrun else ""))
     return run
 
@@ -139,6 +139,7 @@ def run_streamed(command: list[str], where: Path, env: dict[str, str]) -> tuple[
     its last `TAIL_LINES` lines of output."""
     chunks: deque[bytes] = deque()
     lock = threading.Lock()
+    open_line = [False]  # whether the child's stdout ends in the middle of a line
 
     def pump(source: BinaryIO, sink: Any) -> None:
         size = 0
@@ -146,13 +147,15 @@ def run_streamed(command: list[str], where: Path, env: dict[str, str]) -> tuple[
             sink.write(data)
             sink.flush()
             with lock:
+                if source is process.stdout:
+                    open_line[0] = not data.endswith(b"\n")
                 chunks.append(data)
                 size += len(data)
                 while size > _TAIL_BYTES and len(chunks) > 1:
                     size -= len(chunks.popleft())
 
     process = subprocess.Popen(command, cwd=where, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    assert process.stdout is not None and process.stderr is not None  # noqa: S101 - both are pipes
+    assert process.stdout is not None and process.stderr is not None  # both are pipes
     pumps = [threading.Thread(target=pump, args=(pipe, _binary(sink)), daemon=True)
              for pipe, sink in ((process.stdout, sys.stdout), (process.stderr, sys.stderr))]
     for thread in pumps:
@@ -166,6 +169,8 @@ def run_streamed(command: list[str], where: Path, env: dict[str, str]) -> tuple[
         thread.join(timeout=2.0)
     with lock:
         text = b"".join(chunks).decode("utf-8", errors="replace")
+    if open_line[0]:  # the parent's next line starts a line of its own
+        say("")
     return code, text.splitlines()[-TAIL_LINES:]
 
 
