@@ -20,9 +20,12 @@ The whole session on a simulated host (`session`, `sessionchild`): an unmodified
 collection included, runs on each named profile in a fresh pytest process of its own:
 
     pytest --devsim-host r9700x2,h200 [--devsim-timeout 300] [--devsim-report devsim-report.json]
+           [--devsim-max-restarts 10]
 
 The profiles come from `--devsim-host`, else the ini option `devsim_host`, else $DEVSIM_HOST. Test ids get the
-profile (`test_x[devsim:r9700x2]`), the exit code is the worst of the sessions', `devsim_host` (unmarked tests)
+profile (`test_x[devsim:r9700x2]`), a session child that dies mid-test is replaced by a fresh one that resumes
+after that test (`sessionrun`), every thread the project starts is on the host (`threads`), the exit code is
+the worst of the sessions', `devsim_host` (unmarked tests)
 and `devsim_trace` give the session's host and the test's device queries, and `rocminfo`, `nvidia-smi`,
 `amd-smi` and `rocm-smi` answer from the host (`shims`). A marked test in such a session runs on its marker's
 profiles, forked from the session child.
