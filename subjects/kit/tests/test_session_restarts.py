@@ -40,6 +40,10 @@ def test_c():
 def test_kill():
     os.kill(os.getpid(), signal.SIGKILL)
 
+def test_segv():
+    import ctypes
+    ctypes.string_at(0)
+
 def test_d():
     assert False, "a plain failure"
 """
@@ -65,24 +69,27 @@ def test_a_child_killed_mid_test_keeps_every_result_and_runs_the_rest(pytester: 
     report, tests = outcomes(pytester)
     assert {n: t["outcome"] for n, t in tests.items()} == {
         "test_a": "passed", "test_abort": "crashed", "test_b": "passed", "test_exit": "crashed", "test_c": "passed",
-        "test_kill": "crashed", "test_d": "failed",
+        "test_kill": "crashed", "test_segv": "crashed", "test_d": "failed",
     }
-    assert report["restarts"] == {"cpu": 3} and report["unrun"] == {} and report["exit_codes"] == {"cpu": 1}
+    assert report["restarts"] == {"cpu": 4} and report["unrun"] == {} and report["exit_codes"] == {"cpu": 1}
     assert tests["test_abort"]["reason"] == "the session child died while running it (signal 6 (SIGABRT))"
     assert any("Fatal Python error: Aborted" in line for line in tests["test_abort"]["output"])
     assert tests["test_exit"]["reason"] == "the session child died while running it (exit status 3)"
     assert any(line.endswith("LAST WORDS BEFORE EXIT") for line in tests["test_exit"]["output"])
     assert tests["test_kill"]["reason"] == "the session child died while running it (signal 9 (SIGKILL))"
+    assert tests["test_segv"]["reason"] == "the session child died while running it (signal 11 (SIGSEGV))"
+    assert any("Fatal Python error: Segmentation fault" in line for line in tests["test_segv"]["output"])
     result.stdout.fnmatch_lines([
         ("devsim: the session child on cpu died in test_inner.py::test_abort[[]devsim:cpu[]] (signal 6 (SIGABRT)); "
-         "5 test(s) left"),
+         "6 test(s) left"),
         "devsim: restart 1 of at most 10: a fresh session child on cpu resumes from the next test",
         "*test_inner.py::test_exit*",
         "devsim: restart 2 of at most 10*",
         "devsim: restart 3 of at most 10*",
-        "*1 failed, 6 deselected*",
-        "devsim: cpu: 3 crashed, 1 failed, 3 passed; 3 restart(s)",
-        "devsim: sessions done (cpu: exit 1 after 3 restart(s))",
+        "devsim: restart 4 of at most 10*",
+        "*1 failed, 7 deselected*",
+        "devsim: cpu: 4 crashed, 1 failed, 3 passed; 4 restart(s)",
+        "devsim: sessions done (cpu: exit 1 after 4 restart(s))",
     ])
     # the JUnit file has every test: the children that died wrote none, their parts come from the stream
     cases = {c.get("name"): c for c in ElementTree.parse(pytester.path / "junit.xml").getroot().iter("testcase")}
@@ -98,12 +105,13 @@ def test_the_restart_limit_leaves_the_rest_unrun_and_says_so(pytester: pytest.Py
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
         "devsim: restart 1 of at most 1*",
-        "devsim: the session on cpu reached the restart limit (1, --devsim-max-restarts): 3 test(s) not run",
-        "devsim: cpu: 2 crashed, 2 passed; 1 restart(s); 3 not run (restart limit)",
+        "devsim: the session on cpu reached the restart limit (1, --devsim-max-restarts): 4 test(s) not run",
+        "devsim: cpu: 2 crashed, 2 passed; 1 restart(s); 4 not run (restart limit)",
     ])
     report, tests = outcomes(pytester)
     assert sorted(tests) == ["test_a", "test_abort", "test_b", "test_exit"]
-    assert report["unrun"] == {"cpu": [f"test_inner.py::{n}[devsim:cpu]" for n in ("test_c", "test_kill", "test_d")]}
+    assert report["unrun"] == {"cpu": [f"test_inner.py::{n}[devsim:cpu]" for n in ("test_c", "test_kill", "test_segv",
+                                                                                   "test_d")]}
 
 
 @needs_devsim
@@ -112,6 +120,30 @@ def test_with_x_a_crash_stops_the_session(pytester: pytest.Pytester) -> None:
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     _, tests = outcomes(pytester)
     assert {n: t["outcome"] for n, t in tests.items()} == {"test_a": "passed", "test_abort": "crashed"}
+
+
+@needs_devsim
+def test_a_hang_the_timeout_cannot_interrupt_is_ended_and_the_session_resumes(pytester: pytest.Pytester) -> None:
+    """The main thread blocks SIGALRM, so only faulthandler's backstop (timeout + 30 s) ends the child."""
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])
+    pytester.makepyfile(test_inner="""
+import signal, time
+
+def test_hang():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    time.sleep(600)
+
+def test_after():
+    pass
+""")
+    result = pytester.runpytest_subprocess(*LOAD, "-p", "no:cacheprovider", f"--devsim={DEVSIM}", "--devsim-host",
+                                           "cpu", "--devsim-timeout", "1", "--devsim-report", "report.json")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str() + result.stderr.str()
+    _, tests = outcomes(pytester)
+    assert tests["test_after"]["outcome"] == "passed" and tests["test_hang"]["outcome"] == "crashed"
+    assert tests["test_hang"]["reason"] == ("the session child was ended after the test ran past --devsim-timeout "
+                                            "and never got back to Python (exit status 1)")
+    assert any("in test_hang" in line for line in tests["test_hang"]["output"])
 
 
 def test_the_stream_reads_back_what_was_written_and_skips_a_cut_line(tmp_path) -> None:

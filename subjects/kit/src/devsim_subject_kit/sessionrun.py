@@ -137,22 +137,24 @@ def _run_child(name: str, message: dict[str, Any], scratch: Path, options: RunOp
 def run_streamed(command: list[str], where: Path, env: dict[str, str]) -> tuple[int, list[str]]:
     """Run `command`, its stdout and stderr passed on as they come; its exit code (INTERRUPTED on Ctrl-C) and
     its last `TAIL_LINES` lines of output."""
-    chunks: deque[bytes] = deque()
+    chunks: deque[bytes] = deque()  # the output of both streams in the order it came, the last _TAIL_BYTES
     lock = threading.Lock()
-    open_line = [False]  # whether the child's stdout ends in the middle of a line
+    state: dict[str, Any] = {"size": 0, "last": None, "open_line": False}
 
     def pump(source: BinaryIO, sink: Any) -> None:
-        size = 0
         while data := os.read(source.fileno(), 65536):
             sink.write(data)
             sink.flush()
             with lock:
-                if source is process.stdout:
-                    open_line[0] = not data.endswith(b"\n")
+                if source is process.stdout:  # whether the child's stdout ends in the middle of a line
+                    state["open_line"] = not data.endswith(b"\n")
+                if state["last"] not in (None, source) and chunks and not chunks[-1].endswith(b"\n"):
+                    data = b"\n" + data  # the other stream's line was cut: this one starts a line of its own
+                state["last"] = source
                 chunks.append(data)
-                size += len(data)
-                while size > _TAIL_BYTES and len(chunks) > 1:
-                    size -= len(chunks.popleft())
+                state["size"] += len(data)
+                while state["size"] > _TAIL_BYTES and len(chunks) > 1:
+                    state["size"] -= len(chunks.popleft())
 
     process = subprocess.Popen(command, cwd=where, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None and process.stderr is not None  # both are pipes
@@ -169,7 +171,7 @@ def run_streamed(command: list[str], where: Path, env: dict[str, str]) -> tuple[
         thread.join(timeout=2.0)
     with lock:
         text = b"".join(chunks).decode("utf-8", errors="replace")
-    if open_line[0]:  # the parent's next line starts a line of its own
+    if state["open_line"]:  # the parent's next line starts a line of its own
         say("")
     return code, text.splitlines()[-TAIL_LINES:]
 
@@ -204,6 +206,9 @@ def crash_entry(nodeid: str, profile: str, started: float, read: StreamRead, cod
                 tail: list[str]) -> dict[str, Any]:
     """The report entry of a test its child died in: crashed, or the named skip of a GPU-only call it made."""
     died = f"the session child died while running it ({cause(code)})"
+    if code == 1 and any(line.startswith("Timeout (") for line in tail):  # faulthandler's backstop (sessionchild)
+        died = "the session child was ended after the test ran past --devsim-timeout and never got back to Python " \
+               "(exit status 1)"
     refused = read.refused.get(nodeid)
     entry: dict[str, Any] = {"nodeid": nodeid, "profile": profile, "outcome": "crashed",
                              "duration": round(max(time.time() - started, 0.0), 6), "reason": died, "output": tail}
