@@ -92,7 +92,9 @@ def test_a_child_killed_mid_test_keeps_every_result_and_runs_the_rest(pytester: 
         "devsim: sessions done (cpu: exit 1 after 4 restart(s))",
     ])
     # the JUnit file has every test: the children that died wrote none, their parts come from the stream
-    cases = {c.get("name"): c for c in ElementTree.parse(pytester.path / "junit.xml").getroot().iter("testcase")}
+    root = ElementTree.parse(pytester.path / "junit.xml").getroot()
+    assert {p.get("value") for p in root.iter("property") if p.get("name") == "devsim_restarts"} == {"4"}
+    cases = {c.get("name"): c for c in root.iter("testcase")}
     assert sorted(cases) == sorted(f"{n}[devsim:cpu]" for n in tests)
     assert cases["test_kill[devsim:cpu]"].find("failure").get("message").endswith("(signal 9 (SIGKILL))")
     assert cases["test_d[devsim:cpu]"].find("failure") is not None

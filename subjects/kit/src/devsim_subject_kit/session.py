@@ -239,6 +239,12 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
     for number, (name, (message, host)) in enumerate(hosts.items(), 1):
         say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({describe(host)})")
         run = run_profile(name, message, host, options)
+        for suite in run.suites:  # the JUnit file says how many times the profile's session was restarted
+            properties = suite.find("properties")
+            if properties is None:
+                properties = ElementTree.Element("properties")
+                suite.insert(0, properties)
+            ElementTree.SubElement(properties, "property", name="devsim_restarts", value=str(run.restarts))
         codes[name], restarted[name], tests, suites = run.code, run.restarts, tests + run.tests, suites + run.suites
         if run.unrun:
             unrun[name] = run.unrun

@@ -14,24 +14,25 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 
 class ResultStream:
-    """The child's side: events appended to `path` (nothing is written without one)."""
+    """The child's side: events appended to `path` (nothing is written without one). Each event opens, appends
+    and closes the file, so no open file outlives a write (a forked child, a suite that turns ResourceWarning into
+    an error) and two processes (an xdist worker's `collected`, the controller's results) may append to it."""
 
     def __init__(self, path: str | None) -> None:
-        self._file: TextIO | None = open(path, "a", encoding="utf-8") if path else None  # noqa: SIM115
+        self.path = path
         self._lock = threading.Lock()
 
     def write(self, event: str, **fields: Any) -> None:
-        """Append one event, written through to the file before returning."""
-        if self._file is None:
+        """Append one event, on disk before returning."""
+        if self.path is None:
             return
         line = json.dumps({"event": event, "time": time.time(), **fields}) + "\n"
-        with self._lock:
-            self._file.write(line)
-            self._file.flush()
+        with self._lock, open(self.path, "a", encoding="utf-8") as out:
+            out.write(line)
 
 
 @dataclass
