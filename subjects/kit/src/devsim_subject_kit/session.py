@@ -152,11 +152,15 @@ def _all_threads(torch_host: Any) -> Any:
     phases do, while the host has GPUs."""
     from contextlib import nullcontext
 
-    from .cpubacked import CpuBackedGpus
     from .threads import AllThreads
 
     def mode() -> Any:
-        return CpuBackedGpus() if torch_host.host.has_gpu_runtime else nullcontext()  # type: ignore[no-untyped-call]
+        if not torch_host.host.has_gpu_runtime:
+            return nullcontext()
+        # imported once a thread needs it, never on a host without GPUs
+        from .cpubacked import CpuBackedGpus
+
+        return CpuBackedGpus()  # type: ignore[no-untyped-call]  # torch's mode is untyped
 
     return AllThreads(mode, lambda exc: None).install()
 
