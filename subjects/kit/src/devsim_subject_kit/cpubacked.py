@@ -187,24 +187,23 @@ class CpuBackedGpus(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torc
     (`cpu_backed_class`), keeping its own methods. `torch.save` writes a `CpuBacked` tensor's values and
     `torch.load` puts them back on its GPU (`map_location` is not applied to it); `copy.deepcopy` keeps its GPU.
     A C++ conversion to recorded options (autograd's backward of a cast) keeps a `CpuBacked` tensor on its GPU;
-    only `to`/`cpu` move it to the CPU. The mode is per thread: a thread the code under test starts does not
-    have it."""
+    only `to`/`cpu` move it to the CPU. The mode is per thread (torch keeps its modes per thread): a thread
+    enters its own (`threads.AllThreads` makes every thread a session starts do so); the attributes it patches
+    are shared, put in place by the first mode entered in any thread and back by the last one left."""
 
     def __enter__(self) -> Self:
-        self._patches = patches = Patches()
-        patches.set(torch, "_has_compatible_shallow_copy_type",
-                    _compatible_unless_cpu_backed(torch._has_compatible_shallow_copy_type))
-        patches.set(torch.Tensor, "_make_subclass", staticmethod(_make_subclass_of(torch._C.TensorBase._make_subclass)))
-        patches.set(torch.Tensor, "data", _DATA)
-        for name in ("tensor", "as_tensor"):
-            patches.set(torch, name, _from_data_on_cpu(getattr(torch, name)))
-        return super().__enter__()  # type: ignore[no-any-return,no-untyped-call]
+        _TORCH_PATCHES.acquire()
+        try:
+            return super().__enter__()  # type: ignore[no-any-return,no-untyped-call]
+        except BaseException:
+            _TORCH_PATCHES.release()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         try:
             super().__exit__(*exc)  # type: ignore[no-untyped-call]  # torch's TorchDispatchMode is untyped
         finally:
-            self._patches.undo()
+            _TORCH_PATCHES.release()
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = dict(kwargs or {})
@@ -225,6 +224,34 @@ class CpuBackedGpus(TorchDispatchMode):  # type: ignore[no-untyped-call]  # torc
             return kept if kept is not None else CpuBacked(value, device)
 
         return tree_map(wrap, result)
+
+
+class _SharedPatches:
+    """torch's attributes the mode replaces while it is active in any thread (`set`: who uses them counts)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._patches = Patches()
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                patches = self._patches
+                patches.set(torch, "_has_compatible_shallow_copy_type",
+                            _compatible_unless_cpu_backed(torch._has_compatible_shallow_copy_type))
+                patches.set(torch.Tensor, "_make_subclass",
+                            staticmethod(_make_subclass_of(torch._C.TensorBase._make_subclass)))
+                patches.set(torch.Tensor, "data", _DATA)
+                for name in ("tensor", "as_tensor"):
+                    patches.set(torch, name, _from_data_on_cpu(getattr(torch, name)))
+            self._users += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                self._patches.undo()
 
 
 class _Caller(threading.local):
@@ -293,6 +320,7 @@ def _set_data(tensor: torch.Tensor, new: torch.Tensor) -> None:
 
 #: `Tensor.data` while the mode is active
 _DATA = property(_BASE_DATA.__get__, _set_data)
+_TORCH_PATCHES = _SharedPatches()
 
 _CPU_BACKED_CLASSES: dict[type, type] = {}
 

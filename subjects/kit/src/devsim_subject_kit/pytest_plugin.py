@@ -20,9 +20,12 @@ The whole session on a simulated host (`session`, `sessionchild`): an unmodified
 collection included, runs on each named profile in a fresh pytest process of its own:
 
     pytest --devsim-host r9700x2,h200 [--devsim-timeout 300] [--devsim-report devsim-report.json]
+           [--devsim-max-restarts 10]
 
 The profiles come from `--devsim-host`, else the ini option `devsim_host`, else $DEVSIM_HOST. Test ids get the
-profile (`test_x[devsim:r9700x2]`), the exit code is the worst of the sessions', `devsim_host` (unmarked tests)
+profile (`test_x[devsim:r9700x2]`), a session child that dies mid-test is replaced by a fresh one that resumes
+after that test (`sessionrun`), every thread the project starts is on the host (`threads`), the exit code is
+the worst of the sessions', `devsim_host` (unmarked tests)
 and `devsim_trace` give the session's host and the test's device queries, and `rocminfo`, `nvidia-smi`,
 `amd-smi` and `rocm-smi` answer from the host (`shims`). A marked test in such a session runs on its marker's
 profiles, forked from the session child.
@@ -71,6 +74,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--devsim-timeout", dest="devsim_timeout", type=float, default=None, metavar="SECONDS",
                     help=f"with --devsim-host: fail a test phase that runs longer (default {_session.DEFAULT_TIMEOUT:g}; "
                     "0: none)")
+    group.addoption("--devsim-max-restarts", dest="devsim_max_restarts", type=int, default=None, metavar="N",
+                    help="with --devsim-host: after a session child dies, resume in a fresh one at most N times per "
+                    "profile (default 10; 0: never), then leave the tests left unrun")
     group.addoption("--devsim-report", dest="devsim_report", default=None, metavar="FILE",
                     help="with --devsim-host: write each test's outcome on each profile to FILE (JSON)")
     parser.addini("devsim_host", "devsim host profiles the whole session runs on (as --devsim-host)", default=None)

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,7 +34,6 @@ import pytest
 
 from .host import Host, HostError
 from .profiles import ProfileError, find_devsim, host_of, load_profiles
-from .shims import write_shims
 
 #: The environment variable that makes a pytest run a session child (JSON, `SessionSpec`).
 SESSION_ENV = "DEVSIM_SESSION"
@@ -60,7 +57,10 @@ class SessionSpec:
     profile: str
     host: dict[str, Any]
     timeout: float = DEFAULT_TIMEOUT
+    #: where the child streams its results (`stream`)
     report: str | None = None
+    #: a file of the node ids earlier children of this session ran (one a line): not run again
+    skip: str | None = None
 
     def to_env(self) -> str:
         """The value of `DEVSIM_SESSION`."""
@@ -72,7 +72,7 @@ class SessionSpec:
         try:
             data = json.loads(text)
             return cls(profile=str(data["profile"]), host=dict(data["host"]), timeout=float(data["timeout"]),
-                       report=data.get("report"))
+                       report=data.get("report"), skip=data.get("skip"))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{SESSION_ENV} is not a devsim session: {exc!r}") from exc
 
@@ -84,6 +84,8 @@ class SessionHost:
     spec: SessionSpec
     host: Host
     torch_host: Any
+    #: what makes every thread's start enter the host (`threads`)
+    threads: Any = None
 
 
 def worst(codes: Sequence[int]) -> int:
@@ -142,7 +144,25 @@ def boot(environ: dict[str, str] | None = None) -> SessionHost | str | None:
 
     # NVML and amdsmi, which some projects ask instead of torch (vLLM's platform detection), answer from the host
     ManagementLibraries(lambda: torch_host.host, torch_host.recorder).install()
-    return SessionHost(spec=spec, host=host, torch_host=torch_host)
+    return SessionHost(spec=spec, host=host, torch_host=torch_host, threads=_all_threads(torch_host))
+
+
+def _all_threads(torch_host: Any) -> Any:
+    """Every thread started from now on enters the host's CPU-backed GPUs (`threads`), as the main thread's test
+    phases do, while the host has GPUs."""
+    from contextlib import nullcontext
+
+    from .threads import AllThreads
+
+    def mode() -> Any:
+        if not torch_host.host.has_gpu_runtime:
+            return nullcontext()
+        # imported once a thread needs it, never on a host without GPUs
+        from .cpubacked import CpuBackedGpus
+
+        return CpuBackedGpus()  # type: ignore[no-untyped-call]  # torch's mode is untyped
+
+    return AllThreads(mode, lambda exc: None).install()
 
 
 # -- the parent
@@ -200,46 +220,48 @@ def child_args(args: Sequence[str]) -> list[str]:
 
 
 def dispatch(early_config: pytest.Config, names: list[str]) -> int:
-    """Run the session once per profile, one child process each; returns the worst exit code."""
+    """Run the session once per profile (`sessionrun`: a child process each, a fresh one after one dies);
+    returns the worst exit code."""
+    from .sessionrun import DEFAULT_MAX_RESTARTS, RunOptions, run_profile
+
     hosts = resolve(early_config, names)
     ns = early_config.known_args_namespace
-    timeout = float(ns.devsim_timeout if ns.devsim_timeout is not None else DEFAULT_TIMEOUT)
-    args = child_args(early_config.invocation_params.args)
     where = early_config.invocation_params.dir
-    stop_on_failure = bool(getattr(ns, "maxfail", 0))
     junit_path: str | None = getattr(ns, "xmlpath", None)  # absent under -p no:junitxml
+    restarts = getattr(ns, "devsim_max_restarts", None)
+    options = RunOptions(
+        args=child_args(early_config.invocation_params.args), where=Path(where),
+        timeout=float(ns.devsim_timeout if ns.devsim_timeout is not None else DEFAULT_TIMEOUT),
+        junit=bool(junit_path), max_restarts=DEFAULT_MAX_RESTARTS if restarts is None else max(int(restarts), 0),
+        stop_on_failure=bool(getattr(ns, "maxfail", 0)),
+    )
     codes: dict[str, int] = {}
+    restarted: dict[str, int] = {}
+    unrun: dict[str, list[str]] = {}
     tests: list[dict[str, Any]] = []
     suites: list[ElementTree.Element] = []
     for number, (name, (message, host)) in enumerate(hosts.items(), 1):
-        with tempfile.TemporaryDirectory(prefix="devsim-session-") as scratch:
-            shims = Path(scratch) / "bin"
-            write_shims(shims, host, name)
-            report = Path(scratch) / "report.json"
-            spec = SessionSpec(profile=name, host=message, timeout=timeout, report=str(report))
-            env = dict(os.environ, **{SESSION_ENV: spec.to_env()})
-            env["PATH"] = os.pathsep.join([str(shims), env.get("PATH", "")])
-            # each session writes its own JUnit file (the last --junitxml wins), merged into the one asked for
-            junit = [f"--junitxml={Path(scratch) / 'junit.xml'}"] if junit_path else []
-            _say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({describe(host)})")
-            try:
-                done = subprocess.run([sys.executable, "-m", "pytest", *args, *junit], cwd=where, env=env,
-                                      check=False)
-                codes[name] = done.returncode
-            except KeyboardInterrupt:
-                codes[name] = int(pytest.ExitCode.INTERRUPTED)
-            if report.is_file():
-                tests += json.loads(report.read_text())
-            if junit:
-                suites += junit_suites(Path(scratch) / "junit.xml", name)
-        if codes[name] == pytest.ExitCode.INTERRUPTED or (stop_on_failure and codes[name] != 0):
+        say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({describe(host)})")
+        run = run_profile(name, message, host, options)
+        for suite in run.suites:  # the JUnit file says how many times the profile's session was restarted
+            properties = suite.find("properties")
+            if properties is None:
+                properties = ElementTree.Element("properties")
+                suite.insert(0, properties)
+            ElementTree.SubElement(properties, "property", name="devsim_restarts", value=str(run.restarts))
+        codes[name], restarted[name], tests, suites = run.code, run.restarts, tests + run.tests, suites + run.suites
+        if run.unrun:
+            unrun[name] = run.unrun
+        if codes[name] == pytest.ExitCode.INTERRUPTED or (options.stop_on_failure and codes[name] != 0):
             break
     left = [n for n in hosts if n not in codes]
-    summary = ", ".join(f"{n}: exit {c}" for n, c in codes.items())
-    _say(f"devsim: sessions done ({summary})" + (f"; not run after that: {', '.join(left)}" if left else ""))
+    summary = ", ".join(f"{n}: exit {c}" + (f" after {restarted[n]} restart(s)" if restarted[n] else "")
+                        for n, c in codes.items())
+    say(f"devsim: sessions done ({summary})" + (f"; not run after that: {', '.join(left)}" if left else ""))
     if ns.devsim_report:
+        # format 1 still: `restarts` and `unrun`, the `crashed` outcome and an entry's `output` came later
         document = {"format": REPORT_FORMAT, "profiles": list(hosts), "exit_codes": codes, "not_run": left,
-                    "tests": tests}
+                    "restarts": restarted, "unrun": unrun, "tests": tests}
         Path(where, ns.devsim_report).write_text(json.dumps(document, indent=2) + "\n")
     if junit_path:
         merged = ElementTree.Element("testsuites", name="pytest tests")
@@ -264,6 +286,7 @@ def describe(host: Host) -> str:
     return f"torch={host.torch}, {gpus}"
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
+    """Print one line of the parent's own to stdout at once (between the children's streamed output)."""
     sys.stdout.write(line + "\n")
     sys.stdout.flush()

@@ -11,13 +11,17 @@
   a call into a stand-in native library (`SimulatedNativeCall`), a native op with no CPU kernel, a Triton
   launch, or device memory (torch's "no driver" errors); on a host without a GPU runtime only the first.
   Everything else fails as it is.
-- The report (`--devsim-report`) gets one entry per test: node id, profile, outcome, duration, reason.
+- The report (`--devsim-report`) gets one entry per test: node id, profile, outcome, duration, reason. Each
+  entry reaches the parent as its test ends (`stream`), with the collected ids first and each test's start, so
+  a child that dies loses nothing and names the test it died in; a fresh child is told the tests already run
+  (`SessionSpec.skip`) and deselects them.
+- A GPU-only call (`gpuonly`) or a thread ending with an error only a real GPU would have avoided (`threads`),
+  in any thread, makes the running test a skip that names it.
 """
 
 from __future__ import annotations
 
 import faulthandler
-import json
 import os
 import re
 import signal
@@ -35,6 +39,7 @@ import pytest
 from .host import Host
 from .nativelibs import SimulatedNativeCall
 from .session import SessionHost, describe
+from .stream import ResultStream
 
 #: Seconds between the SIGALRM failure and the faulthandler backstop that ends the process.
 BACKSTOP_GRACE = 30.0
@@ -129,6 +134,12 @@ class SessionChild:
         self.timeout = session_host.spec.timeout
         self.real_stderr = real_stderr
         self.results: dict[str, dict[str, Any]] = {}
+        self.stream = ResultStream(None)
+        self.running: str | None = None  # the test whose protocol runs now (in the controller)
+        self.refused: dict[str, str] = {}  # node id -> the first GPU-only call it made
+        session_host.torch_host.on_refusal = self._refuse
+        if session_host.threads is not None:
+            session_host.threads.on_exception = self._thread_raised
 
     # -- header and ids
 
@@ -136,10 +147,23 @@ class SessionChild:
         host = describe(self.session_host.host)
         return f"devsim: simulated host {self.profile} ({host}); per-test timeout {self.timeout:g}s"
 
+    def pytest_configure(self, config: pytest.Config) -> None:
+        # only the process that reports (not an xdist worker) streams its results to the parent
+        if not hasattr(config, "workerinput"):
+            self.stream = ResultStream(self.session_host.spec.report)
+
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         for item in items:
             _rename(item, with_profile(item.nodeid, self.profile))
+        worker = getattr(config, "workerinput", {}).get("workerid")
+        if worker in (None, "gw0"):
+            ResultStream(self.session_host.spec.report).write("collected", nodeids=[i.nodeid for i in items])
+        done = _done(self.session_host.spec.skip)
+        if done:  # a fresh child after one died: the tests the earlier ones ran are not run again
+            kept = [i for i in items if i.nodeid not in done]
+            config.hook.pytest_deselected(items=[i for i in items if i.nodeid in done])
+            items[:] = kept
 
     # -- the timeout
 
@@ -204,18 +228,47 @@ class SessionChild:
 
     # -- what needs a real GPU
 
+    def _refuse(self, reason: str) -> None:
+        """A GPU-only call was refused, in any thread: the running test becomes a skip that names it. The event
+        is streamed at once, so the parent names it even if the process dies over it (a thread pool that aborts
+        when a worker raises)."""
+        running = self.running
+        if running is not None and running not in self.refused:
+            self.refused[running] = reason
+            self.stream.write("refused", nodeid=running, reason=reason)
+
+    def _thread_raised(self, exc: BaseException) -> None:
+        """A thread ended with `exc`: one only a real GPU would have avoided is refused for the running test."""
+        reason = needs_real_gpu(exc, self.session_host.host)
+        if reason is not None:
+            self._refuse(reason)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[
             None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        if call.excinfo is not None and report.failed and call.when in ("setup", "call"):
+        if call.when not in ("setup", "call") or report.skipped:
+            return report
+        reason = self.refused.get(item.nodeid)
+        if reason is None and call.excinfo is not None and report.failed:
             reason = needs_real_gpu(call.excinfo.value, self.session_host.host)
-            if reason is not None:
-                report.outcome = "skipped"
-                report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {reason}")
+        if reason is not None:  # a GPU-only call refused in any thread: the outcome is not the GPU's
+            report.outcome = "skipped"
+            report.longrepr = (str(item.path), (item.location[1] or 0) + 1, f"Skipped: {reason}")
         return report
 
     # -- the report
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.running = nodeid
+        self.stream.write("start", nodeid=nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        if self.running == nodeid:
+            self.running = None
+        entry = self.results.get(nodeid)
+        if entry is not None:
+            self.stream.write("result", nodeid=nodeid, entry=entry)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         entry = self.results.setdefault(report.nodeid, {"nodeid": report.nodeid, "profile": self.profile,
@@ -238,9 +291,12 @@ class SessionChild:
             entry["outcome"] = "xpassed"
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        where = self.session_host.spec.report
-        if where and not hasattr(session.config, "workerinput"):  # the controller, not an xdist worker
-            Path(where).write_text(json.dumps(list(self.results.values())))
+        self.stream.write("finished")
+
+
+def _done(path: str | None) -> set[str]:
+    """The node ids listed in `path`, one a line (none without a file)."""
+    return set(Path(path).read_text(encoding="utf-8").splitlines()) if path else set()
 
 
 def dup_stderr() -> TextIO | None:

@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Callable
 from types import FrameType
 from typing import Any, Literal
 
 import torch
 
+from .currentdevice import CurrentDevices
 from .deferredcompile import deferred
+from .gpuonly import GPU_ONLY, refusing
 from .host import VISIBLE_ENV, Gpu, Host
 from .patches import Patches, TorchOwner
 from .recorder import MoveCapture, Recorder
@@ -100,10 +101,12 @@ class SimulatedTorch:
         self.recorder = recorder or Recorder()
         self.moves = MoveCapture()
         self.host = Host()
-        self._current: dict[int, int] = {}
+        self._current = CurrentDevices()
         self._patches = Patches()
         self._saved_env: dict[str, str | None] = {}
         self.device_context = self._device_context_class()
+        #: Told the skip reason when a GPU-only native call is refused (`gpuonly`), in the thread that made it.
+        self.on_refusal: Callable[[str], None] = lambda reason: None
 
     # -- installing and switching
 
@@ -133,9 +136,7 @@ class SimulatedTorch:
     def configure(self, host: Host) -> None:
         """Become `host`: torch's build versions, the visible-device variables, the calling thread's device."""
         self.host = host
-        self._current = {}
-        if host.visible_gpus():
-            self._current[threading.get_ident()] = host.current
+        self._current.reset(host.current if host.visible_gpus() else 0)
         torch.version.hip = host.version if host.is_rocm else None
         torch.version.cuda = host.version if host.torch == "cuda" else None
         for name in VISIBLE_ENV:
@@ -161,7 +162,7 @@ class SimulatedTorch:
 
     def current(self) -> int:
         """The calling thread's current device, without recording (subject bookkeeping)."""
-        return self._current.get(threading.get_ident(), 0)
+        return self._current.get()
 
     def enter(self, host: Host) -> str | None:
         """A scenario begins on `host`: None, or why this build cannot simulate it."""
@@ -234,7 +235,7 @@ class SimulatedTorch:
             return
         self._check(ordinal)
         self.recorder.record("set_device", ordinal)
-        self._current[threading.get_ident()] = ordinal
+        self._current.set(ordinal)
 
     def exchange_device(self, ordinal: int) -> int:
         """torch.cuda._exchange_device: returns the previous device, switches only when different."""
@@ -245,7 +246,7 @@ class SimulatedTorch:
         if previous != ordinal:
             self._check(ordinal)
             self.recorder.record("set_device", ordinal)
-            self._current[threading.get_ident()] = ordinal
+            self._current.set(ordinal)
         return previous
 
     def maybe_exchange_device(self, ordinal: int) -> int:
@@ -256,7 +257,7 @@ class SimulatedTorch:
         if previous != ordinal:
             self._check(ordinal)
             self.recorder.record("set_device", ordinal)
-            self._current[threading.get_ident()] = ordinal
+            self._current.set(ordinal)
         return previous
 
     def _visible(self, device: Any) -> tuple[int, Gpu]:
@@ -378,6 +379,9 @@ class SimulatedTorch:
             "default_generators": (),  # set per host by configure
         }.items():
             p.set(cuda, name, value)
+        for name in GPU_ONLY:
+            if hasattr(cuda, name):
+                p.set(cuda, name, refusing(name, self._require_runtime, lambda r: self.on_refusal(r), getattr(cuda, name)))
         # torch.cuda.random bound these names at its import (`from . import current_device, ...`)
         for name in ("current_device", "device_count", "is_initialized", "_lazy_init"):
             if hasattr(cuda.random, name):
