@@ -8,9 +8,11 @@
 //!
 //! One job per submodule: [`corpus`] finds and reads files, `source` turns offsets into positions and
 //! errors, [`hosts`] finds and merges host profiles, `steps` decodes each action, `expectations` checks
-//! what a step expects, `batches` loads a long file's steps in batches across cores.
+//! what a step expects, `batches` loads a long file's steps in batches across cores, [`budget`] bounds what a
+//! whole corpus load asks of a run.
 
 mod batches;
+pub(crate) mod budget;
 pub(crate) mod corpus;
 mod expectations;
 mod hints;
@@ -30,6 +32,7 @@ use crate::scenario::matrix::{self, MatrixContext};
 use crate::scenario::model::{Scenario, Step, TraceRules};
 use crate::vocab::TorchBuild;
 use batches::Batches;
+use budget::{Cost, RunBudget, Turn};
 use toml::Spanned;
 
 #[allow(deprecated)]
@@ -82,9 +85,32 @@ pub fn load_found(
     profiles: &ProfileSources,
     only: Option<&str>,
 ) -> Vec<Loaded> {
-    match read_bounded(&found.path) {
-        Ok(text) => expand_only(&found.path, &found.name, &text, catalog, profiles, only),
+    match load_found_within(found, catalog, profiles, only, None) {
+        Ok(loaded) => loaded,
         Err(error) => vec![(found.name.clone(), Err(error))],
+    }
+}
+
+/// [`load_found`] taking its turn of a run-wide budget, if any: `Err` is the file refused for crossing it.
+fn load_found_within(
+    found: &Found,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+    only: Option<&str>,
+    turn: Option<&mut Turn<'_>>,
+) -> Result<Vec<Loaded>, LoadError> {
+    match read_bounded(&found.path) {
+        Ok(text) => expand_only(
+            &found.path,
+            &found.name,
+            &text,
+            catalog,
+            profiles,
+            only,
+            turn,
+        ),
+        // The turn, dropped unasked, asks for nothing.
+        Err(error) => Ok(vec![(found.name.clone(), Err(error))]),
     }
 }
 
@@ -107,11 +133,21 @@ pub fn expand_scenarios(
     catalog: &Catalog,
     profiles: &ProfileSources,
 ) -> Vec<Loaded> {
-    expand_only(path, &scenario_name(path), text, catalog, profiles, None)
+    expand_only(
+        path,
+        &scenario_name(path),
+        text,
+        catalog,
+        profiles,
+        None,
+        None,
+    )
+    .unwrap_or_else(|error| vec![(scenario_name(path), Err(error))])
 }
 
 /// The scenarios of `text` (its file named `base`); with `only`, just the case of that name (and any error
-/// of the file as a whole).
+/// of the file as a whole). With a `turn` of a run-wide budget, the file asks for its step executions before
+/// it is expanded or parsed: `Err` is the file refused for crossing the budget.
 fn expand_only(
     path: &Path,
     base: &str,
@@ -119,18 +155,33 @@ fn expand_only(
     catalog: &Catalog,
     profiles: &ProfileSources,
     only: Option<&str>,
-) -> Vec<Loaded> {
+    mut turn: Option<&mut Turn<'_>>,
+) -> Result<Vec<Loaded>, LoadError> {
     let named = |scenario: Scenario| Scenario {
         name: base.to_string(),
         ..scenario
     };
-    if !matrix::has_matrix(text) {
-        return vec![(
+    let source = Source::new(path, text);
+    let mut ask = |cost: Cost, at: usize| match turn.as_deref_mut() {
+        Some(turn) => turn
+            .ask(cost)
+            .map_err(|over| source.error(at..at, over.message())),
+        None => Ok(()),
+    };
+    let plain = |ask: &mut dyn FnMut(Cost, usize) -> Result<(), LoadError>| {
+        let cost = Cost {
+            executions: matrix::executions_of(text),
+            matrix: false,
+        };
+        ask(cost, 0)?;
+        Ok(vec![(
             base.to_string(),
             parse_scenario(path, text, catalog, profiles).map(named),
-        )];
+        )])
+    };
+    if !matrix::has_matrix(text) {
+        return plain(&mut ask);
     }
-    let source = Source::new(path, text);
     let context = MatrixContext {
         catalog,
         inventory: Some(Inventory::reference()),
@@ -148,23 +199,27 @@ fn expand_only(
             })
             .collect(),
     };
-    let cases = match matrix::expand(text, &context) {
-        Ok(None) => {
-            return vec![(
-                base.to_string(),
-                parse_scenario(path, text, catalog, profiles).map(named),
-            )];
-        }
-        Ok(Some(cases)) => cases,
+    let plan = match matrix::plan(text, &context) {
+        Ok(None) => return plain(&mut ask),
+        Ok(Some(plan)) => plan,
         Err(error) => {
             let at = error.offset..error.offset;
             let error = source.error_with_help(at, error.message, error.help);
-            return vec![(base.to_string(), Err(error))];
+            return Ok(vec![(base.to_string(), Err(error))]);
         }
     };
-    cases
+    let cost = Cost {
+        executions: plan.executions(),
+        matrix: true,
+    };
+    ask(cost, plan.header())?;
+    let closed = || turn.as_deref().is_some_and(Turn::closed);
+    Ok(plan
+        .cases()
         .into_iter()
         .filter(|case| only.is_none_or(|wanted| case.name(base) == wanted))
+        // Once a file has crossed the run's budget the load is refused: what is left is not parsed.
+        .take_while(|_| !closed())
         .map(|case| {
             let name = case.name(base);
             let scenario = match &case.text {
@@ -183,7 +238,7 @@ fn expand_only(
                 });
             (name, scenario)
         })
-        .collect()
+        .collect())
 }
 
 /// Checks a scenario's text (no size limit: the caller holds it already); `path` names it. A `[matrix]`
@@ -359,7 +414,8 @@ pub fn load_all_with(
 pub(crate) type NamedLoadError = (String, LoadError);
 
 /// [`load_all_with`], each load error with the name of the scenario it stands for (a selection by name
-/// keeps or drops it as it would the scenario).
+/// keeps or drops it as it would the scenario). The files together are held to a run-wide budget
+/// ([`budget`]): a file that crosses it refuses the whole load, naming that file.
 pub(crate) fn load_all_named(
     paths: &[PathBuf],
     catalog: &Catalog,
@@ -368,14 +424,18 @@ pub(crate) fn load_all_named(
     let mut scenarios = Vec::new();
     let mut errors = Vec::new();
     let profiles = &profiles.for_one_load();
-    let files = find_named(paths)?;
-    let loaded = in_parallel(&files, FILES_PER_WORKER, |file| {
-        load_found(file, catalog, profiles, None)
+    let files: Vec<(usize, Found)> = find_named(paths)?.into_iter().enumerate().collect();
+    let budget = RunBudget::default();
+    let loaded = in_parallel(&files, FILES_PER_WORKER, |(index, file)| {
+        let mut turn = budget.turn(*index);
+        load_found_within(file, catalog, profiles, None, Some(&mut turn))
     });
-    for (name, loaded) in loaded.into_iter().flatten() {
-        match loaded {
-            Ok(scenario) => scenarios.push(scenario),
-            Err(error) => errors.push((name, error)),
+    for loaded in loaded {
+        for (name, loaded) in loaded.map_err(|error| CorpusError::OverBudget(Box::new(error)))? {
+            match loaded {
+                Ok(scenario) => scenarios.push(scenario),
+                Err(error) => errors.push((name, error)),
+            }
         }
     }
     Ok((scenarios, errors))
