@@ -1,14 +1,17 @@
 //! The run-wide budget: what one corpus load ([`super::load_all_named`]) may ask of a run, summed over its
 //! files in file order, so that many files each within their own limits cannot together exhaust memory.
 //!
-//! Each file asks for its step executions (repeat included; a matrix file for all of its cases) before it
-//! is expanded or parsed. Files are loaded across cores, but they ask in file order ([`RunBudget::turn`]
-//! waits for every earlier file to have asked), so the file that crosses the budget is the same on every
-//! run. Once one crosses, the budget is closed: the files after it ask for nothing and stop early, and
-//! the load is refused with an error naming the file that crossed.
+//! Every file's step executions (repeat included; a matrix file's for all of its cases) are counted from
+//! its text before any file is expanded or parsed ([`cost_of`]), so a corpus over the budget is refused
+//! at once, naming the first file that takes it over, whatever loading the files before it would cost.
 
-use std::sync::{Condvar, Mutex, MutexGuard};
-
+use crate::kernel::Catalog;
+use crate::kernel::audit::Inventory;
+use crate::scenario::error::LoadError;
+use crate::scenario::load::corpus::{Found, read_bounded};
+use crate::scenario::load::hosts::ProfileSources;
+use crate::scenario::load::source::Source;
+use crate::scenario::matrix::{self, MatrixContext};
 use crate::scenario::model::Step;
 
 /// The most step executions (repeat included) every scenario of one run may ask for together: what one
@@ -55,116 +58,100 @@ impl OverBudget {
 
 /// What the files so far have asked for.
 #[derive(Debug, Default)]
-struct Spent {
-    /// The index of the file whose turn it is.
-    next: usize,
+pub(crate) struct RunBudget {
     executions: u64,
     matrix: u64,
-    /// Whether a file has crossed the budget.
-    closed: bool,
-}
-
-/// The budget of one corpus load, shared by the threads loading its files.
-#[derive(Debug, Default)]
-pub(crate) struct RunBudget {
-    spent: Mutex<Spent>,
-    turn: Condvar,
 }
 
 impl RunBudget {
-    fn spent(&self) -> MutexGuard<'_, Spent> {
-        // Only whole updates are made under the lock, so the counts are good after a panic elsewhere.
-        self.spent.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The turn of the file at `index` (0-based, in file order): every file must be given one, in order.
-    pub fn turn(&self, index: usize) -> Turn<'_> {
-        Turn {
-            budget: self,
-            index,
-            asked: false,
-        }
-    }
-
-    /// Whether a file has crossed the budget: what is still being loaded will be thrown away.
-    pub fn closed(&self) -> bool {
-        self.spent().closed
-    }
-
-    fn ask(&self, index: usize, cost: Cost) -> Result<(), OverBudget> {
-        let mut spent = self.spent();
-        while spent.next < index {
-            spent = self.turn.wait(spent).unwrap_or_else(|e| e.into_inner());
-        }
-        spent.next = index + 1;
-        self.turn.notify_all();
-        if spent.closed {
-            return Ok(());
-        }
-        let executions = spent.executions.saturating_add(cost.executions);
+    /// Takes the next file's `cost`, in file order; refused, taking nothing, when it would cross the budget.
+    pub fn ask(&mut self, cost: Cost) -> Result<(), OverBudget> {
+        let executions = self.executions.saturating_add(cost.executions);
         let matrix = match cost.matrix {
-            true => spent.matrix.saturating_add(cost.executions),
-            false => spent.matrix,
+            true => self.matrix.saturating_add(cost.executions),
+            false => self.matrix,
         };
-        let over = if matrix > MAX_RUN_MATRIX_EXECUTIONS {
-            Some(OverBudget {
+        if matrix > MAX_RUN_MATRIX_EXECUTIONS {
+            return Err(OverBudget {
                 total: matrix,
                 limit: MAX_RUN_MATRIX_EXECUTIONS,
                 matrix: true,
-            })
-        } else if executions > MAX_RUN_EXECUTIONS {
-            Some(OverBudget {
+            });
+        }
+        if executions > MAX_RUN_EXECUTIONS {
+            return Err(OverBudget {
                 total: executions,
                 limit: MAX_RUN_EXECUTIONS,
                 matrix: false,
-            })
-        } else {
-            None
+            });
+        }
+        self.executions = executions;
+        self.matrix = matrix;
+        Ok(())
+    }
+}
+
+/// What a file asks of the run, and the byte offset its refusal points at (its `[matrix]` header, or its
+/// start); `None` for a file that cannot be read or whose matrix cannot be expanded: loading it says why,
+/// and it asks for nothing.
+pub(crate) fn cost_of(
+    found: &Found,
+    catalog: &Catalog,
+    profiles: &ProfileSources,
+) -> Option<(Cost, usize)> {
+    let text = read_bounded(&found.path).ok()?;
+    let plain = || {
+        let cost = Cost {
+            executions: matrix::executions_of(&text),
+            matrix: false,
         };
-        match over {
-            Some(over) => {
-                spent.closed = true;
-                Err(over)
-            }
-            None => {
-                spent.executions = executions;
-                spent.matrix = matrix;
-                Ok(())
-            }
-        }
+        Some((cost, 0))
+    };
+    if !matrix::has_matrix(&text) {
+        return plain();
+    }
+    match matrix::plan(&text, &matrix_context(catalog, profiles)) {
+        Ok(None) => plain(),
+        Ok(Some(plan)) => Some((
+            Cost {
+                executions: plan.executions(),
+                matrix: true,
+            },
+            plan.header(),
+        )),
+        Err(_) => None,
     }
 }
 
-/// One file's turn to ask; a turn dropped without asking asks for nothing, so later files never wait on
-/// a file that failed early.
-pub(crate) struct Turn<'a> {
-    budget: &'a RunBudget,
-    index: usize,
-    asked: bool,
-}
-
-impl Turn<'_> {
-    /// Asks for `cost` once every earlier file has asked; refused when it would cross the budget.
-    pub fn ask(&mut self, cost: Cost) -> Result<(), OverBudget> {
-        if self.asked {
-            return Ok(());
-        }
-        self.asked = true;
-        self.budget.ask(self.index, cost)
-    }
-
-    /// Whether the budget is closed (this file's work will be thrown away).
-    pub fn closed(&self) -> bool {
-        self.budget.closed()
+/// The refusal of the file that crosses the budget, located at `at` in it.
+pub(crate) fn refusal(found: &Found, at: usize, over: &OverBudget) -> LoadError {
+    match read_bounded(&found.path) {
+        Ok(text) => Source::new(&found.path, &text).error(at..at, over.message()),
+        Err(_) => LoadError::new(&found.path, 1, 1, over.message()),
     }
 }
 
-impl Drop for Turn<'_> {
-    fn drop(&mut self) {
-        if !self.asked {
-            // Asking for nothing cannot cross the budget.
-            let _ = self.ask(Cost::default());
-        }
+/// What a matrix may draw on: the catalog, the reference inventory, and every profile with its family.
+pub(crate) fn matrix_context<'a>(
+    catalog: &'a Catalog,
+    profiles: &ProfileSources,
+) -> MatrixContext<'a> {
+    MatrixContext {
+        catalog,
+        inventory: Some(Inventory::reference()),
+        profiles: profiles
+            .names()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|name| {
+                let family = profiles
+                    .load(&name)
+                    .ok()
+                    .and_then(|host| host.torch.gpu_family())
+                    .map(|family| family.to_string());
+                (name, family)
+            })
+            .collect(),
     }
 }
 
@@ -181,60 +168,30 @@ mod tests {
 
     #[test]
     fn files_add_up_and_the_one_that_crosses_is_refused() {
-        let budget = RunBudget::default();
-        assert_eq!(budget.turn(0).ask(matrix(200_000)), Ok(()));
-        let refused = budget.turn(1).ask(matrix(200_000)).expect_err("crosses");
+        let mut budget = RunBudget::default();
+        assert_eq!(budget.ask(matrix(200_000)), Ok(()));
+        let refused = budget.ask(matrix(200_000)).expect_err("crosses");
         assert_eq!(refused.total, 400_000);
         assert!(refused.matrix);
-        assert!(budget.closed());
         assert_eq!(
-            budget.turn(2).ask(matrix(1)),
+            budget.ask(matrix(50_000)),
             Ok(()),
-            "after the budget closed a file is not refused again: the load is already refused"
+            "a refused file took nothing"
         );
     }
 
     #[test]
     fn plain_files_count_against_the_whole_run() {
-        let budget = RunBudget::default();
+        let mut budget = RunBudget::default();
         let plain = |executions| Cost {
             executions,
             matrix: false,
         };
-        assert_eq!(budget.turn(0).ask(plain(MAX_RUN_EXECUTIONS)), Ok(()));
-        let refused = budget.turn(1).ask(plain(1)).expect_err("one more");
+        assert_eq!(budget.ask(plain(MAX_RUN_EXECUTIONS)), Ok(()));
+        let refused = budget.ask(plain(1)).expect_err("one more");
         assert_eq!(
             (refused.total, refused.matrix),
             (MAX_RUN_EXECUTIONS + 1, false)
         );
-    }
-
-    #[test]
-    fn files_ask_in_order_whatever_thread_gets_there_first() {
-        let budget = RunBudget::default();
-        let refused: Vec<usize> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..8usize)
-                .rev()
-                .map(|index| {
-                    let budget = &budget;
-                    scope.spawn(move || budget.turn(index).ask(matrix(100_000)).is_err())
-                })
-                .collect();
-            let mut refused: Vec<usize> = handles
-                .into_iter()
-                .enumerate()
-                .filter_map(|(i, handle)| handle.join().expect("joins").then_some(7 - i))
-                .collect();
-            refused.sort_unstable();
-            refused
-        });
-        assert_eq!(refused, [2], "the third file crosses 250,000, every time");
-    }
-
-    #[test]
-    fn a_turn_dropped_unasked_lets_the_next_file_ask() {
-        let budget = RunBudget::default();
-        drop(budget.turn(0));
-        assert_eq!(budget.turn(1).ask(matrix(1)), Ok(()));
     }
 }

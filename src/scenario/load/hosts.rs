@@ -122,8 +122,8 @@ impl ProfileSources {
         Ok(files)
     }
 
-    /// Every profile name available, sorted, without duplicates.
-    pub fn names(&self) -> Result<Vec<String>, ProfileError> {
+    /// Every profile name available, sorted, without duplicates, listed again (see [`Self::names`]).
+    fn list_names(&self) -> Result<Vec<String>, ProfileError> {
         let mut names: Vec<String> = SHIPPED.iter().map(|(n, _)| n.to_string()).collect();
         for folder in &self.folders {
             names.extend(Self::folder_files(folder)?.into_iter().map(|(n, _)| n));
@@ -169,7 +169,7 @@ impl ProfileSources {
                 Err(ProfileError::NotFound {
                     name: shown(name),
                     searched: searched.join(", "),
-                    available: self.names()?.join(", "),
+                    available: listed(&self.shared_names()?),
                 })
             }
         }
@@ -192,6 +192,29 @@ impl ProfileSources {
             }
         }
         Ok((hosts, errors))
+    }
+}
+
+/// Names a message lists at most: a folder of thousands of profiles is not spelled out in every error.
+const LISTED_NAMES: usize = 50;
+
+/// Profile names for a message: the first [`LISTED_NAMES`], then how many more there are.
+fn listed(names: &[String]) -> String {
+    let shown: Vec<&str> = names
+        .iter()
+        .take(LISTED_NAMES)
+        .map(String::as_str)
+        .collect();
+    match names
+        .len()
+        .checked_sub(LISTED_NAMES)
+        .filter(|more| *more > 0)
+    {
+        Some(more) => format!(
+            "{} and {more} more (`devsim hosts` lists them)",
+            shown.join(", ")
+        ),
+        None => shown.join(", "),
     }
 }
 
@@ -323,10 +346,7 @@ pub(crate) fn merged_host(
             let name = profile.get_ref();
             let host = profiles.load_with(name, |error| {
                 let help = match &error {
-                    ProfileError::NotFound { .. } => profiles
-                        .names()
-                        .ok()
-                        .and_then(|names| did_you_mean(name, names.iter().map(String::as_str))),
+                    ProfileError::NotFound { .. } => profiles.suggestion(name),
                     _ => None,
                 };
                 source.error_with_help(profile.span(), error.to_string(), help)

@@ -25,14 +25,13 @@ use std::path::{Path, PathBuf};
 
 use crate::conformance::StepContext;
 use crate::kernel::Catalog;
-use crate::kernel::audit::Inventory;
 use crate::scenario::error::{CorpusError, LoadError};
 use crate::scenario::format::{FORMAT_VERSION, ScenarioFile, StepFields};
-use crate::scenario::matrix::{self, MatrixContext};
+use crate::scenario::matrix;
 use crate::scenario::model::{Scenario, Step, TraceRules};
 use crate::vocab::TorchBuild;
 use batches::Batches;
-use budget::{Cost, RunBudget, Turn};
+use budget::{RunBudget, cost_of, matrix_context, refusal};
 use toml::Spanned;
 
 #[allow(deprecated)]
@@ -85,32 +84,9 @@ pub fn load_found(
     profiles: &ProfileSources,
     only: Option<&str>,
 ) -> Vec<Loaded> {
-    match load_found_within(found, catalog, profiles, only, None) {
-        Ok(loaded) => loaded,
-        Err(error) => vec![(found.name.clone(), Err(error))],
-    }
-}
-
-/// [`load_found`] taking its turn of a run-wide budget, if any: `Err` is the file refused for crossing it.
-fn load_found_within(
-    found: &Found,
-    catalog: &Catalog,
-    profiles: &ProfileSources,
-    only: Option<&str>,
-    turn: Option<&mut Turn<'_>>,
-) -> Result<Vec<Loaded>, LoadError> {
     match read_bounded(&found.path) {
-        Ok(text) => expand_only(
-            &found.path,
-            &found.name,
-            &text,
-            catalog,
-            profiles,
-            only,
-            turn,
-        ),
-        // The turn, dropped unasked, asks for nothing.
-        Err(error) => Ok(vec![(found.name.clone(), Err(error))]),
+        Ok(text) => expand_only(&found.path, &found.name, &text, catalog, profiles, only),
+        Err(error) => vec![(found.name.clone(), Err(error))],
     }
 }
 
@@ -133,21 +109,11 @@ pub fn expand_scenarios(
     catalog: &Catalog,
     profiles: &ProfileSources,
 ) -> Vec<Loaded> {
-    expand_only(
-        path,
-        &scenario_name(path),
-        text,
-        catalog,
-        profiles,
-        None,
-        None,
-    )
-    .unwrap_or_else(|error| vec![(scenario_name(path), Err(error))])
+    expand_only(path, &scenario_name(path), text, catalog, profiles, None)
 }
 
 /// The scenarios of `text` (its file named `base`); with `only`, just the case of that name (and any error
-/// of the file as a whole). With a `turn` of a run-wide budget, the file asks for its step executions before
-/// it is expanded or parsed: `Err` is the file refused for crossing the budget.
+/// of the file as a whole).
 fn expand_only(
     path: &Path,
     base: &str,
@@ -155,71 +121,36 @@ fn expand_only(
     catalog: &Catalog,
     profiles: &ProfileSources,
     only: Option<&str>,
-    mut turn: Option<&mut Turn<'_>>,
-) -> Result<Vec<Loaded>, LoadError> {
+) -> Vec<Loaded> {
     let named = |scenario: Scenario| Scenario {
         name: base.to_string(),
         ..scenario
     };
-    let source = Source::new(path, text);
-    let mut ask = |cost: Cost, at: usize| match turn.as_deref_mut() {
-        Some(turn) => turn
-            .ask(cost)
-            .map_err(|over| source.error(at..at, over.message())),
-        None => Ok(()),
-    };
-    let plain = |ask: &mut dyn FnMut(Cost, usize) -> Result<(), LoadError>| {
-        let cost = Cost {
-            executions: matrix::executions_of(text),
-            matrix: false,
-        };
-        ask(cost, 0)?;
-        Ok(vec![(
+    if !matrix::has_matrix(text) {
+        return vec![(
             base.to_string(),
             parse_scenario(path, text, catalog, profiles).map(named),
-        )])
-    };
-    if !matrix::has_matrix(text) {
-        return plain(&mut ask);
+        )];
     }
-    let context = MatrixContext {
-        catalog,
-        inventory: Some(Inventory::reference()),
-        profiles: profiles
-            .names()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|name| {
-                let family = profiles
-                    .load(&name)
-                    .ok()
-                    .and_then(|host| host.torch.gpu_family())
-                    .map(|family| family.to_string());
-                (name, family)
-            })
-            .collect(),
-    };
-    let plan = match matrix::plan(text, &context) {
-        Ok(None) => return plain(&mut ask),
-        Ok(Some(plan)) => plan,
+    let source = Source::new(path, text);
+    let context = matrix_context(catalog, profiles);
+    let cases = match matrix::plan(text, &context).map(|plan| plan.map(matrix::Plan::cases)) {
+        Ok(None) => {
+            return vec![(
+                base.to_string(),
+                parse_scenario(path, text, catalog, profiles).map(named),
+            )];
+        }
+        Ok(Some(cases)) => cases,
         Err(error) => {
             let at = error.offset..error.offset;
             let error = source.error_with_help(at, error.message, error.help);
-            return Ok(vec![(base.to_string(), Err(error))]);
+            return vec![(base.to_string(), Err(error))];
         }
     };
-    let cost = Cost {
-        executions: plan.executions(),
-        matrix: true,
-    };
-    ask(cost, plan.header())?;
-    let closed = || turn.as_deref().is_some_and(Turn::closed);
-    Ok(plan
-        .cases()
+    cases
         .into_iter()
         .filter(|case| only.is_none_or(|wanted| case.name(base) == wanted))
-        // Once a file has crossed the run's budget the load is refused: what is left is not parsed.
-        .take_while(|_| !closed())
         .map(|case| {
             let name = case.name(base);
             let scenario = match &case.text {
@@ -238,7 +169,7 @@ fn expand_only(
                 });
             (name, scenario)
         })
-        .collect())
+        .collect()
 }
 
 /// Checks a scenario's text (no size limit: the caller holds it already); `path` names it. A `[matrix]`
@@ -415,7 +346,7 @@ pub(crate) type NamedLoadError = (String, LoadError);
 
 /// [`load_all_with`], each load error with the name of the scenario it stands for (a selection by name
 /// keeps or drops it as it would the scenario). The files together are held to a run-wide budget
-/// ([`budget`]): a file that crosses it refuses the whole load, naming that file.
+/// ([`budget`]), counted before any is loaded: a file that crosses it refuses the whole load, naming it.
 pub(crate) fn load_all_named(
     paths: &[PathBuf],
     catalog: &Catalog,
@@ -424,18 +355,25 @@ pub(crate) fn load_all_named(
     let mut scenarios = Vec::new();
     let mut errors = Vec::new();
     let profiles = &profiles.for_one_load();
-    let files: Vec<(usize, Found)> = find_named(paths)?.into_iter().enumerate().collect();
-    let budget = RunBudget::default();
-    let loaded = in_parallel(&files, FILES_PER_WORKER, |(index, file)| {
-        let mut turn = budget.turn(*index);
-        load_found_within(file, catalog, profiles, None, Some(&mut turn))
+    let files = find_named(paths)?;
+    let costs = in_parallel(&files, FILES_PER_WORKER, |file| {
+        cost_of(file, catalog, profiles)
     });
-    for loaded in loaded {
-        for (name, loaded) in loaded.map_err(|error| CorpusError::OverBudget(Box::new(error)))? {
-            match loaded {
-                Ok(scenario) => scenarios.push(scenario),
-                Err(error) => errors.push((name, error)),
-            }
+    let mut budget = RunBudget::default();
+    for (file, cost) in files.iter().zip(costs) {
+        if let Some((cost, at)) = cost {
+            budget
+                .ask(cost)
+                .map_err(|over| CorpusError::OverBudget(Box::new(refusal(file, at, &over))))?;
+        }
+    }
+    let loaded = in_parallel(&files, FILES_PER_WORKER, |file| {
+        load_found(file, catalog, profiles, None)
+    });
+    for (name, loaded) in loaded.into_iter().flatten() {
+        match loaded {
+            Ok(scenario) => scenarios.push(scenario),
+            Err(error) => errors.push((name, error)),
         }
     }
     Ok((scenarios, errors))

@@ -391,6 +391,28 @@ mod tests {
     }
 
     #[test]
+    fn did_you_mean_suggests_for_names_and_skips_what_cannot_be_a_typo() {
+        let names = ["h200x2", "r9700x2", "gptq_marlin", "gptq_torch"];
+        assert_eq!(
+            did_you_mean("h200x3", names).as_deref(),
+            Some("did you mean h200x2?")
+        );
+        assert_eq!(
+            did_you_mean("gptq", names).as_deref(),
+            Some("did you mean gptq_torch?"),
+            "a short prefix of a longer name is still a typo"
+        );
+        let huge = format!("h200x2{}", "x".repeat(4 * 1024 * 1024));
+        assert_eq!(did_you_mean(&huge, names), None, "a 4 MB name is no typo");
+        let long = "h".repeat(crate::kernel::catalog::MAX_TYPO_CHARS + 1);
+        assert_eq!(did_you_mean(&long, [long.as_str()]), None, "past the cap");
+        // Ten times as long cannot score above 0.8 however it is spelled: skipped, as the score would.
+        let ten = "ab".repeat(10);
+        assert!(strsim::jaro_winkler("ab", &ten) <= 0.8);
+        assert_eq!(did_you_mean("ab", [ten.as_str()]), None);
+    }
+
+    #[test]
     fn user_text_is_clipped() {
         assert_eq!(shown(&"a".repeat(100)).chars().count(), 65);
         assert_eq!(shown("\u{7}"), "\\u{7}");
