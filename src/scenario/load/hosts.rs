@@ -113,8 +113,14 @@ impl ProfileSources {
         for entry in std::fs::read_dir(folder).map_err(io)? {
             let path = entry.map_err(io)?.path();
             if path.extension().is_some_and(|ext| ext == "toml") {
-                if let Some(stem) = path.file_stem() {
-                    files.push((stem.to_string_lossy().into_owned(), path));
+                // Only a stem a scenario can name is a profile: `my host.toml` is never offered as a
+                // choice that `profile = "my host"` would then refuse.
+                if let Some(stem) = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .filter(|s| valid_name(s))
+                {
+                    files.push((stem.to_string(), path));
                 }
             }
         }
@@ -234,7 +240,8 @@ fn contained(folder: &Path) -> Result<(), ProfileError> {
     }
 }
 
-/// Profile names are file stems: ASCII letters, digits, `_` and `-`.
+/// Profile names are file stems: ASCII letters, digits, `_` and `-`; a `*.toml` file named otherwise in a
+/// profile folder is not a profile (never listed, never loaded).
 fn valid_name(name: &str) -> bool {
     !name.is_empty()
         && name

@@ -194,4 +194,21 @@ mod tests {
             Some("did you mean crate?")
         );
     }
+
+    #[test]
+    fn a_file_whose_stem_no_scenario_can_name_is_not_listed() {
+        let scratch = tempfile::tempdir().expect("scratch");
+        for name in ["box", "my host"] {
+            std::fs::write(
+                scratch.path().join(format!("{name}.toml")),
+                "torch = \"cuda\"\n",
+            )
+            .expect("profile");
+        }
+        let sources = ProfileSources::folders(vec![scratch.path().to_path_buf()]).expect("folder");
+        let names = sources.names().expect("lists");
+        assert!(names.contains(&"box".to_string()));
+        assert!(!names.contains(&"my host".to_string()), "{names:?}");
+        assert!(sources.load("my host").is_err(), "and never loaded");
+    }
 }
