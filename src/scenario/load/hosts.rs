@@ -23,6 +23,9 @@ use crate::trace::Call;
 use crate::vocab::{Arch, TorchBuild};
 
 mod memo;
+mod names;
+
+use names::{listed, valid_name};
 
 /// The folder under a scenario root that holds host profiles.
 pub const HOSTS_DIR: &str = "hosts";
@@ -201,29 +204,6 @@ impl ProfileSources {
     }
 }
 
-/// Names a message lists at most: a folder of thousands of profiles is not spelled out in every error.
-const LISTED_NAMES: usize = 50;
-
-/// Profile names for a message: the first [`LISTED_NAMES`], then how many more there are.
-fn listed(names: &[String]) -> String {
-    let shown: Vec<&str> = names
-        .iter()
-        .take(LISTED_NAMES)
-        .map(String::as_str)
-        .collect();
-    match names
-        .len()
-        .checked_sub(LISTED_NAMES)
-        .filter(|more| *more > 0)
-    {
-        Some(more) => format!(
-            "{} and {more} more (`devsim hosts` lists them)",
-            shown.join(", ")
-        ),
-        None => shown.join(", "),
-    }
-}
-
 /// Refuses a profile folder that is a link resolving outside the folder it was given under (`--hosts L`,
 /// `<root>/hosts`), before anything in it is listed or read.
 fn contained(folder: &Path) -> Result<(), ProfileError> {
@@ -238,15 +218,6 @@ fn contained(folder: &Path) -> Result<(), ProfileError> {
             source,
         }),
     }
-}
-
-/// Profile names are file stems: ASCII letters, digits, `_` and `-`; a `*.toml` file named otherwise in a
-/// profile folder is not a profile (never listed, never loaded).
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// The host profiles in `root/hosts`, by name.
