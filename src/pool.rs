@@ -93,7 +93,8 @@ impl DevicePool {
         let keys = self.keys_for(scope)?;
         let held = keys
             .iter()
-            .filter_map(|key| self.keys.iter().position(|k| k == key))
+            // The keys are sorted (lock order): a lookup, not a scan, so `all` on N GPUs costs N log N.
+            .filter_map(|key| self.keys.binary_search(key).ok())
             .map(|index| {
                 let lock = &self.locks[index];
                 match mode {
@@ -142,5 +143,23 @@ mod tests {
             .map(ToString::to_string)
             .collect();
         assert_eq!(keys, ["cpu", "cuda:0", "cuda:1"]);
+    }
+
+    #[test]
+    fn a_lock_on_all_holds_every_key_and_a_lock_on_one_ordinal_holds_that_key() {
+        use crate::vocab::Target;
+        let pool = DevicePool::with_gpus(300);
+        let all = pool.lock(Scope::All, LockMode::Write).expect("locks");
+        assert_eq!(all.covers(), pool.keys());
+        assert_eq!(all._held.len(), 301, "every key's lock is held");
+        drop(all);
+        let one = pool
+            .lock(
+                Scope::Target(Target::device(Family::Cuda, 257)),
+                LockMode::Read,
+            )
+            .expect("locks");
+        assert_eq!(one.covers(), [TorchDevice::cuda(257)]);
+        assert_eq!(one._held.len(), 1);
     }
 }

@@ -1,7 +1,8 @@
 //! The benchmarks behind `devsim bench`: decisions per second over the kernel matrix, the median cost of one
 //! validate, scenarios per second over the corpus, and load times at scale (a generated scenario of 1,000,000
 //! steps, a visible-device mask of 200,000 entries, discovery of a tree 2,000 folders deep); the cost of a
-//! live replay against direct runtime calls (`--live`); and subjects side by side ([`side_by_side`]).
+//! live replay against direct runtime calls (`--live`); subjects side by side ([`side_by_side`]); and the
+//! costs that once grew with the square of their input ([`costs`]).
 //!
 //! Each benchmark hands its figures, one line at a time as they are measured, to a sink the caller gives
 //! (the command line prints them); it prints nothing itself.
@@ -55,6 +56,7 @@ pub enum BenchError {
     Live(String),
 }
 
+pub mod costs;
 pub mod side_by_side;
 
 /// Steps in the generated scenario that `bench` loads.
@@ -207,7 +209,8 @@ pub fn run(root: &Path, catalog: &Catalog, rounds: u32, show: Sink<'_>) -> Resul
         scenarios.len() as f64 / best_corpus
     );
     run_budget(catalog, show)?;
-    run_load_scale(catalog, show)
+    run_load_scale(catalog, show)?;
+    costs::run_costs(catalog, show)
 }
 
 /// The largest repeated input the budget accepts ([`crate::scenario::Step::MAX_EXECUTIONS`] warmups, each

@@ -234,6 +234,11 @@ pub(super) enum Command {
         /// corpus live (worker pool included) against simulated.
         #[arg(long)]
         live: bool,
+        /// Measure only the costs that once grew with the square of their input: a lock on `all` over
+        /// 10,000 GPUs, 10,000 scenarios naming an unknown profile beside 10,000 profiles, a did-you-mean
+        /// search for a 4 MB name.
+        #[arg(long, conflicts_with = "live")]
+        costs: bool,
         /// Run the corpus through the reference catalog and these subjects side by side instead (repeatable):
         /// timings, then each subject's outcomes and distinct findings by rule.
         #[arg(long, value_name = "CMD|FILE", conflicts_with = "live")]

@@ -1,6 +1,7 @@
 //! Which scenarios `devsim run` and `devsim check` take: by tag (`--tag`, any of them) and by name
-//! (`--filter`, any of them: a glob when the pattern has `*`, `?` or `[`, else a substring). Both given:
-//! a scenario must pass both.
+//! (`--filter`, any of them: a glob when the pattern has `*`, `?` or `[`, else a substring). A glob also
+//! takes the one name it spells exactly, so a matrix case's name as printed (`x.toml[host=h200x2]`, where
+//! `[` would open a character class) selects that case. Both given: a scenario must pass both.
 
 use thiserror::Error;
 
@@ -15,14 +16,15 @@ pub struct PatternError {
 }
 
 enum NamePattern {
-    Glob(glob::Pattern),
+    /// The glob, and the pattern as written (a name equal to it is taken too).
+    Glob(glob::Pattern, String),
     Substring(String),
 }
 
 impl NamePattern {
     fn matches(&self, name: &str) -> bool {
         match self {
-            NamePattern::Glob(glob) => glob.matches(name),
+            NamePattern::Glob(glob, written) => name == written || glob.matches(name),
             NamePattern::Substring(text) => name.contains(text.as_str()),
         }
     }
@@ -42,7 +44,7 @@ impl Filter {
             .map(|pattern| {
                 if pattern.contains(['*', '?', '[']) {
                     glob::Pattern::new(pattern)
-                        .map(NamePattern::Glob)
+                        .map(|glob| NamePattern::Glob(glob, pattern.clone()))
                         .map_err(|source| PatternError {
                             pattern: pattern.clone(),
                             source,
@@ -101,6 +103,20 @@ mod tests {
         assert!(filter.takes("x/a.toml", &tags(&["pool"])));
         assert!(!filter.takes("x/a.toml", &tags(&["placement"])));
         assert!(!filter.takes("x/b.toml", &tags(&["seed"])));
+    }
+
+    #[test]
+    fn a_matrix_case_name_as_printed_selects_that_case() {
+        let name = "matrix/x.toml[host=h200x2,kernel=gptq_torch]";
+        let filter = Filter::new(Vec::new(), &tags(&[name])).expect("a valid glob");
+        assert!(filter.takes(name, &[]));
+        assert!(
+            !filter.takes("matrix/x.toml[host=r9700x2,kernel=gptq_torch]", &[]),
+            "only that case"
+        );
+        let glob =
+            Filter::new(Vec::new(), &tags(&["matrix/x.toml[[]host=h200x2*"])).expect("valid");
+        assert!(glob.takes(name, &[]), "a glob still matches as a glob");
     }
 
     #[test]

@@ -125,6 +125,12 @@ pub fn main(catalog: Catalog) -> ExitCode {
             format,
         } => hosts(root, folders, format),
         Command::Schema { which } => schema(which),
+        Command::Bench { costs: true, .. } => {
+            let mut show = |line: &str| say!("{line}");
+            bench::costs::run_costs(&catalog, &mut show)
+                .map(|()| RunOutcome::Passed)
+                .map_err(CliError::from)
+        }
         Command::Bench {
             root,
             rounds,
@@ -132,6 +138,7 @@ pub fn main(catalog: Catalog) -> ExitCode {
             subject,
             subject_src,
             jobs,
+            ..
         } => bench_command(
             &catalog,
             &root,

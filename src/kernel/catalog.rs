@@ -408,10 +408,27 @@ pub(super) fn check(kernels: &[Box<dyn Kernel>]) -> Result<(), CatalogError> {
     Ok(())
 }
 
+/// The longest name [`closest`] looks for a typo in: no name devsim knows is near this long, and the
+/// search costs the product of the lengths compared.
+pub const MAX_TYPO_CHARS: usize = 256;
+
 /// The candidate closest to `input` by edit distance, if close enough to be a plausible typo.
+///
+/// Bounded by length: an input over [`MAX_TYPO_CHARS`] characters has no suggestion, and a candidate
+/// whose length is ten times the input's or more (or a tenth or less) is skipped without being compared,
+/// since it cannot score as a typo: a Jaro similarity is at most (shorter/longer + 2) / 3, and Jaro-Winkler
+/// adds its prefix bonus only above 0.7, so a pair at ten times the length scores at most 0.7.
 pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    let length = input.chars().take(MAX_TYPO_CHARS + 1).count();
+    if length > MAX_TYPO_CHARS {
+        return None;
+    }
     candidates
         .into_iter()
+        .filter(|c| {
+            let other = c.chars().take(length.saturating_mul(10) + 1).count();
+            other.min(length).saturating_mul(10) > other.max(length)
+        })
         .map(|c| (strsim::jaro_winkler(input, c), c))
         .filter(|(score, _)| *score > 0.8)
         .max_by(|a, b| a.0.total_cmp(&b.0))

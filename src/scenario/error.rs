@@ -211,6 +211,10 @@ pub enum CorpusError {
     /// The host profile folders cannot be used.
     #[error(transparent)]
     Profiles(#[from] ProfileError),
+    /// A file would take the run past its run-wide budget of step executions (matrix cases included); the
+    /// error names the file, at its `[matrix]` header or its start.
+    #[error("stay within the run's budget: {0}")]
+    OverBudget(Box<LoadError>),
 }
 
 /// Why a host profile cannot be found, or a profile folder cannot be used.

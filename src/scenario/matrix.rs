@@ -98,7 +98,80 @@ pub fn has_matrix(text: &str) -> bool {
 }
 
 /// Expands `text`; `None` when the file has no `[matrix]` table (a plain scenario).
+#[cfg(test)]
 pub fn expand(text: &str, context: &MatrixContext) -> Result<Option<Vec<Case>>, MatrixError> {
+    Ok(plan(text, context)?.map(Plan::cases))
+}
+
+/// A matrix checked and counted but not yet expanded: what its cases will ask for is known before any
+/// case's text is made ([`crate::scenario::load`]'s run-wide budget asks for it first).
+pub struct Plan {
+    params: Vec<(String, Vec<Value>)>,
+    blanked: String,
+    total: usize,
+    executions: u64,
+    header: usize,
+}
+
+impl Plan {
+    /// The step executions all of its cases ask for together, repeat included.
+    pub fn executions(&self) -> u64 {
+        self.executions
+    }
+
+    /// The byte offset of the `[matrix]` header.
+    pub fn header(&self) -> usize {
+        self.header
+    }
+
+    /// Every case, last parameter fastest.
+    pub fn cases(self) -> Vec<Case> {
+        let Self {
+            params,
+            blanked,
+            total,
+            ..
+        } = self;
+        let mut cases = Vec::with_capacity(total);
+        let mut index = vec![0usize; params.len()];
+        loop {
+            let chosen: Vec<(&str, &Value)> = params
+                .iter()
+                .zip(&index)
+                .map(|((name, values), at)| (name.as_str(), &values[*at]))
+                .collect();
+            cases.push(Case {
+                params: chosen
+                    .iter()
+                    .map(|(name, value)| (name.to_string(), value.text.clone()))
+                    .collect(),
+                text: substitute(&blanked, &chosen),
+            });
+            // The next combination, last parameter fastest.
+            let mut position = params.len();
+            loop {
+                if position == 0 {
+                    return cases;
+                }
+                position -= 1;
+                index[position] += 1;
+                if index[position] < params[position].1.len() {
+                    break;
+                }
+                index[position] = 0;
+            }
+        }
+    }
+}
+
+/// The step executions a file without a `[matrix]` asks for (each `[[step]]` once, times its `repeat`),
+/// counted from its text without parsing it.
+pub fn executions_of(text: &str) -> u64 {
+    executions_per_case(text)
+}
+
+/// Checks and counts `text`'s matrix without expanding it; `None` when the file has no `[matrix]` table.
+pub fn plan(text: &str, context: &MatrixContext) -> Result<Option<Plan>, MatrixError> {
     let Some(section) = find_section(text) else {
         return Ok(None);
     };
@@ -164,35 +237,13 @@ pub fn expand(text: &str, context: &MatrixContext) -> Result<Option<Vec<Case>>, 
         ));
     }
     check_placeholders(&blanked, &params)?;
-    let mut cases = Vec::with_capacity(total);
-    let mut index = vec![0usize; params.len()];
-    loop {
-        let chosen: Vec<(&str, &Value)> = params
-            .iter()
-            .zip(&index)
-            .map(|((name, values), at)| (name.as_str(), &values[*at]))
-            .collect();
-        cases.push(Case {
-            params: chosen
-                .iter()
-                .map(|(name, value)| (name.to_string(), value.text.clone()))
-                .collect(),
-            text: substitute(&blanked, &chosen),
-        });
-        // The next combination, last parameter fastest.
-        let mut position = params.len();
-        loop {
-            if position == 0 {
-                return Ok(Some(cases));
-            }
-            position -= 1;
-            index[position] += 1;
-            if index[position] < params[position].1.len() {
-                break;
-            }
-            index[position] = 0;
-        }
-    }
+    Ok(Some(Plan {
+        params,
+        blanked,
+        total,
+        executions,
+        header: section.header,
+    }))
 }
 
 #[cfg(test)]

@@ -29,6 +29,57 @@ fn invalid_scenarios_give_located_diagnostics() {
     });
 }
 
+/// The mistakes a new user makes most, each with what its message must name and the line it must point at:
+/// the key (or value) at fault and where it is, never the step or the file as a whole.
+#[test]
+fn common_mistakes_name_the_key_and_its_line() {
+    let catalog = Catalog::reference();
+    let cases: &[(&str, &str, usize, Option<&str>)] = &[
+        (
+            "duplicate_key_step",
+            "`action`",
+            8,
+            Some("keep one of the two"),
+        ),
+        (
+            "duplicate_key_host_table",
+            "`host`",
+            6,
+            Some("keep one of the two"),
+        ),
+        (
+            "duplicate_key_expect",
+            "`vendor`",
+            10,
+            Some("keep one of the two"),
+        ),
+        (
+            "duplicate_key_top",
+            "`description`",
+            4,
+            Some("keep one of the two"),
+        ),
+        ("missing_format", "`format`", 1, Some("`format = 1`")),
+        ("method_on_normalize", "`method`", 9, None),
+        ("hint_family_case", "`ROCm`", 10, Some("write `rocm`")),
+        ("hint_family_amd", "`amd`", 10, Some("write `rocm`")),
+        ("key_the_action_ignores", "`kernel`", 8, None),
+    ];
+    for (name, names, line, help) in cases {
+        let path = format!("tests/fixtures/invalid/{name}.toml");
+        let error = load_scenario(Path::new(&path), &catalog).expect_err(name);
+        assert!(error.message.contains(names), "{name}: {error}");
+        assert_eq!(error.line, *line, "{name}: {error}");
+        if let Some(help) = help {
+            assert!(
+                error.help.as_deref().is_some_and(|h| h.contains(help)),
+                "{name}: {error} / {:?}",
+                error.help
+            );
+        }
+    }
+}
+
 const HEADER: &str = "format = 1\ndescription = \"a scenario\"\n";
 
 /// Writes `body` as `name.toml` in a scratch folder removed on drop.

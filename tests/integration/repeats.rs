@@ -76,3 +76,73 @@ fn a_count_rule_sees_the_elided_repetitions_too() {
         "all five repetitions counted"
     );
 }
+
+/// A matrix file of `a × b` cases, each of `steps` normalize steps.
+fn matrix_file(a: usize, b: usize, steps: usize) -> String {
+    let values = |n: usize| (0..n).map(|i| i.to_string()).collect::<Vec<_>>().join(",");
+    format!(
+        "format = 1\ndescription = \"a large matrix\"\n[matrix]\na = [{}]\nb = [{}]\n[host]\nprofile = \"h200x2\"\n{}",
+        values(a),
+        values(b),
+        "[[step]]\naction = \"normalize\"\ndevice = \"cuda:{a}\"\n".repeat(steps)
+    )
+}
+
+#[test]
+fn files_each_within_their_limits_are_refused_together_naming_the_one_that_crosses() {
+    let dir = tempfile::tempdir().expect("a scratch folder");
+    // Each 100 x 100 x 25 = 250,000 step executions: every file is at the matrix limit, so the second
+    // already takes the run past it.
+    for i in 0..8 {
+        std::fs::write(
+            dir.path().join(format!("m{i}.toml")),
+            matrix_file(100, 100, 25),
+        )
+        .expect("write");
+    }
+    let catalog = Catalog::reference();
+    let error = load_all(&[dir.path().to_path_buf()], &catalog).expect_err("over the run's budget");
+    let devsim::scenario::CorpusError::OverBudget(load) = &error else {
+        panic!("expected the run's budget, got {error}");
+    };
+    assert!(load.path.ends_with("m1.toml"), "{error}");
+    assert_eq!(load.line, 3, "at the [matrix] header: {error}");
+    assert!(
+        load.message
+            .contains("500000 matrix cases' step executions"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("m1.toml:3:1"), "{error}");
+}
+
+#[test]
+fn files_within_the_budget_together_all_load() {
+    let dir = tempfile::tempdir().expect("a scratch folder");
+    std::fs::write(dir.path().join("big.toml"), matrix_file(10, 10, 25)).expect("write");
+    for i in 0..20 {
+        std::fs::write(dir.path().join(format!("s{i}.toml")), matrix_file(2, 2, 1)).expect("write");
+    }
+    let catalog = Catalog::reference();
+    let (scenarios, errors) =
+        load_all(&[dir.path().to_path_buf()], &catalog).expect("within the budget");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(scenarios.len(), 100 + 20 * 4);
+}
+
+#[test]
+fn plain_files_count_against_the_run_too() {
+    let dir = tempfile::tempdir().expect("a scratch folder");
+    let file = "format = 1\ndescription = \"many repeats\"\n[host]\nprofile = \"h200x2\"\n"
+        .to_string()
+        + &"[[step]]\naction = \"discover\"\nrepeat = 10000\n".repeat(60);
+    for i in 0..2 {
+        std::fs::write(dir.path().join(format!("p{i}.toml")), &file).expect("write");
+    }
+    let catalog = Catalog::reference();
+    let error = load_all(&[dir.path().to_path_buf()], &catalog).expect_err("1,200,000 executions");
+    assert!(error.to_string().contains("p1.toml:1:1"), "{error}");
+    assert!(
+        error.to_string().contains("1200000 step executions"),
+        "{error}"
+    );
+}

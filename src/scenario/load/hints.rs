@@ -11,6 +11,9 @@ pub(crate) fn family(word: &str) -> Option<String> {
         "nvidia" | "nv" => ("cuda", "NVIDIA GPUs are family `cuda`"),
         "intel" => ("xpu", "Intel GPUs are family `xpu`"),
         "apple" | "metal" => ("mps", "Apple GPUs are family `mps`"),
+        known @ ("cpu" | "cuda" | "rocm" | "xpu" | "mps" | "all") if word != known => {
+            (known, "families are written in lowercase")
+        }
         _ => return None,
     };
     Some(format!("{why}: write `{family}`"))
@@ -49,6 +52,16 @@ pub(crate) fn arch(text: &str) -> Option<String> {
     closest(text, candidates).map(|close| format!("did you mean `{close}`?"))
 }
 
+/// serde's `missing field `format``: the one key every scenario starts with.
+pub(crate) fn missing_field(message: &str) -> Option<String> {
+    (message == "missing field `format`").then(|| {
+        format!(
+            "start the file with `format = {}`, the scenario format this devsim reads",
+            crate::scenario::format::FORMAT_VERSION
+        )
+    })
+}
+
 /// serde's `unknown variant `rocm`, expected one of ...` for a torch build.
 pub(crate) fn unknown_variant(message: &str) -> Option<String> {
     let rest = message.strip_prefix("unknown variant `")?;
@@ -68,6 +81,10 @@ mod tests {
         assert!(family("amd").is_some_and(|h| h.contains("`rocm`")));
         assert!(family("NVIDIA").is_some_and(|h| h.contains("`cuda`")));
         assert_eq!(family("rocm"), None);
+        assert_eq!(
+            family("ROCm").as_deref(),
+            Some("families are written in lowercase: write `rocm`")
+        );
         assert!(build("rocm").is_some_and(|h| h.contains("`hip`")));
         assert_eq!(selector("cuda1").as_deref(), Some("did you mean `cuda:1`?"));
         assert_eq!(selector("gpu1"), None);

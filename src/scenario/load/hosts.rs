@@ -23,6 +23,9 @@ use crate::trace::Call;
 use crate::vocab::{Arch, TorchBuild};
 
 mod memo;
+mod names;
+
+use names::{listed, valid_name};
 
 /// The folder under a scenario root that holds host profiles.
 pub const HOSTS_DIR: &str = "hosts";
@@ -113,8 +116,14 @@ impl ProfileSources {
         for entry in std::fs::read_dir(folder).map_err(io)? {
             let path = entry.map_err(io)?.path();
             if path.extension().is_some_and(|ext| ext == "toml") {
-                if let Some(stem) = path.file_stem() {
-                    files.push((stem.to_string_lossy().into_owned(), path));
+                // Only a stem a scenario can name is a profile: `my host.toml` is never offered as a
+                // choice that `profile = "my host"` would then refuse.
+                if let Some(stem) = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .filter(|s| valid_name(s))
+                {
+                    files.push((stem.to_string(), path));
                 }
             }
         }
@@ -122,8 +131,8 @@ impl ProfileSources {
         Ok(files)
     }
 
-    /// Every profile name available, sorted, without duplicates.
-    pub fn names(&self) -> Result<Vec<String>, ProfileError> {
+    /// Every profile name available, sorted, without duplicates, listed again (see [`Self::names`]).
+    fn list_names(&self) -> Result<Vec<String>, ProfileError> {
         let mut names: Vec<String> = SHIPPED.iter().map(|(n, _)| n.to_string()).collect();
         for folder in &self.folders {
             names.extend(Self::folder_files(folder)?.into_iter().map(|(n, _)| n));
@@ -169,7 +178,7 @@ impl ProfileSources {
                 Err(ProfileError::NotFound {
                     name: shown(name),
                     searched: searched.join(", "),
-                    available: self.names()?.join(", "),
+                    available: listed(&self.shared_names()?),
                 })
             }
         }
@@ -209,14 +218,6 @@ fn contained(folder: &Path) -> Result<(), ProfileError> {
             source,
         }),
     }
-}
-
-/// Profile names are file stems: ASCII letters, digits, `_` and `-`.
-fn valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// The host profiles in `root/hosts`, by name.
@@ -323,10 +324,7 @@ pub(crate) fn merged_host(
             let name = profile.get_ref();
             let host = profiles.load_with(name, |error| {
                 let help = match &error {
-                    ProfileError::NotFound { .. } => profiles
-                        .names()
-                        .ok()
-                        .and_then(|names| did_you_mean(name, names.iter().map(String::as_str))),
+                    ProfileError::NotFound { .. } => profiles.suggestion(name),
                     _ => None,
                 };
                 source.error_with_help(profile.span(), error.to_string(), help)

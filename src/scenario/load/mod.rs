@@ -8,9 +8,11 @@
 //!
 //! One job per submodule: [`corpus`] finds and reads files, `source` turns offsets into positions and
 //! errors, [`hosts`] finds and merges host profiles, `steps` decodes each action, `expectations` checks
-//! what a step expects, `batches` loads a long file's steps in batches across cores.
+//! what a step expects, `batches` loads a long file's steps in batches across cores, [`budget`] bounds what a
+//! whole corpus load asks of a run.
 
 mod batches;
+pub(crate) mod budget;
 pub(crate) mod corpus;
 mod expectations;
 mod hints;
@@ -23,13 +25,13 @@ use std::path::{Path, PathBuf};
 
 use crate::conformance::StepContext;
 use crate::kernel::Catalog;
-use crate::kernel::audit::Inventory;
 use crate::scenario::error::{CorpusError, LoadError};
 use crate::scenario::format::{FORMAT_VERSION, ScenarioFile, StepFields};
-use crate::scenario::matrix::{self, MatrixContext};
+use crate::scenario::matrix;
 use crate::scenario::model::{Scenario, Step, TraceRules};
 use crate::vocab::TorchBuild;
 use batches::Batches;
+use budget::{RunBudget, cost_of, matrix_context, refusal};
 use toml::Spanned;
 
 #[allow(deprecated)]
@@ -131,24 +133,8 @@ fn expand_only(
         )];
     }
     let source = Source::new(path, text);
-    let context = MatrixContext {
-        catalog,
-        inventory: Some(Inventory::reference()),
-        profiles: profiles
-            .names()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|name| {
-                let family = profiles
-                    .load(&name)
-                    .ok()
-                    .and_then(|host| host.torch.gpu_family())
-                    .map(|family| family.to_string());
-                (name, family)
-            })
-            .collect(),
-    };
-    let cases = match matrix::expand(text, &context) {
+    let context = matrix_context(catalog, profiles);
+    let cases = match matrix::plan(text, &context).map(|plan| plan.map(matrix::Plan::cases)) {
         Ok(None) => {
             return vec![(
                 base.to_string(),
@@ -359,7 +345,8 @@ pub fn load_all_with(
 pub(crate) type NamedLoadError = (String, LoadError);
 
 /// [`load_all_with`], each load error with the name of the scenario it stands for (a selection by name
-/// keeps or drops it as it would the scenario).
+/// keeps or drops it as it would the scenario). The files together are held to a run-wide budget
+/// ([`budget`]), counted before any is loaded: a file that crosses it refuses the whole load, naming it.
 pub(crate) fn load_all_named(
     paths: &[PathBuf],
     catalog: &Catalog,
@@ -369,6 +356,17 @@ pub(crate) fn load_all_named(
     let mut errors = Vec::new();
     let profiles = &profiles.for_one_load();
     let files = find_named(paths)?;
+    let costs = in_parallel(&files, FILES_PER_WORKER, |file| {
+        cost_of(file, catalog, profiles)
+    });
+    let mut budget = RunBudget::default();
+    for (file, cost) in files.iter().zip(costs) {
+        if let Some((cost, at)) = cost {
+            budget
+                .ask(cost)
+                .map_err(|over| CorpusError::OverBudget(Box::new(refusal(file, at, &over))))?;
+        }
+    }
     let loaded = in_parallel(&files, FILES_PER_WORKER, |file| {
         load_found(file, catalog, profiles, None)
     });

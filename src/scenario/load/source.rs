@@ -229,8 +229,18 @@ impl<'a> Source<'a> {
                 Some(span) => span,
                 None => unspanned(part, &message),
             };
+            let (message, duplicate) = match duplicate_key(&message, part, &span) {
+                Some(named) => (named, true),
+                None => (message, false),
+            };
             let help = unknown_field_hint(&message)
-                .or_else(|| crate::scenario::load::hints::unknown_variant(&message));
+                .or_else(|| crate::scenario::load::hints::unknown_variant(&message))
+                .or_else(|| crate::scenario::load::hints::missing_field(&message))
+                .or_else(|| {
+                    duplicate.then(|| {
+                        "keep one of the two: TOML sets a key once per table, a later line does not replace an earlier one".to_string()
+                    })
+                });
             let (message, help) = match single_step_table(&message) {
                 true => (
                     "read `[step]`: use [[step]] — a scenario has a list of steps".to_string(),
@@ -252,6 +262,21 @@ fn unspanned(text: &str, message: &str) -> Range<usize> {
         }
     }
     0..0
+}
+
+/// The TOML parser's bare "duplicate key" with the key it points at named: `duplicate key `action``. The
+/// span covers the key as written (a header's key for a table defined twice); quotes and brackets are
+/// dropped, and the name is escaped and clipped as user text.
+fn duplicate_key(message: &str, text: &str, span: &Range<usize>) -> Option<String> {
+    if message != "duplicate key" {
+        return None;
+    }
+    let key = text
+        .get(span.clone())?
+        .trim()
+        .trim_matches(['[', ']', '"', '\''])
+        .trim();
+    (!key.is_empty()).then(|| format!("read key `{}`: it is set twice in one table", shown(key)))
 }
 
 /// Whether a serde message says a single table was given where the list of steps belongs.
@@ -388,6 +413,28 @@ mod tests {
         let snippet = error.snippet.as_ref().expect("a snippet");
         assert!(!snippet.text.contains('\u{1b}'), "{:?}", snippet.text);
         assert!(!error.message.contains('\u{1b}'), "{:?}", error.message);
+    }
+
+    #[test]
+    fn did_you_mean_suggests_for_names_and_skips_what_cannot_be_a_typo() {
+        let names = ["h200x2", "r9700x2", "gptq_marlin", "gptq_torch"];
+        assert_eq!(
+            did_you_mean("h200x3", names).as_deref(),
+            Some("did you mean h200x2?")
+        );
+        assert_eq!(
+            did_you_mean("gptq", names).as_deref(),
+            Some("did you mean gptq_torch?"),
+            "a short prefix of a longer name is still a typo"
+        );
+        let huge = format!("h200x2{}", "x".repeat(4 * 1024 * 1024));
+        assert_eq!(did_you_mean(&huge, names), None, "a 4 MB name is no typo");
+        let long = "h".repeat(crate::kernel::catalog::MAX_TYPO_CHARS + 1);
+        assert_eq!(did_you_mean(&long, [long.as_str()]), None, "past the cap");
+        // Ten times as long cannot score above 0.8 however it is spelled: skipped, as the score would.
+        let ten = "ab".repeat(10);
+        assert!(strsim::jaro_winkler("ab", &ten) <= 0.8);
+        assert_eq!(did_you_mean("ab", [ten.as_str()]), None);
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Decoding `[[step]]` tables: one table row per action says which step keys it takes, which expectation
 //! keys it can produce, and which function decodes it.
 
+use std::ops::Range;
+
 use toml::Spanned;
 
 use crate::conformance::{StepContext, policy_spelling};
@@ -305,15 +307,16 @@ fn default_device(_: &StepInput) -> Result<Action, LoadError> {
 }
 
 /// The step keys a file gave, by name.
-fn given_keys(fields: &StepFields) -> [(&'static str, bool); 7] {
+/// Each key a step may give, if given, with where (`bits` and `ordinal` keep no span).
+fn given_keys(fields: &StepFields) -> [(&'static str, Option<Option<Range<usize>>>); 7] {
     [
-        ("kernel", fields.kernel.is_some()),
-        ("device", fields.device.is_some()),
-        ("method", fields.method.is_some()),
-        ("bits", fields.bits.is_some()),
-        ("scope", fields.scope.is_some()),
-        ("mode", fields.mode.is_some()),
-        ("ordinal", fields.ordinal.is_some()),
+        ("kernel", fields.kernel.as_ref().map(|k| Some(k.span()))),
+        ("device", fields.device.as_ref().map(|d| Some(d.span()))),
+        ("method", fields.method.as_ref().map(|m| Some(m.span()))),
+        ("bits", fields.bits.map(|_| None)),
+        ("scope", fields.scope.as_ref().map(|s| Some(s.span()))),
+        ("mode", fields.mode.as_ref().map(|m| Some(m.span()))),
+        ("ordinal", fields.ordinal.map(|_| None)),
     ]
 }
 
@@ -349,13 +352,15 @@ pub(crate) fn load_step(
             did_you_mean(name, Action::NAMES),
         ));
     };
-    for (key, present) in given_keys(fields) {
+    for (key, given) in given_keys(fields) {
+        let present = given.is_some();
         let takes = spec.required.contains(&key) || spec.optional.contains(&key);
         if present && !takes {
             let mut takes: Vec<&str> = spec.required.to_vec();
             takes.extend(spec.optional);
+            // At the key's value where it is known, so the line named is the key's, not the step's.
             return Err(source.error(
-                step.span(),
+                given.flatten().unwrap_or_else(|| step.span()),
                 format!(
                     "run step {number} ({name}): it does not use `{key}`; it takes {}",
                     list_or_nothing(&takes)
