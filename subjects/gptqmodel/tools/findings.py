@@ -59,6 +59,50 @@ def mark(signature: str, scenarios: list[str], subject: str, record: dict | None
     return "simulated"
 
 
+def digest(data: bytes) -> str:
+    """64-bit FNV-1a of `data`, 16 hex digits (src/live_record/corpus.rs)."""
+    value = 0xCBF29CE484222325
+    for byte in data:
+        value = ((value ^ byte) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    return f"{value:016x}"
+
+
+def corpus_files(root: pathlib.Path) -> dict[str, str]:
+    """Each scenario file under `root` (host profiles in `hosts/` folders excluded, as devsim's loader skips
+    them), by its path relative to `root`, → its content's hash."""
+    return {
+        path.relative_to(root).as_posix(): digest(path.read_bytes())
+        for path in sorted(root.rglob("*.toml"))
+        if "hosts" not in path.relative_to(root).parts[:-1]
+    }
+
+
+def fingerprint(files: dict[str, str]) -> str:
+    """One hash of every file's name and hash, in name order (`CorpusFiles::fingerprint`)."""
+    return digest(b"".join(f"{name}\0{value}\n".encode() for name, value in sorted(files.items())))
+
+
+def staleness(record: dict, files: dict[str, str]) -> list[str]:
+    """Why `record` confirms nothing on the corpus `files` (devsim's `LiveRecord::staleness`; the subject version
+    is devsim's to check, which knows the installed one): empty when it was taken on this corpus."""
+    if "corpus" not in record:
+        old = record.get("format")
+        return [f"it records no corpus fingerprint (a format {old} record: before records said what they were taken on)"]
+    if record["corpus"] == fingerprint(files):
+        return []
+    taken: dict[str, str] = record.get("files", {})
+    parts = []
+    for label, names in (
+        ("it lacks", [n for n in files if n not in taken]),
+        ("changed since", [n for n in files if n in taken and taken[n] != files[n]]),
+        ("no longer in the corpus", [n for n in taken if n not in files]),
+    ):
+        if names:
+            more = f", {len(names) - 5} more" if len(names) > 5 else ""
+            parts.append(f"{label}: {len(names)} scenario files ({', '.join(names[:5])}{more})")
+    return [f"the corpus changed since it was taken ({'; '.join(parts)})"]
+
+
 def read_record(path: pathlib.Path | None) -> dict | None:
     if path is None:
         return None
@@ -66,8 +110,8 @@ def read_record(path: pathlib.Path | None) -> dict | None:
         record = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as error:
         sys.exit(f"findings.py: failed to read live record {path}: {error}")
-    if record.get("format") != 1:
-        sys.exit(f"findings.py: failed to read live record {path}: format {record.get('format')} is not 1")
+    if record.get("format") not in (1, 2):
+        sys.exit(f"findings.py: failed to read live record {path}: format {record.get('format')} is not 1 or 2")
     if record.get("subject") not in SUBJECTS:
         sys.exit(f"findings.py: live record {path} records subject {record.get('subject')!r}, not one of {list(SUBJECTS)}")
     return record
@@ -93,7 +137,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="Write subjects/gptqmodel/findings.md from the baselines.")
     parser.add_argument("--live-record", type=pathlib.Path, help="a live record marking findings confirmed")
     given = parser.parse_args().live_record
-    record = read_record(given if given is not None else subject_record("gptqmodel"))
+    path = given if given is not None else subject_record("gptqmodel")
+    record = read_record(path)
+    stale = staleness(record, corpus_files(REPO / "scenarios")) if record is not None else []
+    if stale:
+        print(f"findings.py: live record {path} is stale and confirms nothing: {'; '.join(stale)}", file=sys.stderr)
     rules = tomllib.loads((REPO / "inventory" / "rules.toml").read_text())["rule"]
     runs = {name: load(path) for name, path in SUBJECTS.items()}
     grouped = {name: by_check(run.get("findings", {})) for name, run in runs.items()}
@@ -110,9 +158,18 @@ def main() -> int:
         "docs/subject-protocol.md), the signature is the rule and that function; elsewhere the location is unknown.",
         "Each finding ends with its mark (docs/live-record.md): confirmed on a real GPU where a live record",
         "(`--live-record FILE`, by default the `live_record` of `subjects/gptqmodel.toml`) shows one of its",
-        "scenarios failed live with the same signature, else simulated.",
+        "scenarios failed live with the same signature, else simulated; a record taken on another corpus is",
+        "stale and confirms nothing.",
         "",
     ]
+    if record is not None:
+        shown_path = path.relative_to(REPO).as_posix() if path is not None and path.is_relative_to(REPO) else path
+        taken = f"`{shown_path}` ({', '.join(record.get('devices', [])) or 'no GPU'}, {record.get('date', '?')})"
+        if stale:
+            lines += [f"The live record {taken} is **stale** and confirms nothing: {'; '.join(stale)}.", ""]
+            record = None
+        else:
+            lines += [f"The live record {taken} was taken on this corpus.", ""]
     for name, run in runs.items():
         counts: dict[str, int] = {}
         for outcome in run["outcomes"].values():
