@@ -64,6 +64,9 @@ pub struct LiveRecord {
     /// Each scenario file of that corpus → its content's hash ([`CorpusFiles`]; empty in format 1).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
+    /// How many scenarios ended each way live (absent in format 1, which kept only those that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<LiveCounts>,
     /// Each scenario that ran live (passed or failed) → its outcome.
     #[serde(default)]
     pub scenarios: BTreeMap<String, LiveOutcome>,
@@ -79,6 +82,43 @@ pub struct Stale {
 impl std::fmt::Display for Stale {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.reasons.join("; "))
+    }
+}
+
+/// How many scenarios of a live run ended each way: what a README's live figures are generated from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveCounts {
+    /// Passed.
+    pub passed: usize,
+    /// Failed.
+    pub failed: usize,
+    /// Not applicable to the subject.
+    pub not_applicable: usize,
+    /// Skipped: they could not run on the machine.
+    pub skipped: usize,
+    /// Set aside: something applicable could not be observed or judged.
+    pub set_aside: usize,
+    /// Errored: devsim could not run or judge them.
+    pub errored: usize,
+}
+
+impl LiveCounts {
+    /// The counts of `reports`.
+    pub fn of(reports: &[ScenarioReport]) -> Self {
+        let mut counts = Self::default();
+        for report in reports {
+            let count = match report.status {
+                Status::Passed => &mut counts.passed,
+                Status::Failed => &mut counts.failed,
+                Status::NotApplicable(_) => &mut counts.not_applicable,
+                Status::Skipped(_) => &mut counts.skipped,
+                Status::SetAside(_) => &mut counts.set_aside,
+                Status::Errored(_) => &mut counts.errored,
+            };
+            *count += 1;
+        }
+        counts
     }
 }
 
@@ -227,6 +267,7 @@ impl LiveRecord {
             devsim: Some(env!("CARGO_PKG_VERSION").to_string()),
             corpus: None,
             files: BTreeMap::new(),
+            counts: Some(LiveCounts::of(reports)),
             scenarios,
         }
     }

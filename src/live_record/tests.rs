@@ -37,6 +37,7 @@ fn record(outcome: LiveStatus, findings: &[&Finding]) -> LiveRecord {
         devsim: Some("0.2.0".into()),
         corpus: None,
         files: BTreeMap::new(),
+        counts: None,
         scenarios: BTreeMap::from([(
             "a.toml".to_string(),
             LiveOutcome {

@@ -673,6 +673,8 @@ fn a_live_run_writes_a_record_of_what_ran_live_on_the_date_asked() {
         "it says what it was taken on"
     );
     assert!(record.corpus.is_some());
+    let counts = record.counts.expect("counts");
+    assert_eq!((counts.passed, counts.failed), (1, 0), "{counts:?}");
     let outcomes: Vec<(&str, devsim::live_record::LiveStatus)> = record
         .scenarios
         .iter()
