@@ -5,6 +5,12 @@
 //! A finding is confirmed when at least one of its scenarios failed live with the same signature (its
 //! [`Signature`](crate::findings::Signature) as text, the key baselines use too); otherwise it is simulated.
 //! A finding of a live run is confirmed on that run's device by the run's own record.
+//!
+//! A record says what it was taken on: devsim's version, the subject and its version, the device, and the
+//! corpus (each scenario file's hash and one fingerprint of them all, [`CorpusFiles`]). It confirms only
+//! findings of the same corpus and subject version: an older record is stale ([`LiveRecord::staleness`]:
+//! which scenario files it lacks, which changed) and confirms nothing. A format 1 record, which recorded no
+//! corpus, still loads, as stale.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -13,12 +19,20 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+mod corpus;
+
+pub use corpus::{CorpusFiles, digest};
+
 use crate::findings::Finding;
 pub use crate::findings::Mark;
 use crate::runner::{ScenarioReport, Status};
 
-/// The record format this devsim writes and reads.
-pub const FORMAT: u32 = 1;
+/// The record format this devsim writes; it reads this one and format 1 (without the corpus, devsim's
+/// version and the file hashes: such a record loads as stale).
+pub const FORMAT: u32 = 2;
+
+/// The oldest record format this devsim reads.
+pub const OLDEST_FORMAT: u32 = 1;
 
 /// The variable that, when set, is the date a live record is written with (`YYYY-MM-DD`), instead of the
 /// system clock's UTC date: for deterministic tests and reproducible records.
@@ -41,9 +55,71 @@ pub struct LiveRecord {
     pub fake_driver: bool,
     /// The UTC date of the run, `YYYY-MM-DD`.
     pub date: String,
+    /// The devsim version that took it (absent in format 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub devsim: Option<String>,
+    /// The fingerprint of the corpus it ran ([`CorpusFiles::fingerprint`]; absent in format 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<String>,
+    /// Each scenario file of that corpus → its content's hash ([`CorpusFiles`]; empty in format 1).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
+    /// How many scenarios ended each way live (absent in format 1, which kept only those that ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<LiveCounts>,
     /// Each scenario that ran live (passed or failed) → its outcome.
     #[serde(default)]
     pub scenarios: BTreeMap<String, LiveOutcome>,
+}
+
+/// Why a record confirms nothing for a run: it was taken on another corpus or subject version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stale {
+    /// Each reason, in words.
+    pub reasons: Vec<String>,
+}
+
+impl std::fmt::Display for Stale {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reasons.join("; "))
+    }
+}
+
+/// How many scenarios of a live run ended each way: what a README's live figures are generated from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LiveCounts {
+    /// Passed.
+    pub passed: usize,
+    /// Failed.
+    pub failed: usize,
+    /// Not applicable to the subject.
+    pub not_applicable: usize,
+    /// Skipped: they could not run on the machine.
+    pub skipped: usize,
+    /// Set aside: something applicable could not be observed or judged.
+    pub set_aside: usize,
+    /// Errored: devsim could not run or judge them.
+    pub errored: usize,
+}
+
+impl LiveCounts {
+    /// The counts of `reports`.
+    pub fn of(reports: &[ScenarioReport]) -> Self {
+        let mut counts = Self::default();
+        for report in reports {
+            let count = match report.status {
+                Status::Passed => &mut counts.passed,
+                Status::Failed => &mut counts.failed,
+                Status::NotApplicable(_) => &mut counts.not_applicable,
+                Status::Skipped(_) => &mut counts.skipped,
+                Status::SetAside(_) => &mut counts.set_aside,
+                Status::Errored(_) => &mut counts.errored,
+            };
+            *count += 1;
+        }
+        counts
+    }
 }
 
 /// How one scenario ended live.
@@ -111,7 +187,7 @@ pub enum LiveRecordError {
         message: String,
     },
     /// The record is of a format this devsim does not read.
-    #[error("read live record {}: format {found} is not one this devsim reads (it reads format {FORMAT})", path.display())]
+    #[error("read live record {}: format {found} is not one this devsim reads (it reads formats {OLDEST_FORMAT} to {FORMAT})", path.display())]
     Format {
         /// The file.
         path: PathBuf,
@@ -188,8 +264,76 @@ impl LiveRecord {
             devices: distinct,
             fake_driver: false,
             date,
+            devsim: Some(env!("CARGO_PKG_VERSION").to_string()),
+            corpus: None,
+            files: BTreeMap::new(),
+            counts: Some(LiveCounts::of(reports)),
             scenarios,
         }
+    }
+
+    /// The record, saying it was taken on `corpus`.
+    pub fn on_corpus(self, corpus: &CorpusFiles) -> Self {
+        Self {
+            corpus: Some(corpus.fingerprint()),
+            files: corpus.0.clone(),
+            ..self
+        }
+    }
+
+    /// Why the record confirms nothing for a run of subject version `version` on `corpus`, or `None` when it was
+    /// taken on the same corpus and subject version.
+    pub fn staleness(&self, corpus: &CorpusFiles, version: &str) -> Option<Stale> {
+        let mut reasons = Vec::new();
+        if self.version != version {
+            reasons.push(format!(
+                "it was taken on {} {}, this run judges {version}",
+                self.subject, self.version
+            ));
+        }
+        match &self.corpus {
+            None => reasons.push(format!(
+                "it records no corpus fingerprint (a format {} record: before records said what they were taken on)",
+                self.format
+            )),
+            Some(fingerprint) if *fingerprint != corpus.fingerprint() => {
+                let names = |names: Vec<&String>| {
+                    let count = names.len();
+                    let listed: Vec<&str> = names.iter().take(5).map(|n| n.as_str()).collect();
+                    let more = match count > listed.len() {
+                        true => format!(", {} more", count - listed.len()),
+                        false => String::new(),
+                    };
+                    (count, format!("{}{more}", listed.join(", ")))
+                };
+                let lacks = names(corpus.0.keys().filter(|n| !self.files.contains_key(*n)).collect());
+                let changed = names(
+                    corpus
+                        .0
+                        .iter()
+                        .filter(|(n, hash)| self.files.get(*n).is_some_and(|h| h != *hash))
+                        .map(|(n, _)| n)
+                        .collect(),
+                );
+                let gone = names(self.files.keys().filter(|n| !corpus.0.contains_key(*n)).collect());
+                let mut parts = Vec::new();
+                for (label, (count, listed)) in [
+                    ("it lacks", lacks),
+                    ("changed since", changed),
+                    ("no longer in the corpus", gone),
+                ] {
+                    if count > 0 {
+                        parts.push(format!("{label}: {count} scenario files ({listed})"));
+                    }
+                }
+                reasons.push(format!(
+                    "the corpus changed since it was taken ({})",
+                    parts.join("; ")
+                ));
+            }
+            Some(_) => {}
+        }
+        (!reasons.is_empty()).then_some(Stale { reasons })
     }
 
     /// Where `finding` stands: confirmed when at least one of its scenarios failed live with its signature.
@@ -254,7 +398,7 @@ impl LiveRecord {
         };
         let versioned: Versioned = toml::from_str(text).map_err(parse_error)?;
         match versioned.format {
-            Some(format) if *format.get_ref() != FORMAT => {
+            Some(format) if !(OLDEST_FORMAT..=FORMAT).contains(format.get_ref()) => {
                 return Err(LiveRecordError::Format {
                     path: path.to_path_buf(),
                     found: *format.get_ref(),

@@ -7,7 +7,7 @@ use super::select::{contained, contained_subject, load_selected, print_load_erro
 use super::{CliError, RunOutcome, color, review};
 use crate::baseline::Baseline;
 use crate::kernel::Catalog;
-use crate::live_record::LiveRecord;
+use crate::live_record::{CorpusFiles, LiveRecord};
 use crate::reporter::human;
 use crate::reporter::run::{JudgedSubject, RunReport};
 use crate::repro;
@@ -58,10 +58,25 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
     for warning in &warnings {
         warn!("{}", field(warning));
     }
-    // The live record a simulated run marks its findings with: the flag's, else the subject file's.
+    // What the scenarios' files hold now: a live record says it was taken on them, a read one is checked against
+    // them.
+    let corpus = CorpusFiles::of(&scenarios);
+    // The live record a simulated run marks its findings with: the flag's, else the subject file's; one taken
+    // on another corpus or subject version is stale and confirms nothing (said, never an error).
     let record = match args.live_record.as_ref().or(live_record.as_ref()) {
         Some(path) if !args.live => {
-            Some(LiveRecord::read(path)?.for_subject(path, subject.name())?)
+            let record = LiveRecord::read(path)?.for_subject(path, subject.name())?;
+            match record.staleness(&corpus, subject.version()) {
+                Some(stale) => {
+                    warn!(
+                        "live record {} is stale and confirms nothing: {}",
+                        field(&path.display()),
+                        field(&stale)
+                    );
+                    None
+                }
+                None => Some(record),
+            }
         }
         _ => None,
     };
@@ -93,6 +108,7 @@ pub(super) fn run(catalog: Catalog, args: RunArgs) -> Result<RunOutcome, CliErro
                     &plain,
                     findings,
                 )
+                .on_corpus(&corpus)
             };
             if let Some(path) = &args.write_live_record {
                 own.write(path)?;

@@ -34,6 +34,10 @@ fn record(outcome: LiveStatus, findings: &[&Finding]) -> LiveRecord {
         devices: vec!["NVIDIA H100 80GB HBM3".into()],
         fake_driver: false,
         date: "2026-12-06".into(),
+        devsim: Some("0.2.0".into()),
+        corpus: None,
+        files: BTreeMap::new(),
+        counts: None,
         scenarios: BTreeMap::from([(
             "a.toml".to_string(),
             LiveOutcome {
@@ -152,8 +156,8 @@ fn a_malformed_record_is_refused_naming_the_file_and_line() {
             "parse live record live.toml:6: unknown field `colour`",
         ),
         (
-            "format = 2\n".to_string(),
-            "read live record live.toml: format 2 is not one this devsim reads",
+            "format = 3\n".to_string(),
+            "read live record live.toml: format 3 is not one this devsim reads (it reads formats 1 to 2)",
         ),
     ];
     for (text, start) in cases {
@@ -178,4 +182,68 @@ fn the_date_is_the_utc_civil_date_of_the_day() {
     for bad in ["2026-13-01", "2026-1-01", "26-12-06", "2026-12-06x"] {
         assert!(!is_date(bad), "{bad}");
     }
+}
+
+/// A corpus of `files` (name, content).
+fn corpus(files: &[(&str, &str)]) -> CorpusFiles {
+    CorpusFiles(
+        files
+            .iter()
+            .map(|(name, text)| (name.to_string(), digest(text.as_bytes())))
+            .collect(),
+    )
+}
+
+#[test]
+fn a_record_confirms_only_on_the_corpus_and_subject_version_it_was_taken_on() {
+    let taken_on = corpus(&[("a.toml", "one"), ("b.toml", "two"), ("c.toml", "three")]);
+    let taken = record(LiveStatus::Passed, &[]).on_corpus(&taken_on);
+    assert_eq!(taken.corpus, Some(taken_on.fingerprint()));
+    assert_eq!(
+        taken.staleness(&taken_on, "1"),
+        None,
+        "the same corpus and version"
+    );
+    // b.toml changed, c.toml is gone, d.toml and e.toml are new; and another subject version.
+    let now = corpus(&[
+        ("a.toml", "one"),
+        ("b.toml", "two, changed"),
+        ("d.toml", "four"),
+        ("e.toml", "five"),
+    ]);
+    assert_ne!(now.fingerprint(), taken_on.fingerprint());
+    let stale = taken.staleness(&now, "2").expect("stale");
+    assert_eq!(
+        stale.to_string(),
+        "it was taken on s 1, this run judges 2; the corpus changed since it was taken (it lacks: 2 scenario files (d.toml, e.toml); changed since: 1 scenario files (b.toml); no longer in the corpus: 1 scenario files (c.toml))"
+    );
+    assert_eq!(
+        taken.staleness(&now, "1").map(|s| s.reasons.len()),
+        Some(1),
+        "the corpus alone"
+    );
+}
+
+#[test]
+fn a_format_1_record_still_loads_and_is_stale_for_want_of_a_corpus() {
+    let text = "format = 1\nsubject = \"s\"\nversion = \"1\"\ndevices = []\ndate = \"2026-12-06\"\n[scenarios.\"a.toml\"]\noutcome = \"failed\"\nfindings = [\"x\"]\n";
+    let old = LiveRecord::parse(Path::new("live.toml"), text).expect("format 1 loads");
+    assert_eq!((old.format, old.corpus.as_deref()), (1, None));
+    let stale = old
+        .staleness(&corpus(&[("a.toml", "one")]), "1")
+        .expect("stale");
+    assert_eq!(
+        stale.to_string(),
+        "it records no corpus fingerprint (a format 1 record: before records said what they were taken on)"
+    );
+}
+
+#[test]
+fn the_fingerprint_is_fnv1a_of_each_name_and_hash() {
+    // FNV-1a 64 of the empty input and of "a": its definition's test vectors.
+    assert_eq!(digest(b""), "cbf29ce484222325");
+    assert_eq!(digest(b"a"), "af63dc4c8601ec8c");
+    let one = corpus(&[("a.toml", "one")]);
+    let listing = format!("a.toml\0{}\n", digest(b"one"));
+    assert_eq!(one.fingerprint(), digest(listing.as_bytes()));
 }

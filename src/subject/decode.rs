@@ -120,7 +120,8 @@ pub fn stopped_decided_by(
 }
 
 /// A live forward's numerics must be judged by what the handshake declared for the step's kernel and the
-/// forward's dtype: the project's tolerance against its reference where it states one, else the seed's
+/// forward's dtype: the project's tolerance against its reference where it states one, else not judged
+/// (`not_judged`, the errors reported) or, from a subject that does not say so, the seed's
 /// `rtol = atol = 2e-3` against the FP64 oracle. A subject that applies any other has not judged the project
 /// by the project's own contract, so its answer is refused.
 pub fn numerics(
@@ -137,16 +138,20 @@ pub fn numerics(
         .iter()
         .find(|d| d.name == kernel)
         .and_then(|d| d.tolerances.iter().find(|t| t.dtype == dtype));
-    let applied = format!(
-        "rtol = {}, atol = {} against {}",
-        numerics.rtol,
-        numerics.atol,
-        numerics.reference.as_deref().unwrap_or("fp64_oracle")
-    );
+    let applied = match &numerics.not_judged {
+        Some(why) => format!("nothing (not judged: {why})"),
+        None => format!(
+            "rtol = {}, atol = {} against {}",
+            numerics.rtol,
+            numerics.atol,
+            numerics.reference.as_deref().unwrap_or("fp64_oracle")
+        ),
+    };
     match stated {
         Some(t) => {
             let reference = (t.reference != "fp64_oracle").then_some(t.reference.as_str());
-            let agrees = numerics.rtol == t.rtol
+            let agrees = numerics.not_judged.is_none()
+                && numerics.rtol == t.rtol
                 && numerics.atol == t.atol
                 && numerics.reference.as_deref() == reference
                 && numerics.tolerance_source.as_deref() == Some(t.source.as_str())
@@ -163,6 +168,8 @@ pub fn numerics(
                 });
             }
         }
+        // the project states none: the subject may leave the forward unjudged (errors reported), never invent one
+        None if numerics.not_judged.is_some() => {}
         None => {
             let seed = NumericsOutput::SEED_TOLERANCE;
             // a reference kernel may still be compared with (both errors reported), but not judged against

@@ -247,6 +247,9 @@ impl<'a> Judge<'a> {
         mismatches.extend(self.declared(step, observed, undecided));
         mismatches.extend(self.per_target_arch(step, observed, undecided));
         mismatches.extend(numerics(observed));
+        if let Some(why) = contract::not_judged(observed) {
+            remember(&mut self.set_aside, why, "", "numerics");
+        }
         if let (Action::SetDevice(ordinal), None) = (&step.action, &observed.error) {
             self.current = *ordinal;
         }

@@ -565,6 +565,17 @@ fn a_live_record_marks_a_finding_confirmed_only_where_it_failed_live_with_the_sa
         ),
         (
             "passed_live.toml",
+            simulated.clone(),
+            "— simulated (no live run showed it)",
+        ),
+        // the same failure, but recorded on another corpus or by a format 1 record: stale, it confirms nothing
+        (
+            "stale_corpus.toml",
+            simulated.clone(),
+            "— simulated (no live run showed it)",
+        ),
+        (
+            "stale_format1.toml",
             simulated,
             "— simulated (no live run showed it)",
         ),
@@ -588,6 +599,13 @@ fn a_live_record_marks_a_finding_confirmed_only_where_it_failed_live_with_the_sa
             .find(|line| line.trim_start().starts_with("finding 1:"))
             .unwrap_or_default();
         assert!(heading.ends_with(human), "{record}: {text}");
+        let stale = stderr(&output).contains("is stale and confirms nothing");
+        assert_eq!(
+            stale,
+            record.starts_with("stale"),
+            "{record}: {}",
+            stderr(&output)
+        );
         let (_root, output) = flipped_with_record(record, "junit");
         assert!(
             stdout(&output).contains(human),
@@ -647,8 +665,16 @@ fn a_live_run_writes_a_record_of_what_ran_live_on_the_date_asked() {
     let record = devsim::live_record::LiveRecord::read(&path).expect("a live record");
     assert_eq!(
         (record.format, record.subject.as_str(), record.date.as_str()),
-        (1, "reference", "2026-12-06")
+        (devsim::live_record::FORMAT, "reference", "2026-12-06")
     );
+    assert_eq!(
+        (record.devsim.as_deref(), record.files.len()),
+        (Some(env!("CARGO_PKG_VERSION")), 1),
+        "it says what it was taken on"
+    );
+    assert!(record.corpus.is_some());
+    let counts = record.counts.expect("counts");
+    assert_eq!((counts.passed, counts.failed), (1, 0), "{counts:?}");
     let outcomes: Vec<(&str, devsim::live_record::LiveStatus)> = record
         .scenarios
         .iter()

@@ -173,6 +173,8 @@ fn forward(rtol: f64, atol: f64, reference: Option<&str>, source: Option<&str>) 
         reference: reference.map(Into::into),
         reference_max_abs_error: reference.map(|_| 4e-4),
         tolerance_source: source.map(Into::into),
+        oracle: None,
+        not_judged: None,
     }
 }
 
@@ -230,4 +232,28 @@ fn numerics_are_judged_by_the_declared_tolerance_or_else_the_seeds() {
     let mut no_reference_error = project.clone();
     no_reference_error.reference_max_abs_error = None;
     assert!(numerics(Some(&no_reference_error), Some("gptq_marlin"), &declared).is_err());
+}
+
+#[test]
+fn a_forward_left_unjudged_is_accepted_only_where_the_project_states_no_tolerance() {
+    let declared: Vec<KernelDeclaration> = serde_json::from_str(
+        r#"[{"name": "w4a_fp8", "families": ["cuda"]},
+            {"name": "gptq_marlin", "families": ["cuda"], "tolerances": [
+              {"dtype": "float16", "rtol": 0.15, "atol": 0.001, "reference": "gptq_torch", "source": "t.py::T"}]}]"#,
+    )
+    .expect("declarations");
+    let mut unjudged = forward(2e-3, 2e-3, None, None);
+    unjudged.within = false;
+    unjudged.not_judged = Some("the project states no tolerance".into());
+    assert_eq!(
+        numerics(Some(&unjudged), Some("w4a_fp8"), &declared),
+        Ok(())
+    );
+    let refused = numerics(Some(&unjudged), Some("gptq_marlin"), &declared)
+        .expect_err("a stated tolerance must judge")
+        .to_string();
+    assert!(
+        refused.contains("judged at nothing (not judged: the project states no tolerance), not by the tolerance the handshake declares"),
+        "{refused}"
+    );
 }

@@ -300,6 +300,9 @@ fn declares(declaration: &KernelDeclaration, family: Family) -> bool {
 /// named.
 pub(super) fn numerics(observed: &Observed) -> Option<Mismatch> {
     let numerics = observed.numerics.as_ref()?;
+    if numerics.not_judged.is_some() {
+        return None;
+    }
     let finite = numerics.max_abs_error.is_finite()
         && numerics.reference_max_abs_error.is_none_or(f64::is_finite);
     let dtype = numerics.dtype();
@@ -309,12 +312,16 @@ pub(super) fn numerics(observed: &Observed) -> Option<Mismatch> {
             numerics.rtol, numerics.atol
         ),
         (None, Some(source)) => format!(
-            "the {dtype} forward within atol + rtol·|oracle| of the FP64 dequantize-and-matmul oracle, the project's own tolerance (rtol = {}, atol = {}; {source})",
-            numerics.rtol, numerics.atol
+            "the {dtype} forward within atol + rtol·|oracle| of the FP64 oracle ({}), the project's own tolerance (rtol = {}, atol = {}; {source})",
+            oracle(numerics),
+            numerics.rtol,
+            numerics.atol
         ),
         _ => format!(
-            "the {dtype} forward within atol + rtol·|oracle| of the FP64 dequantize-and-matmul oracle (the seed's rtol = {}, atol = {}: the project states no tolerance for it)",
-            numerics.rtol, numerics.atol
+            "the {dtype} forward within atol + rtol·|oracle| of the FP64 oracle ({}; the seed's rtol = {}, atol = {}: the project states no tolerance for it)",
+            oracle(numerics),
+            numerics.rtol,
+            numerics.atol
         ),
     };
     let against_reference = match (&numerics.reference, numerics.reference_max_abs_error) {
@@ -335,4 +342,28 @@ pub(super) fn numerics(observed: &Observed) -> Option<Mismatch> {
         ),
         conformance: Some(Conformance::contract()),
     })
+}
+
+/// Why a live forward's numerics were set aside, with the errors measured: the subject did not judge them
+/// because the project states no tolerance for the kernel (never a failure at a tolerance devsim invents).
+pub(super) fn not_judged(observed: &Observed) -> Option<String> {
+    let numerics = observed.numerics.as_ref()?;
+    let why = numerics.not_judged.as_ref()?;
+    let against_reference = match (&numerics.reference, numerics.reference_max_abs_error) {
+        (Some(reference), Some(error)) => format!(", {error:e} against {reference}"),
+        _ => String::new(),
+    };
+    Some(format!(
+        "numerics not judged: {why} (max |error| {:e} against the FP64 oracle: {}{against_reference})",
+        numerics.max_abs_error,
+        oracle(numerics)
+    ))
+}
+
+/// What the FP64 oracle modelled, in the subject's words or the default.
+fn oracle(numerics: &crate::output::NumericsOutput) -> &str {
+    numerics
+        .oracle
+        .as_deref()
+        .unwrap_or("the input as given times the exact weight")
 }

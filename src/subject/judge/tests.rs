@@ -99,9 +99,30 @@ fn forward(max_abs_error: f64, within: bool) -> Observed {
             reference: None,
             reference_max_abs_error: None,
             tolerance_source: None,
+            oracle: None,
+            not_judged: None,
         }),
         ..Observed::default()
     }
+}
+
+#[test]
+fn a_forward_the_project_states_no_tolerance_for_is_set_aside_with_its_error_and_oracle() {
+    let mut observed = forward(6.65e-2, false);
+    assert!(super::contract::not_judged(&observed).is_none(), "judged");
+    if let Some(numerics) = observed.numerics.as_mut() {
+        numerics.not_judged = Some("the project states no tolerance".into());
+        numerics.oracle = Some("activations rounded to float8 e4m3, one scale per row".into());
+    }
+    assert!(
+        numerics(&observed).is_none(),
+        "never a failure at a tolerance the project does not state"
+    );
+    let why = super::contract::not_judged(&observed).expect("set aside");
+    assert_eq!(
+        why,
+        "numerics not judged: the project states no tolerance (max |error| 6.65e-2 against the FP64 oracle: activations rounded to float8 e4m3, one scale per row)"
+    );
 }
 
 #[test]

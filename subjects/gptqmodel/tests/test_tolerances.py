@@ -11,7 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from devsim_subject_gptqmodel import tolerances
+import torch
+from devsim_subject_gptqmodel import livewarmup, tolerances
 from fakedevsim import CPU, Driver, s
 
 STAND_IN = '''
@@ -115,7 +116,7 @@ def test_a_live_forward_is_judged_against_the_projects_reference_at_its_toleranc
         assert driver.close() == 0, driver.stderr_text()[-4000:]
 
 
-def test_without_a_stated_tolerance_the_seeds_judges_and_the_reference_is_still_compared(tmp_path, env):
+def test_without_a_stated_tolerance_nothing_judges_and_the_reference_is_still_compared(tmp_path, env):
     driver = driver_with_tests(env, tmp_path / "no-tests-here")
     try:
         assert all("tolerances" not in k for k in driver.handshake["kernels"])
@@ -123,7 +124,48 @@ def test_without_a_stated_tolerance_the_seeds_judges_and_the_reference_is_still_
         if answer["type"] == "unsupported":
             pytest.skip(f"TorchFusedLinear cannot run on this CPU: {answer['reason']}")
         numerics = answer["numerics"]
-        assert numerics["rtol"] == numerics["atol"] == 2e-3 and "tolerance_source" not in numerics
+        assert numerics["not_judged"] == "the project states no tolerance" and "tolerance_source" not in numerics
+        assert numerics["rtol"] == numerics["atol"] == 2e-3, "the seed's check, for information"
+        assert numerics["max_abs_error"] > 0 and numerics["oracle"] == livewarmup.WEIGHT_ONLY
         assert numerics["reference"] == "gptq_torch" and numerics["reference_max_abs_error"] is not None
     finally:
         assert driver.close() == 0, driver.stderr_text()[-4000:]
+
+
+def test_without_a_stated_tolerance_the_forward_is_not_judged_and_its_error_is_reported() -> None:
+    # The seed's 2e-3 would fail this forward; the project states no tolerance, so nothing judges it.
+    forward = livewarmup.Forward("cpu", 6.65e-2, False)
+    answer = livewarmup.numerics(forward)
+    assert not forward.judged
+    assert answer["not_judged"] == "the project states no tolerance"
+    assert answer["max_abs_error"] == 6.65e-2 and answer["oracle"] == livewarmup.WEIGHT_ONLY
+    stated = livewarmup.Tolerance(0.15, 0.0068, "gptq_torch", "tests/kernels/test_gptq.py::T.float16_cases")
+    judged = livewarmup.numerics(livewarmup.Forward("cpu", 1e-3, True, stated, "gptq_torch", 5e-4))
+    assert "not_judged" not in judged and judged["tolerance_source"] == stated.source
+
+
+def test_the_fp8_activation_oracle_rounds_each_row_as_the_kernel_does() -> None:
+    # Row 0: amax 448, scale 1: 0.3 lies between the e4m3 values 0.28125 and 0.3125 and rounds to the nearer;
+    # 1.0 and 448 are e4m3 values and stay. Row 1: amax 1.75, scale 1.75 / 448 = 2^-8; 0.5 / scale = 128 is an
+    # e4m3 value, so the row is kept exactly. Row 2: zero, scale 1.
+    x = torch.tensor([[448.0, 1.0, 0.3], [1.75, 0.5, -1.75], [0.0, 0.0, 0.0]], dtype=torch.float16)
+    rounded = livewarmup.fp8_e4m3_rows(x)
+    assert rounded[0].tolist() == [448.0, 1.0, 0.3125]
+    assert rounded[1].tolist() == x[1].to(torch.float64).tolist()
+    assert rounded[2].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_the_fp8_activation_oracle_differs_from_the_weight_only_one_by_the_activations_rounding() -> None:
+    weights = livewarmup.Weights.draw(4)
+    generator = torch.Generator().manual_seed(livewarmup.SEED_INPUT)
+    x = torch.rand(livewarmup.M, livewarmup.K, generator=generator).mul_(2).sub_(1).to(torch.float16)
+    weight_only, plain = livewarmup.oracle(x, weights)
+    fp8, modelled = livewarmup.oracle(x, weights, "fp8_e4m3_row")
+    assert plain == livewarmup.WEIGHT_ONLY and "float8 e4m3" in modelled and "per row" in modelled
+    # The two differ by exactly the rounding's error times the exact weight.
+    rounding = x.to(torch.float64) - livewarmup.fp8_e4m3_rows(x)
+    assert torch.allclose(weight_only - fp8, rounding @ weights.float_weight(torch.float64), rtol=0, atol=1e-12)
+    # By far more than the seed's 2e-3: a kernel that rounds its activations fails a weight-only oracle.
+    assert (weight_only - fp8).abs().max().item() > 10 * livewarmup.ATOL
+    with pytest.raises(livewarmup.Unbuildable, match="models no activation rounding `int8_row`"):
+        livewarmup.oracle(x, weights, "int8_row")

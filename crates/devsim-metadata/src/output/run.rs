@@ -233,9 +233,19 @@ pub struct NumericsOutput {
     /// The largest absolute difference between the kernel's output and the reference kernel's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reference_max_abs_error: Option<f64>,
-    /// Where the project states the tolerance applied; absent: it states none, and the seed's applies.
+    /// Where the project states the tolerance applied; absent: it states none, and the seed's applies
+    /// (unless `not_judged` says the forward was not judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerance_source: Option<String>,
+    /// What the FP64 oracle models, in the subject's words (the activations rounded as the kernel declares it
+    /// rounds them, then the exact weight); absent: the input as given times the exact weight.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<String>,
+    /// Why the forward was not judged (`the project states no tolerance`): the errors are reported, the
+    /// verdict is set aside, and `rtol`, `atol` and `within` are the seed's check, for information only.
+    /// Absent: judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
 }
 
 impl NumericsOutput {

@@ -3,10 +3,14 @@
 The weights are integer codes, per-group scales and zero points drawn from a fixed seed; the float weight they
 stand for, `scale * (code - zero)`, is exactly representable, so GPTQModel's own `pack()` recovers the codes. The
 kernel's forward on the target device is compared with an independent FP64 oracle, `x @ (scale * (code -
-zero))` computed here in float64 from the codes themselves (never from GPTQModel's unpacking), at the seed's
-tolerance, rtol = atol = 2e-3, where GPTQModel states none; where its own kernel tests state one (read by
-`tolerances`), the forward is judged as those tests judge it: against its Torch kernel's forward on the same
-weights and input, at the test's rtol and atol. Both errors are reported either way.
+zero))` computed here in float64 from the codes themselves (never from GPTQModel's unpacking); where the kernel
+declares its own arithmetic on the activations (kernels.toml `activations`: W4AFP8 rounds them to float8 e4m3
+with one scale per row), the oracle rounds them as the kernel does first (`ACTIVATIONS`), and says so. Where
+GPTQModel's own kernel tests state a tolerance (read by `tolerances`), the forward is judged as those tests judge
+it: against its Torch kernel's forward on the same weights and input, at the test's rtol and atol. Where the
+project states none, the forward is not judged (`not_judged`: the verdict is set aside, never a failure at a
+tolerance the subject would invent); the seed's check, rtol = atol = 2e-3 against the oracle, is still reported
+for information. Both errors are reported either way.
 
 What is the subject's own doing (building the weights, packing them with the reference GPTQ packer) is kept
 apart from what is the kernel's (its module on the device, post_init, forward): a failure of the former is
@@ -23,7 +27,18 @@ from typing import Any
 import torch
 
 M, K, N, GROUP = 64, 512, 128, 128
-RTOL = ATOL = 2e-3  # the seed's tolerance, where the project states none
+RTOL = ATOL = 2e-3  # the seed's check, reported for information where the project states no tolerance
+NOT_STATED = "the project states no tolerance"
+WEIGHT_ONLY = "the float16 input as given times the exact weight, in float64"
+E4M3_MAX = 448.0
+# The activation roundings a kernel declares (kernels.toml `activations`) -> what the oracle then models.
+ACTIVATIONS = {
+    "fp8_e4m3_row": (
+        "the float16 input rounded as the kernel rounds it (one float32 scale per row, amax / 448; x / scale "
+        "clamped to ±448 and rounded to float8 e4m3, to nearest even; times the scale), then times the exact "
+        "weight, in float64"
+    ),
+}
 SEED_WEIGHTS = 20261201
 SEED_INPUT = SEED_WEIGHTS + 1
 
@@ -120,10 +135,33 @@ def build(cls: Any, state: dict[str, torch.Tensor], bits: int) -> Any:
     return module.eval()
 
 
+def fp8_e4m3_rows(x: torch.Tensor) -> torch.Tensor:
+    """(rows, K) -> the values a per-row float8 e4m3 rounding leaves, in float64, computed as GPTQModel's
+    `w4a_triton._token_fp8_quant` computes them: in float32, scale = amax / 448 (1 for a zero row), the
+    quotient clamped to ±448 and rounded to e4m3 (round to nearest even), times the scale."""
+    x32 = x.to(torch.float32)
+    amax = x32.abs().amax(dim=1, keepdim=True)
+    scale = torch.where(amax > 0, amax / E4M3_MAX, torch.ones_like(amax))
+    codes = (x32 / scale).clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+    return codes.to(torch.float64) * scale.to(torch.float64)
+
+
+def oracle(x: torch.Tensor, weights: Weights, activations: str | None = None) -> tuple[torch.Tensor, str]:
+    """The FP64 oracle's output for input `x` and what it models: the input as given, or rounded as the kernel
+    declares it rounds its activations (`ACTIVATIONS`), times the exact weight."""
+    weight = weights.float_weight(torch.float64)
+    if activations is None:
+        return x.to(torch.float64) @ weight, WEIGHT_ONLY
+    if activations not in ACTIVATIONS:
+        raise Unbuildable(f"the oracle models no activation rounding `{activations}` (it models {', '.join(ACTIVATIONS)})")
+    return fp8_e4m3_rows(x) @ weight, ACTIVATIONS[activations]
+
+
 @dataclass(frozen=True)
 class Tolerance:
-    """The tolerance a forward is judged by: the project's own against its reference kernel's output, or the
-    seed's against the FP64 oracle (`reference` None, `source` None)."""
+    """The tolerance a forward is judged by: the project's own against its reference kernel's output; or, where
+    the project states none (`source` None), none: the seed's check against the FP64 oracle is reported for
+    information and the forward is not judged."""
 
     rtol: float = RTOL
     atol: float = ATOL
@@ -142,6 +180,12 @@ class Forward:
     tolerance: Tolerance = SEED_TOLERANCE
     reference: str | None = None  # the reference kernel compared with (judged against where the tolerance says)
     reference_max_abs_error: float | None = None
+    oracle: str = WEIGHT_ONLY  # what the FP64 oracle modelled
+
+    @property
+    def judged(self) -> bool:
+        """Whether a tolerance the project states judged the forward."""
+        return self.tolerance.source is not None
 
 
 def _forward(module: Any, x: torch.Tensor, target: torch.device) -> torch.Tensor:
@@ -166,22 +210,25 @@ def run(
     reference: Any = None,
     reference_name: str | None = None,
     quiet: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    activations: str | None = None,
 ) -> Forward:
     """The kernel's own part: onto the device, GPTQModel's post-load init, one float16 forward; then the FP64
     oracle and, given the project's reference kernel (`reference`, its module built on the same checkpoint),
     that kernel's forward on the same input and device. The forward is judged by `tolerance`: against the
     reference as GPTQModel's tests compare (`isclose` in float32: |y - r| <= atol + rtol·|r|) where the
-    tolerance names it, else against the oracle. The reference's forward runs under `quiet` (the subject's
-    recorder: its device calls are not the kernel's)."""
+    tolerance names it, else against the oracle (modelling the kernel's declared `activations` rounding). The
+    reference's forward runs under `quiet` (the subject's recorder: its device calls are not the kernel's).
+    Without a stated tolerance (`source` None) the seed's check is computed for information only and the
+    forward is not judged (`Forward.judged`)."""
     generator = torch.Generator().manual_seed(SEED_INPUT)
     x = torch.rand(M, K, generator=generator, dtype=torch.float32).mul_(2).sub_(1).to(torch.float16)
     y = _forward(module, x, target)
     ran_on: Any = y.device.index if y.device.type == "cuda" else y.device.type
-    oracle = x.to(torch.float64) @ weights.float_weight(torch.float64)
+    expected_fp64, model = oracle(x, weights, activations)
     got = y.detach().to("cpu", torch.float64)
-    error = (got - oracle).abs()
+    error = (got - expected_fp64).abs()
     finite = bool(torch.isfinite(got).all().item())
-    forward = Forward(ran_on, float(error.max().item()), False, tolerance)
+    forward = Forward(ran_on, float(error.max().item()), False, tolerance, oracle=model)
     if reference is not None:
         with quiet():
             expected = _forward(reference, x, target).detach().to("cpu", torch.float32)
@@ -192,7 +239,7 @@ def run(
             close = torch.isclose(expected, actual, rtol=tolerance.rtol, atol=tolerance.atol)
             forward.within = bool(close.all().item()) and finite
             return forward
-    forward.within = bool(torch.all(error <= tolerance.atol + tolerance.rtol * oracle.abs()).item()) and finite
+    forward.within = bool(torch.all(error <= tolerance.atol + tolerance.rtol * expected_fp64.abs()).item()) and finite
     return forward
 
 
@@ -204,7 +251,10 @@ def numerics(forward: Forward) -> dict[str, Any]:
         "within": forward.within,
         "shape": f"{M}x{K}x{N} float16, group size {GROUP}",
         "dtype": "float16",
+        "oracle": forward.oracle,
     }
+    if not forward.judged:
+        answer["not_judged"] = NOT_STATED
     if forward.tolerance.source is not None:
         answer["tolerance_source"] = forward.tolerance.source
     if forward.reference is not None:

@@ -105,6 +105,9 @@ class Kernel:
     validate: dict = field(default_factory=dict)
     requires: list = field(default_factory=list)
     weights: str | None = None  # the checkpoint format the subject builds packed weights in (kernels.toml)
+    # how the kernel declares it rounds its activations before the matmul (kernels.toml `activations`), which the
+    # live oracle models (livewarmup.ACTIVATIONS); None: it takes them as given
+    activations: str | None = None
     cls: Any = None
     missing: list = field(default_factory=list)  # of `requires`, the packages this environment lacks
     missing_at_import: list = field(default_factory=list)  # of `missing`, those its module tried to import

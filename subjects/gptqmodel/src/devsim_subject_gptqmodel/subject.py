@@ -135,6 +135,7 @@ class Subject(HooksMixin, WarmupsMixin, ActionsMixin):
                 validate=dict(entry.get("validate", {})),
                 requires=list(entry.get("requires", [])),
                 weights=entry.get("weights"),
+                activations=entry.get("activations"),
             )
             kernel.missing = [pkg for pkg in kernel.requires if pkg in self._missing.missing]
             kernel.build_lacks = [

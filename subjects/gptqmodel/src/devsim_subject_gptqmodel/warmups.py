@@ -47,6 +47,12 @@ class WarmupsMixin(ActionsMixin):
                 raise Unsupported(f"{WARMUP_NEEDS_GPU}: {exc}", trace=exc.events) from exc
             return
         fmt = liveformats.FORMATS.get(kernel.weights or "")
+        if kernel.activations is not None and kernel.activations not in livewarmup.ACTIVATIONS:
+            raise Unsupported(
+                f"{kernel.cls_name} rounds its activations as `{kernel.activations}` (kernels.toml), which the FP64 "
+                f"oracle does not model (it models {', '.join(livewarmup.ACTIVATIONS)})",
+                trace=[],
+            )
         if fmt is None:
             raise Unsupported(
                 f"the live warmup builds {', '.join(sorted(liveformats.FORMATS))} checkpoints; {kernel.cls_name} "
@@ -62,9 +68,9 @@ class WarmupsMixin(ActionsMixin):
                 weights, module = self._checkpoint_module(kernel)
         except livewarmup.Unbuildable as exc:
             raise Unsupported(str(exc), trace=[]) from exc
-        # Judged by GPTQModel's stated tolerance against its reference kernel where its tests state one; else by
-        # the seed's against the oracle, still compared with the format's reference kernel (the one whose packer
-        # wrote the checkpoint), so both errors are reported either way.
+        # Judged by GPTQModel's stated tolerance against its reference kernel where its tests state one; else not
+        # judged (the seed's check reported for information), still compared with the format's reference kernel
+        # (the one whose packer wrote the checkpoint), so both errors are reported either way.
         tolerance = self.tolerances.get(kernel.name, {}).get("float16", livewarmup.SEED_TOLERANCE)
         reference_name = tolerance.reference or (fmt.reference if fmt.reference != kernel.name else None)
         reference = None
@@ -75,7 +81,14 @@ class WarmupsMixin(ActionsMixin):
             except livewarmup.Unbuildable as exc:
                 raise Unsupported(f"the project's reference kernel {reference_name}: {exc}", trace=[]) from exc
         forward = livewarmup.run(
-            module, weights, target, tolerance, reference, reference_name, quiet=self.recorder.quiet
+            module,
+            weights,
+            target,
+            tolerance,
+            reference,
+            reference_name,
+            quiet=self.recorder.quiet,
+            activations=kernel.activations,
         )
         del module, reference
         obs["ran_on"] = forward.ran_on
