@@ -236,6 +236,13 @@ pub const COVERS: &[(&str, &[Cover])] = &[
         ],
     ),
     (
+        "cargo xtask ci --jobs 1",
+        &[Cover::Test {
+            file: CI_CONFIG_RS,
+            name: "steps_run_one_at_a_time_or_side_by_side_and_close_with_a_timed_summary",
+        }],
+    ),
+    (
         "cargo xtask ci --dry-run",
         &[Cover::Here {
             cwd: Cwd::Repo,

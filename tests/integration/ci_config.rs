@@ -122,6 +122,30 @@ fn the_workflow_steps_resolve_through_the_entry_point_under_ci() {
 }
 
 #[test]
+fn steps_run_one_at_a_time_or_side_by_side_and_close_with_a_timed_summary() {
+    for jobs in ["1", "2"] {
+        let out = xtask(&["--step", "disk", "--jobs", jobs]);
+        assert!(out.contains("== disk: free disk"), "--jobs {jobs}: {out}");
+        assert!(
+            out.contains("GiB free"),
+            "--jobs {jobs}: the step's own output: {out}"
+        );
+        assert!(out.contains("== summary"), "--jobs {jobs}: {out}");
+        assert!(
+            out.lines()
+                .any(|line| line.starts_with("disk ") && line.ends_with("60 s")),
+            "--jobs {jobs}: a row with the step's budget: {out}"
+        );
+        assert!(
+            out.contains("== all steps passed in"),
+            "--jobs {jobs}: {out}"
+        );
+        // side by side, a step's log is printed whole when it ends, after the line that started it
+        assert_eq!(out.contains("-> disk started"), jobs == "2", "{out}");
+    }
+}
+
+#[test]
 fn an_unknown_step_is_refused_naming_the_steps() {
     let out = std::process::Command::new(env!("CARGO"))
         .args(["xtask", "ci", "--step", "lnit"])
