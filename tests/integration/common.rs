@@ -105,3 +105,14 @@ device = "cuda:1"
 ran_on = 1
 current_after = 0
 "#;
+
+/// Runs `command` to its end: its exit code and everything it printed, standard output then standard error.
+pub fn code_and_output(command: &mut std::process::Command) -> (Option<i32>, String) {
+    let output = command.output().expect("the command runs");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status.code(), printed)
+}

@@ -9,6 +9,8 @@ use std::process::Command;
 
 use tempfile::TempDir;
 
+use crate::common::code_and_output;
+
 const MARKER: &str = "DEVSIM-SECRET-MARKER-7f3a";
 
 /// A secret outside the tree (its first line a TOML-looking key, as a profile or baseline would start), and
@@ -84,17 +86,11 @@ fn a_scenario_file_argument_linking_out_of_its_folder_is_never_read() {
 
 /// Runs devsim and returns its exit code and everything it printed.
 fn devsim_code(args: &[&str]) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_devsim"))
-        .args(args)
-        .env("DEVSIM_CONTAINMENT_TEST", MARKER)
-        .output()
-        .expect("devsim runs");
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.code(), printed)
+    code_and_output(
+        Command::new(env!("CARGO_BIN_EXE_devsim"))
+            .args(args)
+            .env("DEVSIM_CONTAINMENT_TEST", MARKER),
+    )
 }
 
 /// A path argument that is a link out of its folder: exit 2, an error naming the argument, and not one
@@ -289,17 +285,11 @@ fn a_folder_argument_that_is_a_link_inside_its_folder_is_walked() {
 
 /// Runs `devsim coverage` in `dir` (which holds `scenarios/` and `inventory/`): exit code and output.
 fn coverage_in(dir: &Path) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_devsim"))
-        .arg("coverage")
-        .current_dir(dir)
-        .output()
-        .expect("devsim runs");
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.code(), printed)
+    code_and_output(
+        Command::new(env!("CARGO_BIN_EXE_devsim"))
+            .arg("coverage")
+            .current_dir(dir),
+    )
 }
 
 #[test]

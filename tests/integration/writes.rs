@@ -10,6 +10,8 @@ use std::process::Command;
 
 use tempfile::TempDir;
 
+use crate::common::code_and_output;
+
 const MARKER: &str = "DEVSIM-WRITE-MARKER-4c1e: nothing may overwrite this\n";
 
 /// A tree to write in and, apart from it, a folder holding the marker file.
@@ -69,19 +71,13 @@ fn utf8(path: &Path) -> &str {
 
 /// Runs devsim in the repository root; its exit code and everything it printed.
 fn devsim(args: &[&str]) -> (Option<i32>, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_devsim"))
-        .args(args)
-        .env_remove("CI")
-        .env("DEVSIM_LIVE_RECORD_DATE", "2026-12-07")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("devsim runs");
-    let printed = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (output.status.code(), printed)
+    code_and_output(
+        Command::new(env!("CARGO_BIN_EXE_devsim"))
+            .args(args)
+            .env_remove("CI")
+            .env("DEVSIM_LIVE_RECORD_DATE", "2026-12-07")
+            .current_dir(env!("CARGO_MANIFEST_DIR")),
+    )
 }
 
 /// Exit 2, with an error that names `link` and says it is a link devsim does not write through.
