@@ -11,10 +11,9 @@ from __future__ import annotations
 
 
 def observe() -> object:
+    import comfy.model_management as mm
     import torch
     from comfy.cli_args import args
-
-    import comfy.model_management as mm
 
     args.cpu_vae = True  # the user's --cpu-vae
     device = mm.vae_device()
