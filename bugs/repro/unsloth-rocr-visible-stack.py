@@ -44,11 +44,9 @@ def observe() -> object:
         apply_gpu_ids([1])
         child_env = dict(os.environ)
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        for name in _MASKS:
+            os.environ.pop(name, None)
+        os.environ.update({name: value for name, value in saved.items() if value is not None})
     done = subprocess.run([sys.executable, "-c", _CHILD], env=child_env, capture_output=True, text=True,
                           timeout=120, check=False)
     lines = done.stdout.strip().splitlines()
