@@ -206,10 +206,10 @@ class _Reader:
         return Install(source=source, package=package, paths=paths, pythonpath=pythonpath or (".",), pip=pip,
                        stubs=stubs, env=dict(env))
 
-    def relative(self, value: str, table: tuple[str | int, ...], key: str) -> PurePosixPath:
+    def relative(self, value: str, table: tuple[str | int, ...], key: str, inside: str = "the tree") -> PurePosixPath:
         path = PurePosixPath(value)
         if path.is_absolute() or ".." in path.parts or "\\" in value or value.startswith("~"):
-            raise self.fail(table, key, f"{key} names {value!r}: expected a relative path inside the tree "
+            raise self.fail(table, key, f"{key} names {value!r}: expected a relative path inside {inside} "
                                         "(no absolute path, no '..')")
         return path
 
@@ -220,7 +220,7 @@ class _Reader:
         kind = self.string(data, "kind", table, expected="repro, suite or import")
         if kind not in _TRIGGER:
             raise self.fail(table, "kind", f"'kind' is {kind!r}: expected repro, suite or import")
-        self.keys(data, _TRIGGER[kind], table, f"a {kind} trigger")
+        self.keys(data, _TRIGGER[kind], table, f"a [[trigger]] of kind {kind}")
         line = self.lines.find(table)
         own = self.hosts(data, table, required=False) or hosts
         why = self.string(data, "why", table, required=False)
@@ -243,7 +243,7 @@ class _Reader:
         return Trigger(index=index, kind=kind, hosts=own, line=line, modules=modules, why=why)
 
     def script(self, script: str, table: tuple[str | int, ...]) -> None:
-        self.relative(script, table, "script")
+        self.relative(script, table, "script", "bugs/")
         bugs = self.context.bugs_dir.resolve()
         target = (self.context.bugs_dir / script).resolve()
         if not target.is_relative_to(bugs):

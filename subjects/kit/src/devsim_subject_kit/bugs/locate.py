@@ -36,6 +36,9 @@ class Lines:
         """The line of `key` in `table` (or of the table's header when `key` is None or absent)."""
         if key is not None and (table, key) in self._keys:
             return self._keys[(table, key)]
+        for sub in ((*table, key), (*table, key, 0)) if key is not None else ():
+            if sub in self._tables:  # the key is a table of its own: `[fixd]`, `[[triggers]]`
+                return self._tables[sub]
         if table in self._tables:
             return self._tables[table]
         if len(table) > 1 and table[:-1] in self._tables:
