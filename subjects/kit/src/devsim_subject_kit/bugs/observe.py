@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from xml.etree import ElementTree
 
@@ -94,13 +94,20 @@ def _outcome(trigger: Trigger, session: Session, host: str, own: tuple[Path, ...
         return HostOutcome(ERROR, host, error=f"the session wrote no report (exit {session.code}): the host could "
                                                f"not start or pytest failed before it; last output: {_tail(session)}")
     code = report.get("exit_codes", {}).get(host)
-    tests = [t for t in report.get("tests", []) if t.get("profile") == host]
+    ran = [t for t in report.get("tests", []) if t.get("profile") == host]
     flags = [f for f in report.get("sanitizer", []) or [] if f.get("profile", host) == host]
-    own_flags = [dict(f, path=own_path(str(f.get("file", "")), own)) for f in flags]
+    tests = {t.split("::", 1)[0] for t in trigger.tests}
+    own_flags = []
+    for flag in flags:
+        path = own_path(str(flag.get("file", "")), own)
+        # the project's code under judgement: its tree, not the test files a suite trigger runs (a test that
+        # probes the GPU itself is no bug of the project's dispatch)
+        mine = path is not None and path not in tests and PurePosixPath(path).name != "conftest.py"
+        own_flags.append(dict(flag, path=path, own=mine))
     if code is None:
         return HostOutcome(ERROR, host, error=f"the session did not run on {host}: {_tail(session)}")
-    failing = sorted(str(t["nodeid"]) for t in tests if t.get("outcome") in _FAILING)
-    passing = sorted(str(t["nodeid"]) for t in tests if t.get("outcome") == "passed")
+    failing = sorted(str(t["nodeid"]) for t in ran if t.get("outcome") in _FAILING)
+    passing = sorted(str(t["nodeid"]) for t in ran if t.get("outcome") == "passed")
     failing += collection_errors(session.junit, host)
     result = HostOutcome(PASSED, host, failing=failing, passing=passing, flags=own_flags)
     if trigger.kind == "repro":
@@ -113,7 +120,7 @@ def _outcome(trigger: Trigger, session: Session, host: str, own: tuple[Path, ...
         result.trace = [_trace_line(e) for e in observation.get("trace", [])][:_TRACE_LINES]
         result.outcome, result.error = judge_repro(trigger, observation)
         return result
-    if code in (0, 1) and (tests or failing):
+    if code in (0, 1) and (ran or failing):
         result.outcome = FAILED if failing else PASSED
         return result
     if code == 2 and failing:  # a collection error of the project's file: the file fails on this host

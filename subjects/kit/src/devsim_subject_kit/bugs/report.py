@@ -140,7 +140,7 @@ def _problem(control: bool, side: str, kind: str, outcome: HostOutcome, rule: st
         return "not reproduced: the repro behaves on the buggy side"
     if kind == "repro" and side == "fixed" and outcome.outcome == MISBEHAVES:
         return "false alarm: the repro misbehaves on the fixed side"
-    flagged = [f for f in outcome.flags if f.get("rule") == rule and f.get("path")]
+    flagged = [f for f in outcome.flags if f.get("rule") == rule and f.get("own")]
     if side == "fixed" and flagged:
         return f"false alarm: the sanitizer flags {rule} at {flagged[0].get('path')}:{flagged[0].get('line')}"
     if side == "fixed" and kind == "import" and outcome.outcome == FAILED:

@@ -130,7 +130,7 @@ def run_trigger(case: Case, trigger: Trigger, installed: Installed, work: Path, 
     if hosts_dir is not None and hosts_dir.is_dir():
         args += ["-o", f"devsim_hosts={hosts_dir.resolve()}"]
     if sanitizer_available():
-        args.append("--devsim-sanitize")
+        args.append("--devsim-sanitize=report")  # with "=": the option takes an optional value
     if trigger.kind == "suite":
         where = installed.rootdir
         args += ["-o", f"cache_dir={work / 'pytest-cache'}", *trigger.args, *trigger.tests]

@@ -131,8 +131,8 @@ def _false_alarm(case: Case, verdict: Verdict, kind: str, where: str, fixed: Hos
         verdict.false_alarm = True
         verdict.by.append(f"false alarm: {where} misbehaves on fixed")
     for flag in fixed.flags:
-        if flag.get("path") is None:
-            continue  # not the project's own code
+        if not flag.get("own"):
+            continue  # not the project's own code (a dependency, a stub, the suite's own test files)
         judged = _judged(case, flag, verdicts)
         entry = {**flag, "trigger": where, "verdict": judged.verdict if judged else "unjudged",
                  "reason": judged.reason if judged else None}
@@ -152,7 +152,7 @@ def _judged(case: Case, flag: dict[str, Any], verdicts: list[FlagVerdict]) -> Fl
 
 
 def _case_rule(case: Case, flag: dict[str, Any]) -> bool:
-    return flag.get("rule") == case.rule and flag.get("path") is not None
+    return flag.get("rule") == case.rule and bool(flag.get("own"))
 
 
 def _site(flag: dict[str, Any]) -> str:
