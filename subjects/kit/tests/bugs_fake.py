@@ -155,3 +155,27 @@ tests = ["tests/test_dtype.py"]
 kind = "import"
 modules = ["fastdtype", "aiohttp.web"]
 '''
+
+
+def make_wheels(folder: Path) -> None:
+    """Wheels of the fake project on a local "index" folder (pip's `--find-links`): 1.0 buggy, 1.1 fixed."""
+    import base64
+    import hashlib
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for version, source in (("1.0", BUGGY), ("1.1", FIXED)):
+        info = f"fastdtype-{version}.dist-info"
+        files = {
+            "fastdtype/__init__.py": source,
+            f"{info}/METADATA": f"Metadata-Version: 2.1\nName: fastdtype\nVersion: {version}\n",
+            f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: devsim-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        }
+        record = []
+        for name, text in files.items():
+            digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+            record.append(f"{name},sha256={digest},{len(text.encode())}")
+        files[f"{info}/RECORD"] = "\n".join([*record, f"{info}/RECORD,,"]) + "\n"
+        with zipfile.ZipFile(folder / f"fastdtype-{version}-py3-none-any.whl", "w") as wheel:
+            for name, text in files.items():
+                wheel.writestr(name, text)

@@ -9,7 +9,7 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from bugs_fake import Fake, case_text, make_fake
+from bugs_fake import Fake, case_text, make_fake, make_wheels
 from conftest import REPO, devsim_binary
 
 from devsim_subject_kit.bugs.cli import main
@@ -131,3 +131,23 @@ def test_an_installed_side_is_reused_from_the_cache(fake: Fake, tmp_path: Path) 
     # no mirror now: a second install of the same side must not need one
     again = install_side(case, case.sides[0], cache, tmp_path / "no-mirrors")
     assert again == first
+
+
+def test_an_index_case_installs_each_release_and_runs_under_index_only(
+        fake: Fake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A case with a release on both sides installs from the package index (here pip's own configuration points
+    it at a local folder of the fake project's wheels: no network in tests) and runs under --index-only."""
+    make_wheels(tmp_path / "wheels")
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    text = case_text(fake).replace(f'commit = "{fake.buggy}"', f'commit = "{fake.buggy}"\nrelease = "1.0"')
+    text = text.replace(f'commit = "{fake.fixed}"', f'commit = "{fake.fixed}"\nrelease = "1.1"')
+    text = text.replace('from = "git"\npaths = ["fastdtype", "tests"]\n', 'package = "fastdtype"\n')
+    text = text[:text.index("[[trigger]]\nkind = \"suite\"")]  # the wheels hold no tests: the repro only
+    (fake.bugs / "fastdtype-bf16.toml").write_text(text)
+    code, document = run(fake, "--index-only")
+    [case] = document["cases"]  # type: ignore[misc]
+    assert code == 0, case
+    assert (case["install"], case["reproduced"], case["false_alarm"]) == ("index", True, False)
+    site = next((fake.bugs.parent / "cache" / "fastdtype-bf16").glob("fixed-*")) / "site"
+    assert "gcnArchName" in (site / "fastdtype" / "__init__.py").read_text()
