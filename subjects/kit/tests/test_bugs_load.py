@@ -175,3 +175,25 @@ OBSERVED = {"returned": None, "returned_repr": "None", "raised": "TypeError: 'No
 def test_an_observation_matches_its_expectation(kind: str, value: object, observation: dict[str, object],
                                                 expected: bool) -> None:
     assert matches(Expectation(kind, value), observation) is expected
+
+
+DOC = REPO / "docs" / "real-bugs-format.md"
+
+
+def test_the_format_reference_example_loads_and_names_every_key(tmp_path: Path) -> None:
+    """docs/real-bugs-format.md and the loader agree: its example loads as written, and every key the loader
+    accepts is in the reference."""
+    from devsim_subject_kit.bugs import load
+
+    text = DOC.read_text()
+    example = text.split("## An example\n\n```toml\n", 1)[1].split("```", 1)[0]
+    bugs = tmp_path / "bugs"
+    (bugs / "repro").mkdir(parents=True)
+    (bugs / "repro" / "comfyui-bf16-rdna2.py").write_text("def observe():\n    return True\n")
+    (bugs / "comfyui-bf16-rdna2.toml").write_text(example)
+    ctx = Context(bugs_dir=bugs, rules=RULES, hosts=frozenset({"rdna2_gfx1030"}), mirrors=None)
+    case = load_case(bugs / "comfyui-bf16-rdna2.toml", ctx)
+    assert [t.kind for t in case.triggers] == ["repro", "suite", "import"] and case.install.source == "git"
+    keys = load._TOP | load._SIDE | load._INSTALL | set().union(*load._TRIGGER.values()) | set(load._EXPECT)
+    missing = sorted(k for k in keys if not any(f"`{form}`" in text for form in (k, f"[{k}]", f"[[{k}]]")))
+    assert not missing, f"docs/real-bugs-format.md does not describe {missing}"
