@@ -87,7 +87,7 @@ def outcomes(trigger: Trigger, session: Session, own: tuple[Path, ...]) -> list[
 
 def _outcome(trigger: Trigger, session: Session, host: str, own: tuple[Path, ...]) -> HostOutcome:
     if session.timed_out:
-        return HostOutcome(ERROR, host, error=f"timed out after {session.seconds:g} s (the process group was "
+        return HostOutcome(ERROR, host, error=f"timed out after {session.seconds:.0f} s (the process group was "
                                                  f"killed); last output: {_tail(session)}")
     report = session.report
     if report is None:
