@@ -78,6 +78,8 @@ ROWS: list[tuple[str, dict[tuple[str, int], HostOutcome], list[FlagVerdict], tup
     ("a flag on fixed judged real", {("buggy", 2): o("passed"),
                                      ("fixed", 2): o("passed", flags=(flag("vendor-from-build"),))},
      [JUDGED_REAL], (False, False, False), []),
+    ("the rule flagged on fixed at a site judged real", {("buggy", 2): o("passed"), ("fixed", 2): o("passed", flags=(flag(),))},
+     [FlagVerdict("x", RULE, "pkg/x.py", "pick", "real", "the fix left a second probe")], (False, False, False), []),
     ("a flag in a dependency on fixed", {("buggy", 2): o("passed"), ("fixed", 2): o("passed", flags=(flag(own=False),))},
      [], (False, False, False), []),
 ]

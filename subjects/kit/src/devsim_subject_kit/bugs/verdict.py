@@ -4,8 +4,9 @@
 - caught (no code written for the case): on buggy and not on fixed, on the same host, a suite test fails
   (same node id passes on fixed), an import fails, or the sanitizer flags the case's rule in the project's code
   during a suite or import trigger; a flag during a repro is evidence only (`sanitizer_on_repro`);
-- false alarm: on fixed, a repro misbehaves, the case's rule is flagged in the project's code, or a flag judged
-  `false-alarm` in `bugs/verdicts.toml`; every flag on fixed is listed with its verdict (or `unjudged`);
+- false alarm: on fixed, a repro misbehaves, the case's rule is flagged in the project's code (unless a human
+  judged that site `real` in `bugs/verdicts.toml`: a violation the fix left), or a flag judged `false-alarm`;
+  every flag on fixed is listed with its verdict (or `unjudged`);
 - a control ([buggy] only) is reported as reproduced / flagged on today's code, never scored.
 """
 
@@ -137,7 +138,10 @@ def _false_alarm(case: Case, verdict: Verdict, kind: str, where: str, fixed: Hos
         entry = {**flag, "trigger": where, "verdict": judged.verdict if judged else "unjudged",
                  "reason": judged.reason if judged else None}
         verdict.fixed_flags.append(entry)
-        if _case_rule(case, flag) or (judged is not None and judged.verdict == "false-alarm"):
+        # the case's rule flagged on the fix is a false alarm unless a human judged the site a real violation
+        # the fix left (then it is listed, a true finding); any flag judged `false-alarm` is one
+        real = judged is not None and judged.verdict == "real"
+        if (_case_rule(case, flag) and not real) or (judged is not None and judged.verdict == "false-alarm"):
             verdict.false_alarm = True
             verdict.by.append(f"false alarm: {where} sanitizer {_site(flag)} on fixed")
 
