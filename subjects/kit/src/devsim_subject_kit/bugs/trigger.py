@@ -25,6 +25,7 @@ import devsim_subject_kit
 
 from .case import Case, Trigger
 from .install import Installed
+from .stubs import PLUGIN as STUBS_PLUGIN
 
 #: The environment variable naming the folder a repro's generated test writes its observations to.
 OBSERVATION_ENV = "DEVSIM_BUGS_OBSERVATIONS"
@@ -129,6 +130,8 @@ def run_trigger(case: Case, trigger: Trigger, installed: Installed, work: Path, 
             f"--devsim-report={report}", f"--junitxml={junit}", f"--devsim-timeout={timeout:g}", "-q", "-rfE"]
     if hosts_dir is not None and hosts_dir.is_dir():
         args += ["-o", f"devsim_hosts={hosts_dir.resolve()}"]
+    if case.install.stubs:
+        args += ["-p", STUBS_PLUGIN]
     if sanitizer_available():
         args.append("--devsim-sanitize=report")  # with "=": the option takes an optional value
     if trigger.kind == "suite":
