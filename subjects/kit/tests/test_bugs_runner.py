@@ -151,3 +151,18 @@ def test_an_index_case_installs_each_release_and_runs_under_index_only(
     assert (case["install"], case["reproduced"], case["false_alarm"]) == ("index", True, False)
     site = next((fake.bugs.parent / "cache" / "fastdtype-bf16").glob("fixed-*")) / "site"
     assert "gcnArchName" in (site / "fastdtype" / "__init__.py").read_text()
+
+
+def test_a_case_that_breaks_the_runner_is_that_cases_error(fake: Fake, monkeypatch: pytest.MonkeyPatch) -> None:
+    from devsim_subject_kit.bugs import runner
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("an unforeseen failure")
+
+    monkeypatch.setattr(runner, "install_side", broken)
+    (fake.bugs / "fastdtype-bf16.toml").write_text(case_text(fake))
+    code, document = run(fake)
+    [case] = document["cases"]  # type: ignore[misc]
+    assert code == 1
+    assert case["error"].startswith("the runner failed on this case: RuntimeError('an unforeseen failure')")
+    assert case["not_run"] == "the runner failed on this case"

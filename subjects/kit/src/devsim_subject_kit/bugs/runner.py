@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -88,7 +89,12 @@ def run_cases(paths: Sequence[Path], options: Options, report: Callable[[CaseRes
 
     def one(path: Path) -> CaseResult:
         context, verdicts, problem = contexts[path.parent]
-        result = run_case(path, context, verdicts, problem, options)
+        try:
+            result = run_case(path, context, verdicts, problem, options)
+        except Exception as exc:  # noqa: BLE001 - a case that breaks the runner is that case's error, not the run's
+            where = traceback.format_exc().strip().splitlines()[-3:]
+            result = CaseResult(path=path, error=f"the runner failed on this case: {exc!r} ({' | '.join(where)})",
+                                not_run="the runner failed on this case")
         if report is not None:
             report(result)
         return result
