@@ -157,3 +157,10 @@ def test_a_session_that_timed_out_or_wrote_no_report_is_an_error(tmp_path: Path)
     assert (first.outcome, str(first.error).split(";")[0]) == ("error", "timed out after 5 s (the process group was killed)")
     assert second.outcome == "error" and str(second.error).startswith("the session wrote no report (exit 4)")
     assert third.outcome == "error" and str(third.error).startswith("the trigger ran no test")
+
+
+def test_a_suite_whose_every_test_skipped_is_skipped_not_passed(tmp_path: Path) -> None:
+    report = {"exit_codes": {"h": 0}, "tests": [{"nodeid": T, "profile": "h", "outcome": "skipped"}]}
+    [outcome] = outcomes(TRIGGERS[1], Session(code=0, seconds=1.0, report=report, junit=tmp_path / "j.xml"),
+                         (tmp_path,))
+    assert (outcome.outcome, outcome.skipped, outcome.passing) == ("skipped", 1, [])

@@ -15,6 +15,8 @@ from .trigger import Session
 
 #: A repro's outcomes, a suite's or an import's, and a harness failure (never a misbehaviour).
 MISBEHAVES, BEHAVES, FAILED, PASSED, ERROR = "misbehaves", "behaves", "failed", "passed", "error"
+#: A suite or import whose every test skipped (nothing failed, nothing passed).
+SKIPPED = "skipped"
 _FAILING = {"failed", "error", "crashed"}
 _TRACE_LINES = 40
 
@@ -29,6 +31,7 @@ class HostOutcome:
     observation: dict[str, Any] | None = None
     failing: list[str] = field(default_factory=list)
     passing: list[str] = field(default_factory=list)
+    skipped: int = 0
     flags: list[dict[str, Any]] = field(default_factory=list)
     trace: list[str] = field(default_factory=list)
 
@@ -109,7 +112,8 @@ def _outcome(trigger: Trigger, session: Session, host: str, own: tuple[Path, ...
     failing = sorted(str(t["nodeid"]) for t in ran if t.get("outcome") in _FAILING)
     passing = sorted(str(t["nodeid"]) for t in ran if t.get("outcome") == "passed")
     failing += collection_errors(session.junit, host)
-    result = HostOutcome(PASSED, host, failing=failing, passing=passing, flags=own_flags)
+    skipped = sum(1 for t in ran if t.get("outcome") == "skipped")
+    result = HostOutcome(PASSED, host, failing=failing, passing=passing, skipped=skipped, flags=own_flags)
     if trigger.kind == "repro":
         observation = session.observations.get(host)
         if observation is None:
@@ -121,7 +125,7 @@ def _outcome(trigger: Trigger, session: Session, host: str, own: tuple[Path, ...
         result.outcome, result.error = judge_repro(trigger, observation)
         return result
     if code in (0, 1) and (ran or failing):
-        result.outcome = FAILED if failing else PASSED
+        result.outcome = FAILED if failing else PASSED if passing or not skipped else SKIPPED
         return result
     if code == 2 and failing:  # a collection error of the project's file: the file fails on this host
         result.outcome = FAILED

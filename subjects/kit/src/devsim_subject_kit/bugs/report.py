@@ -64,7 +64,8 @@ def _case(result: CaseResult) -> dict[str, Any]:
 
 def _host(outcome: HostOutcome) -> dict[str, Any]:
     return {"outcome": outcome.outcome, "error": outcome.error, "observation": outcome.observation,
-            "failing": outcome.failing, "passed": len(outcome.passing), "flags": outcome.flags,
+            "failing": outcome.failing, "passed": len(outcome.passing), "skipped": outcome.skipped,
+            "flags": outcome.flags,
             "trace": outcome.trace}
 
 
