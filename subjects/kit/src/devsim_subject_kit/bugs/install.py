@@ -77,9 +77,10 @@ def install_side(case: Case, side: Side, cache: Path, mirrors: Path | None) -> I
 
 
 def _pip(site: Path, requirements: list[str]) -> None:
-    """`pip install --no-deps --target site` from the package index (no other source)."""
+    """`pip install --no-deps --target site` from the package index (pip's own configuration says which)."""
+    # --no-cache-dir: nothing left behind outside the runner's own cache
     command = [sys.executable, "-m", "pip", "install", "--no-deps", "--no-input", "--disable-pip-version-check",
-               "--quiet", "--target", str(site), *requirements]
+               "--no-cache-dir", "--quiet", "--target", str(site), *requirements]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)
     except subprocess.TimeoutExpired as exc:
