@@ -186,7 +186,7 @@ def test_the_format_reference_example_loads_and_names_every_key(tmp_path: Path) 
     from devsim_subject_kit.bugs import load
 
     text = DOC.read_text()
-    example = text.split("## An example\n\n```toml\n", 1)[1].split("```", 1)[0]
+    example = text.split("## An example\n\n```toml fragment\n", 1)[1].split("```", 1)[0]
     bugs = tmp_path / "bugs"
     (bugs / "repro").mkdir(parents=True)
     (bugs / "repro" / "comfyui-bf16-rdna2.py").write_text("def observe():\n    return True\n")
