@@ -272,8 +272,15 @@ pub const STEPS: &[Step] = &[
     ),
     // Python from here on, on one core: the release binary is built (corpus), so these run beside the compiling lane
     in_torch(other(
+        "kit",
+        "the subject kit's tests: the protocol, the simulated host, the pytest plugin, the sanitizer, the real-bug runner",
+        &["gptqmodel-install", "corpus"],
+        420,
+        python::kit,
+    )),
+    in_torch(other(
         "gptqmodel",
-        "GPTQModel 7.7.0 as a subject: the kit's tests, the subject's tests, the plugin's example suite; the subject on GPTQModel 7.3.4's tree (--subject-src) against its baseline, without breakdowns",
+        "GPTQModel 7.7.0 as a subject: the subject's tests, the plugin's example suite; the subject on GPTQModel 7.3.4's tree (--subject-src) against its baseline, without breakdowns",
         &["gptqmodel-install", "corpus"],
         600,
         python::gptqmodel,
@@ -288,6 +295,14 @@ pub const STEPS: &[Step] = &[
             python::bitsandbytes,
         )),
     ),
+    // pip --target into its own cache (target/bugs-cache), never into .venv-torch: no venv lock
+    in_torch(other(
+        "real-bugs",
+        "the real-bug benchmark's cases whose both sides install from the package index (bugs/, docs/real-bugs.md): each buggy and fixed side on its simulated hosts; a case's error or a false alarm fails the step",
+        &["gptqmodel-install", "corpus"],
+        420,
+        python::real_bugs,
+    )),
     other(
         "vllm",
         "vLLM 0.33.0 as a subject: its own tests in .venv-vllm",

@@ -17,6 +17,19 @@ pub fn visible_devices(ci: &Ci) -> Result<(), StepError> {
     ))
 }
 
+/// The subject kit's own tests (the protocol, the simulated host, the plugin, the sanitizer, the real-bug
+/// runner) on the release binary.
+pub fn kit(ci: &Ci) -> Result<(), StepError> {
+    let devsim = ci.root().join("target/release/devsim");
+    ci.run(
+        cmd!(
+            ci.sh(),
+            ".venv-torch/bin/python -m pytest -q subjects/kit/tests"
+        )
+        .env("DEVSIM", &devsim),
+    )
+}
+
 /// GPTQModel 7.7.0's install into the torch venv, and the second release's source tree beside the repository.
 pub fn gptqmodel_install(ci: &Ci) -> Result<(), StepError> {
     let venv = ci.root().join(".venv-torch");
@@ -34,13 +47,6 @@ pub fn gptqmodel(ci: &Ci) -> Result<(), StepError> {
     let devsim = ci.root().join("target/release/devsim");
     let beside = ci.root().parent().unwrap_or(ci.root()).to_path_buf();
     ci.run(cmd!(ci.sh(), "cargo build --locked --release --quiet"))?;
-    ci.run(
-        cmd!(
-            ci.sh(),
-            ".venv-torch/bin/python -m pytest -q subjects/kit/tests"
-        )
-        .env("DEVSIM", &devsim),
-    )?;
     ci.run(cmd!(
         ci.sh(),
         ".venv-torch/bin/python -m pytest -q subjects/gptqmodel/tests"
@@ -101,6 +107,19 @@ pub fn bitsandbytes(ci: &Ci) -> Result<(), StepError> {
         ci.sh(),
         ".venv-torch/bin/python -m pytest -q -p no:cacheprovider tools/live/tests tools/fidelity/tests"
     ))
+}
+
+/// The real-bug benchmark's index-installed cases (`python -m devsim_subject_kit.bugs run --index-only`), on
+/// the release binary: git cases need repository mirrors CI does not have and are reported as not run.
+pub fn real_bugs(ci: &Ci) -> Result<(), StepError> {
+    let devsim = ci.root().join("target/release/devsim");
+    ci.run(
+        cmd!(
+            ci.sh(),
+            ".venv-torch/bin/python -m devsim_subject_kit.bugs run --index-only --jobs 2 --json target/real-bugs-ci.json --junit target/real-bugs-ci.xml"
+        )
+        .env("DEVSIM", &devsim),
+    )
 }
 
 pub fn vllm_install(ci: &Ci) -> Result<(), StepError> {
