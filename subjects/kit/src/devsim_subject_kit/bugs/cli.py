@@ -8,11 +8,13 @@ leaves out are `not run` and do not change the status.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..profiles import ProfileError, find_devsim
+from .markdown import page, render
 from .report import table, write_json, write_junit
 from .runner import CaseResult, Options, discover, progress, read_rules, run_cases
 from .trigger import sanitizer_available
@@ -46,12 +48,40 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--timeout", type=float, default=300.0, help="seconds per trigger (default 300)")
     run.add_argument("--devsim", default=None, help="the devsim binary (default: $DEVSIM, then PATH)")
     run.add_argument("--rules", type=Path, default=None, help="the policy's rules (default: inventory/rules.toml)")
+    markdown = commands.add_parser("markdown", help="render the results page (docs/real-bugs.md) from a results file")
+    markdown.add_argument("results", type=Path, help="a results file of `run --json`")
+    markdown.add_argument("--page", type=Path, default=None,
+                          help="the page: its hand-written head is kept and the rest regenerated in place")
+    markdown.add_argument("--check", action="store_true", help="with --page: fail if the page differs, write nothing")
     return main
+
+
+def render_page(args: argparse.Namespace) -> int:
+    """`markdown`: print the generated part, or regenerate (or check) a page's."""
+    try:
+        document = json.loads(args.results.read_text(encoding="utf-8"))
+        head = args.page.read_text(encoding="utf-8") if args.page else ""
+        text = page(head, document) if args.page else render(document)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        sys.stderr.write(f"error: cannot render {args.results}: {exc}\n")
+        return 2
+    if args.page is None:
+        sys.stdout.write(text)
+        return 0
+    if args.check:
+        if head != text:
+            sys.stderr.write(f"error: {args.page} differs from what {args.results} gives; run without --check\n")
+            return 1
+        return 0
+    args.page.write_text(text, encoding="utf-8")
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; its exit status."""
     args = parser().parse_args(argv)
+    if args.command == "markdown":
+        return render_page(args)
     root = repository_root(Path.cwd()) or repository_root(Path(__file__).resolve().parent)
     rules = args.rules or (root / "inventory" / "rules.toml" if root else None)
     if rules is None or not rules.is_file():
