@@ -15,6 +15,7 @@ fn gpu(gpu: &Gpu) -> GpuMessage {
         name: gpu.name.clone(),
         smem_optin: gpu.smem_optin,
         uuid: gpu.uuid.clone(),
+        memory_mib: gpu.memory_mib,
     }
 }
 
@@ -32,6 +33,7 @@ pub fn host(host: &HostSpec) -> Result<HostMessage, HostError> {
         visible: host.visible()?,
         current: host.current,
         runtime_version: host.runtime_version.clone(),
+        arch_list: host.arch_list.clone(),
     })
 }
 
