@@ -76,8 +76,7 @@ class _Props:
     @property
     def gcnArchName(self) -> str:
         self._probe("amd_arch", "get_device_properties().gcnArchName")
-        # HIP answers the ISA's target id (`gfx942:sramecc+:xnack-`); CUDA builds of torch answer gcnArchName with a
-        # fixed text, never an arch.
+        # HIP answers the ISA's target id (gfx942:sramecc+:xnack-); CUDA builds a fixed text, never an arch.
         return self._gpu.gcn_arch_name if self._amd else "NVIDIA"
 
     @property
@@ -290,7 +289,7 @@ class SimulatedTorch:
             return []
         return self.host.build_arch_list
 
-    def _memory_ordinal(self, device: Any) -> int:
+    def _memory_index(self, device: Any) -> int:
         self._require_runtime()
         return self.index(device, optional=True)
 
@@ -397,7 +396,7 @@ class SimulatedTorch:
                 p.set(cuda, name, refusing(name, self._require_runtime, lambda r: self.on_refusal(r), getattr(cuda, name)))
         # the allocator's statistics and mem_get_info; torch.cuda.memory bound is_initialized at its import
         memory = memory_patches(
-            lambda: self.host.has_gpu_runtime, self._memory_ordinal, self._check, self.current_device,
+            lambda: self.host.has_gpu_runtime, self._memory_index, self._check, self.current_device,
             lambda ordinal: self.host.visible_gpus()[ordinal].total_memory)
         memory["is_initialized"] = cuda.is_initialized
         for name, value in memory.items():
