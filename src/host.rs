@@ -325,3 +325,61 @@ pub enum HostError {
         expected: String,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    #[rstest]
+    #[case::cuda(TorchBuild::Cuda, "13.0", true)]
+    #[case::hip_dotted(TorchBuild::Hip, "6.4.43482", true)]
+    #[case::hip_with_hash(TorchBuild::Hip, "6.4.43482-0f2d60242", true)]
+    #[case::hip_rocm_sdk(TorchBuild::Hip, "7.1.52802-561cc400e1", true)]
+    #[case::hash_on_cuda(TorchBuild::Cuda, "12.8-abc", false)]
+    #[case::empty_hash(TorchBuild::Hip, "6.4.43482-", false)]
+    #[case::hash_with_symbols(TorchBuild::Hip, "6.4.43482-0f2d/60", false)]
+    #[case::one_number(TorchBuild::Hip, "6", false)]
+    #[case::word(TorchBuild::Hip, "rocm-6", false)]
+    fn runtime_versions_read_as_the_build_reports_them(
+        #[case] build: TorchBuild,
+        #[case] version: &str,
+        #[case] ok: bool,
+    ) {
+        assert_eq!(runtime_version_ok(build, version), ok, "{version}");
+    }
+
+    #[rstest]
+    #[case::sm(TorchBuild::Cuda, "sm_90", true)]
+    #[case::sm_arch_specific(TorchBuild::Cuda, "sm_90a", true)]
+    #[case::ptx(TorchBuild::Cuda, "compute_120", true)]
+    #[case::gfx_on_cuda(TorchBuild::Cuda, "gfx942", false)]
+    #[case::gfx(TorchBuild::Hip, "gfx942", true)]
+    #[case::gfx_letter(TorchBuild::Hip, "gfx90a", true)]
+    #[case::gfx_with_features(TorchBuild::Hip, "gfx942:sramecc+", false)]
+    #[case::sm_on_hip(TorchBuild::Hip, "sm_90", false)]
+    #[case::cpu(TorchBuild::Cpu, "gfx942", false)]
+    fn arch_list_entries_match_the_build(
+        #[case] build: TorchBuild,
+        #[case] arch: &str,
+        #[case] ok: bool,
+    ) {
+        assert_eq!(build_arch_ok(build, arch), ok, "{arch}");
+    }
+
+    #[test]
+    fn a_host_with_an_arch_list_of_another_vendor_is_refused() {
+        let mut host = HostSpec::new(TorchBuild::Hip, &["gfx1030".parse().expect("arch")]);
+        host.arch_list = Some(vec!["gfx1030".into(), "sm_90".into()]);
+        assert_eq!(
+            host.validate(),
+            Err(HostError::ArchList {
+                arch: "sm_90".into(),
+                build: TorchBuild::Hip
+            })
+        );
+        host.arch_list = Some(vec!["gfx1100".into()]);
+        assert_eq!(host.validate(), Ok(()), "a sparse list is a real build");
+    }
+}
