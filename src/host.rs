@@ -24,6 +24,9 @@ pub struct Gpu {
     /// The GPU's UUID, matched by visible-device ids: `GPU-…` on NVIDIA (as NVML reports it), the 16-hex-digit
     /// ASIC serial on AMD (amdsmi's `asic_serial` without `0x`; ROCr and HIP show it as `GPU-<serial>`).
     pub uuid: String,
+    /// Total memory in MiB (`total_memory`, `mem_get_info`), when the profile gives it; None: the subject's
+    /// default.
+    pub memory_mib: Option<u32>,
 }
 
 impl Gpu {
@@ -38,6 +41,7 @@ impl Gpu {
             smem_optin: arch.default_smem_optin(),
             arch,
             uuid,
+            memory_mib: None,
         }
     }
 }
@@ -77,6 +81,9 @@ pub struct HostSpec {
     /// The GPU runtime's version the build reports (`torch.version.hip` / `torch.version.cuda`), when the
     /// scenario depends on it: `6.4.43482`, `13.0`. None: the subject's default for the build.
     pub runtime_version: Option<String>,
+    /// The archs the build was compiled for (`torch.cuda.get_arch_list()`), when the profile gives them:
+    /// `sm_90`, `compute_120` on CUDA, `gfx942` on HIP. None: the subject's default for the build.
+    pub arch_list: Option<Vec<String>>,
     /// Faults to inject.
     pub faults: Vec<Fault>,
 }
@@ -96,6 +103,7 @@ impl HostSpec {
             current: 0,
             env: BTreeMap::new(),
             runtime_version: None,
+            arch_list: None,
             faults: Vec::new(),
         }
     }
@@ -149,13 +157,17 @@ impl HostSpec {
             }
         }
         if let Some(version) = &self.runtime_version {
-            let dotted = version.split('.').count() >= 2
-                && version
-                    .split('.')
-                    .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
-            if self.torch == TorchBuild::Cpu || !dotted {
+            if self.torch == TorchBuild::Cpu || !runtime_version_ok(self.torch, version) {
                 return Err(HostError::RuntimeVersion {
                     version: version.clone(),
+                    build: self.torch,
+                });
+            }
+        }
+        if let Some(archs) = &self.arch_list {
+            if let Some(arch) = archs.iter().find(|arch| !build_arch_ok(self.torch, arch)) {
+                return Err(HostError::ArchList {
+                    arch: arch.clone(),
                     build: self.torch,
                 });
             }
@@ -182,6 +194,48 @@ impl HostSpec {
         vendors.sort();
         vendors.dedup();
         vendors
+    }
+}
+
+/// Whether `version` reads as the build's runtime version: dotted digits (`13.0`, `6.4.43482`), and on HIP
+/// optionally the `-<git hash>` that ROCm's HIP version carries (`6.4.43482-0f2d60242`, as torch 2.8.0+rocm6.4
+/// reports `torch.version.hip`).
+fn runtime_version_ok(build: TorchBuild, version: &str) -> bool {
+    let (numbers, hash) = match version.split_once('-') {
+        Some((numbers, hash)) if build == TorchBuild::Hip => (numbers, Some(hash)),
+        _ => (version, None),
+    };
+    let dotted = numbers.split('.').count() >= 2
+        && numbers
+            .split('.')
+            .all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()));
+    let hash_ok =
+        hash.is_none_or(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_alphanumeric()));
+    dotted && hash_ok
+}
+
+/// Whether `arch` is an entry `torch.cuda.get_arch_list()` can hold on `build`: `sm_XY` or `compute_XY` (a PTX
+/// entry, as `12.0+PTX` builds list it) on CUDA, a gfx base target on HIP.
+fn build_arch_ok(build: TorchBuild, arch: &str) -> bool {
+    match build {
+        TorchBuild::Cuda => {
+            let digits = arch
+                .strip_prefix("sm_")
+                .or_else(|| arch.strip_prefix("compute_"));
+            digits.is_some_and(|d| {
+                let d = d
+                    .strip_suffix('a')
+                    .or_else(|| d.strip_suffix('f'))
+                    .unwrap_or(d);
+                d.len() >= 2 && d.bytes().all(|b| b.is_ascii_digit())
+            })
+        }
+        TorchBuild::Hip => arch.strip_prefix("gfx").is_some_and(|d| {
+            d.len() >= 3
+                && d.bytes()
+                    .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        }),
+        TorchBuild::Cpu => false,
     }
 }
 
@@ -233,11 +287,21 @@ pub enum HostError {
     },
     /// `runtime_version` on a CPU build, or not a dotted version.
     #[error(
-        "give the {build} build runtime version `{version}`: expected dotted digits such as `6.4.43482` (HIP) or `13.0` (CUDA), on a cuda or hip build"
+        "give the {build} build runtime version `{version}`: expected dotted digits such as `6.4.43482` or `6.4.43482-0f2d60242` (HIP) or `13.0` (CUDA), on a cuda or hip build"
     )]
     RuntimeVersion {
         /// The version written.
         version: String,
+        /// The build.
+        build: TorchBuild,
+    },
+    /// An `arch_list` entry the build cannot list, or an `arch_list` on a CPU build.
+    #[error(
+        "list arch `{arch}` in the {build} build's arch_list: expected `sm_XY` or `compute_XY` (cuda) or a gfx target such as `gfx942` (hip), on a cuda or hip build"
+    )]
+    ArchList {
+        /// The entry written.
+        arch: String,
         /// The build.
         build: TorchBuild,
     },
@@ -260,4 +324,62 @@ pub enum HostError {
         /// The runtime calls that exist.
         expected: String,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use rstest::rstest;
+
+    use super::*;
+
+    #[rstest]
+    #[case::cuda(TorchBuild::Cuda, "13.0", true)]
+    #[case::hip_dotted(TorchBuild::Hip, "6.4.43482", true)]
+    #[case::hip_with_hash(TorchBuild::Hip, "6.4.43482-0f2d60242", true)]
+    #[case::hip_rocm_sdk(TorchBuild::Hip, "7.1.52802-561cc400e1", true)]
+    #[case::hash_on_cuda(TorchBuild::Cuda, "12.8-abc", false)]
+    #[case::empty_hash(TorchBuild::Hip, "6.4.43482-", false)]
+    #[case::hash_with_symbols(TorchBuild::Hip, "6.4.43482-0f2d/60", false)]
+    #[case::one_number(TorchBuild::Hip, "6", false)]
+    #[case::word(TorchBuild::Hip, "rocm-6", false)]
+    fn runtime_versions_read_as_the_build_reports_them(
+        #[case] build: TorchBuild,
+        #[case] version: &str,
+        #[case] ok: bool,
+    ) {
+        assert_eq!(runtime_version_ok(build, version), ok, "{version}");
+    }
+
+    #[rstest]
+    #[case::sm(TorchBuild::Cuda, "sm_90", true)]
+    #[case::sm_arch_specific(TorchBuild::Cuda, "sm_90a", true)]
+    #[case::ptx(TorchBuild::Cuda, "compute_120", true)]
+    #[case::gfx_on_cuda(TorchBuild::Cuda, "gfx942", false)]
+    #[case::gfx(TorchBuild::Hip, "gfx942", true)]
+    #[case::gfx_letter(TorchBuild::Hip, "gfx90a", true)]
+    #[case::gfx_with_features(TorchBuild::Hip, "gfx942:sramecc+", false)]
+    #[case::sm_on_hip(TorchBuild::Hip, "sm_90", false)]
+    #[case::cpu(TorchBuild::Cpu, "gfx942", false)]
+    fn arch_list_entries_match_the_build(
+        #[case] build: TorchBuild,
+        #[case] arch: &str,
+        #[case] ok: bool,
+    ) {
+        assert_eq!(build_arch_ok(build, arch), ok, "{arch}");
+    }
+
+    #[test]
+    fn a_host_with_an_arch_list_of_another_vendor_is_refused() {
+        let mut host = HostSpec::new(TorchBuild::Hip, &["gfx1030".parse().expect("arch")]);
+        host.arch_list = Some(vec!["gfx1030".into(), "sm_90".into()]);
+        assert_eq!(
+            host.validate(),
+            Err(HostError::ArchList {
+                arch: "sm_90".into(),
+                build: TorchBuild::Hip
+            })
+        );
+        host.arch_list = Some(vec!["gfx1100".into()]);
+        assert_eq!(host.validate(), Ok(()), "a sparse list is a real build");
+    }
 }

@@ -237,6 +237,7 @@ fn gpu(gpu: &Gpu) -> GpuOutput {
         name: gpu.name.clone(),
         smem_optin: gpu.smem_optin,
         uuid: gpu.uuid.clone(),
+        memory_mib: gpu.memory_mib,
     }
 }
 
@@ -261,6 +262,7 @@ pub fn host(host: &HostSpec) -> HostOutput {
         env: host.env.clone(),
         visible: host.visible().ok(),
         runtime_version: host.runtime_version.clone(),
+        arch_list: host.arch_list.clone(),
         faults: host.faults.iter().map(fault).collect(),
     }
 }

@@ -75,6 +75,11 @@ pub struct HostFields {
     /// `6.4.43482`, `13.0`. Sent to subjects; devsim's own runtime does not depend on it.
     #[schemars(with = "Option<String>")]
     pub runtime_version: Option<Spanned<String>>,
+    /// The archs the build was compiled for, as `torch.cuda.get_arch_list()` lists them: `sm_90`,
+    /// `compute_120` (cuda) or `gfx942` (hip). Absent: the subject's default list for the build (an
+    /// addition to format 1).
+    #[schemars(with = "Option<Vec<String>>")]
+    pub arch_list: Option<Spanned<Vec<String>>>,
     /// Faults to inject (an addition to format 1).
     pub fault: Option<Vec<FaultFields>>,
 }
@@ -92,6 +97,9 @@ pub struct GpuFields {
     pub smem_optin: Option<u32>,
     /// The driver's UUID, for id-based visible-device masks.
     pub uuid: Option<String>,
+    /// Total memory in MiB (`total_memory`, `mem_get_info`); absent: the subject's default (an addition to
+    /// format 1).
+    pub memory_mib: Option<u32>,
 }
 
 /// One injected fault.

@@ -15,6 +15,7 @@ fn gpu(gpu: &Gpu) -> GpuMessage {
         name: gpu.name.clone(),
         smem_optin: gpu.smem_optin,
         uuid: gpu.uuid.clone(),
+        memory_mib: gpu.memory_mib,
     }
 }
 
@@ -32,6 +33,7 @@ pub fn host(host: &HostSpec) -> Result<HostMessage, HostError> {
         visible: host.visible()?,
         current: host.current,
         runtime_version: host.runtime_version.clone(),
+        arch_list: host.arch_list.clone(),
     })
 }
 
@@ -147,4 +149,21 @@ pub fn step(scenario: &str, step: &Step) -> StepMessage {
 /// The kernel a step names, if any.
 pub fn kernel_of(step: &Step) -> Option<&str> {
     step.action.kernel()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_message_carries_arch_list_and_memory_only_when_given() {
+        let mut spec = HostSpec::new(TorchBuild::Hip, &["gfx1030".parse().expect("arch")]);
+        let plain = serde_json::to_value(host(&spec).expect("encodes")).expect("json");
+        assert!(plain.get("arch_list").is_none() && plain["gpus"][0].get("memory_mib").is_none());
+        spec.arch_list = Some(vec!["gfx1030".into()]);
+        spec.gpus[0].memory_mib = Some(16368);
+        let sent = host(&spec).expect("encodes");
+        assert_eq!(sent.arch_list, Some(vec!["gfx1030".to_string()]));
+        assert_eq!(sent.gpus[0].memory_mib, Some(16368));
+    }
 }

@@ -117,6 +117,41 @@ fn inline_host_fields_override_the_profile() {
 }
 
 #[test]
+fn host_facts_of_a_real_bug_host_load_with_their_meaning() {
+    let (_dir, path) = write(
+        "real_bug_host",
+        &format!(
+            "{HEADER}[host]\ntorch = \"hip\"\nruntime_version = \"6.4.43482-0f2d60242\"\narch_list = [\"gfx1030\", \"gfx1100\"]\n[[host.gpu]]\narch = \"gfx1030\"\nname = \"AMD Radeon RX 6800\"\nmemory_mib = 16368\n[[host.gpu]]\narch = \"gfx906:sramecc-:xnack-\"\n[[step]]\naction = \"discover\"\n"
+        ),
+    );
+    let scenario = load_scenario(&path, &Catalog::reference()).expect("loads");
+    let host = &scenario.host;
+    assert_eq!(host.runtime_version.as_deref(), Some("6.4.43482-0f2d60242"));
+    assert_eq!(
+        host.arch_list.as_deref(),
+        Some(&["gfx1030".to_string(), "gfx1100".to_string()][..])
+    );
+    assert_eq!(host.gpus[0].memory_mib, Some(16368));
+    assert_eq!(host.gpus[1].memory_mib, None);
+    assert_eq!(host.gpus[1].arch.to_string(), "gfx906:sramecc-:xnack-");
+    let listed = devsim::reporter::json::host(host);
+    assert_eq!(listed.arch_list, host.arch_list);
+    assert_eq!(listed.gpus[0].memory_mib, Some(16368));
+}
+
+#[test]
+fn a_profile_without_the_new_fields_sends_what_it_sent_before() {
+    let (_dir, path) = write(
+        "old_profile",
+        &format!("{HEADER}[host]\nprofile = \"amd_mixed\"\n[[step]]\naction = \"discover\"\n"),
+    );
+    let scenario = load_scenario(&path, &Catalog::reference()).expect("loads");
+    let sent = serde_json::to_value(devsim::reporter::json::host(&scenario.host)).expect("json");
+    assert!(sent.get("arch_list").is_none(), "{sent}");
+    assert!(sent["gpus"][0].get("memory_mib").is_none(), "{sent}");
+}
+
+#[test]
 fn a_missing_file_is_an_error_not_a_panic() {
     let error = load_scenario(Path::new("/nonexistent/devsim.toml"), &Catalog::reference())
         .expect_err("missing");

@@ -245,6 +245,10 @@ pub struct HostMessage {
     /// scenario gives one; absent: the subject's default for the build.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_version: Option<String>,
+    /// The archs the build was compiled for, as `torch.cuda.get_arch_list()` lists them, when the scenario gives
+    /// them; absent: the subject's default for the build.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch_list: Option<Vec<String>>,
 }
 
 /// One GPU of a host.
@@ -259,6 +263,9 @@ pub struct GpuMessage {
     pub smem_optin: u32,
     /// The driver's UUID.
     pub uuid: String,
+    /// Total memory in MiB, when the scenario gives it; absent: the subject's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u32>,
 }
 
 /// What a step produced; absent fields were not produced. Read into [`crate::output::ObservedOutput`] for

@@ -291,6 +291,7 @@ fn check_profile(path: &Path, text: &str) -> Result<HostSpec, LoadError> {
         current: parts.current.unwrap_or(0),
         env: parts.env.unwrap_or_default(),
         runtime_version: parts.runtime_version,
+        arch_list: parts.arch_list,
         faults: parts.faults.unwrap_or_default(),
     };
     host.validate()
@@ -307,6 +308,7 @@ struct HostParts {
     current: Option<u32>,
     env: Option<BTreeMap<String, String>>,
     runtime_version: Option<String>,
+    arch_list: Option<Vec<String>>,
     faults: Option<Vec<Fault>>,
 }
 
@@ -350,6 +352,7 @@ pub(crate) fn merged_host(
         current: parts.current.unwrap_or(base.current),
         env: parts.env.unwrap_or(base.env),
         runtime_version: parts.runtime_version.or(base.runtime_version),
+        arch_list: parts.arch_list.or(base.arch_list),
         faults: parts.faults.unwrap_or(base.faults),
     };
     host.validate()
@@ -368,6 +371,7 @@ fn host_error(
         HostError::CurrentOutOfRange { .. } => fields.current.as_ref().map(|c| c.span()),
         HostError::Visible(_) => fields.env.as_ref().map(|e| e.span()),
         HostError::RuntimeVersion { .. } => fields.runtime_version.as_ref().map(|v| v.span()),
+        HostError::ArchList { .. } => fields.arch_list.as_ref().map(|v| v.span()),
         HostError::WrongVendor { index, .. } => fields
             .gpus
             .as_ref()
@@ -430,6 +434,7 @@ fn host_parts(
                     if let Some(uuid) = &gpu.uuid {
                         built.uuid = uuid.clone();
                     }
+                    built.memory_mib = gpu.memory_mib;
                     Ok(built)
                 })
                 .collect::<Result<_, LoadError>>()?,
@@ -485,6 +490,7 @@ fn host_parts(
         current: fields.current.as_ref().map(|c| *c.get_ref()),
         env: fields.env.as_ref().map(|e| e.get_ref().clone()),
         runtime_version: fields.runtime_version.as_ref().map(|v| v.get_ref().clone()),
+        arch_list: fields.arch_list.as_ref().map(|v| v.get_ref().clone()),
         faults,
     })
 }

@@ -165,6 +165,9 @@ pub struct HostOutput {
     /// The GPU runtime version the build reports, when the profile gives one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime_version: Option<String>,
+    /// The archs the build was compiled for (`torch.cuda.get_arch_list()`), when the profile gives them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arch_list: Option<Vec<String>>,
     /// Injected faults.
     pub faults: Vec<FaultOutput>,
 }
@@ -180,6 +183,9 @@ pub struct GpuOutput {
     pub smem_optin: u32,
     /// The driver's UUID.
     pub uuid: String,
+    /// Total memory in MiB, when the profile gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_mib: Option<u32>,
 }
 
 /// One injected fault.

@@ -12,8 +12,43 @@ VISIBLE_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVI
 #: Opt-in shared memory per block when a host does not give one (devsim's profiles omit it for AMD).
 DEFAULT_SMEM_OPTIN = 65536
 
-#: The runtime versions a simulated build reports when the host names none.
+#: The runtime versions a simulated build reports when the host names none. A real HIP build reports its HIP
+#: version with the git hash of the release (torch 2.8.0+rocm6.4: "6.4.43482-0f2d60242"); a host's
+#: `runtime_version` may give one in that form.
 DEFAULT_RUNTIME_VERSION = {"hip": "7.1.25424", "cuda": "13.0"}
+
+#: Total memory per GPU when a host gives none (MiB): the kit's long-standing 80 GiB, not a measurement.
+DEFAULT_MEMORY_MIB = 80 * 1024
+
+#: The target features HIP appends to a base gfx target in `gcnArchName` when a host's arch names none: HIP
+#: reports the ISA's target id (ROCm/clr rocm-6.2.2 hipamd/src/hip_device.cpp:506, `isa.targetId()`), which
+#: carries each feature the ISA supports (rocclr/device/device.cpp's ISA table: sramecc on gfx906, gfx908,
+#: gfx90a, gfx940-942; xnack on gfx900, gfx906-gfx942, gfx1010) with its state on the machine: SRAM ECC on as
+#: Instinct parts ship, XNACK off unless HSA_XNACK=1. Seen on real parts: `gfx906:sramecc+:xnack-` (pytorch PR
+#: #107477), `gfx942:sramecc+:xnack-` (MI300X, pytorch/ao PR #2853), `gfx950:sramecc+:xnack-` (pytorch PR
+#: #178331), `gfx90a:sramecc+:xnack-`, `gfx908:sramecc+:xnack-`, `gfx900:xnack-` and `gfx1010:xnack-` (rocminfo
+#: "ISA Info" lines in public reports). RDNA2 and later (gfx1030, gfx11xx, gfx12xx) support neither: bare name.
+DEFAULT_TARGET_FEATURES = {
+    "gfx900": ":xnack-",
+    "gfx906": ":sramecc+:xnack-",
+    "gfx908": ":sramecc+:xnack-",
+    "gfx90a": ":sramecc+:xnack-",
+    "gfx940": ":sramecc+:xnack-",
+    "gfx941": ":sramecc+:xnack-",
+    "gfx942": ":sramecc+:xnack-",
+    "gfx950": ":sramecc+:xnack-",
+    "gfx1010": ":xnack-",
+}
+
+#: `torch.cuda.get_arch_list()` when a host gives no `arch_list`: what PyTorch's release wheels are built for.
+#: CUDA: TORCH_CUDA_ARCH_LIST "7.0;7.5;8.0;8.6;9.0;10.0;12.0" of the CUDA 12.8 wheels (pytorch
+#: .ci/manywheel/build_cuda.sh). HIP: PYTORCH_ROCM_ARCH of the ROCm 7.1/7.2 wheels, "gfx900;gfx906;" before the
+#: common list (pytorch .ci/docker/manywheel/build.sh at 027375bf). torch lists them as built, in that order.
+DEFAULT_ARCH_LIST = {
+    "cuda": ("sm_70", "sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"),
+    "hip": ("gfx900", "gfx906", "gfx908", "gfx90a", "gfx942", "gfx950", "gfx1030", "gfx1100", "gfx1101",
+            "gfx1102", "gfx1103", "gfx1200", "gfx1201", "gfx1150", "gfx1151"),
+}
 
 
 class HostError(ValueError):
@@ -28,6 +63,7 @@ class Gpu:
     name: str = ""
     smem_optin: int = DEFAULT_SMEM_OPTIN
     uuid: str = ""
+    memory_mib: int = DEFAULT_MEMORY_MIB
 
     @property
     def is_nvidia(self) -> bool:
@@ -47,6 +83,19 @@ class Gpu:
         return int(digits[:-2]), int(digits[-2], 16)
 
     @property
+    def gcn_arch_name(self) -> str:
+        """What a HIP build's `get_device_properties().gcnArchName` answers: the arch as the host wrote it when it
+        names target features, else the base target with the features its ISA carries (`DEFAULT_TARGET_FEATURES`)."""
+        if ":" in self.arch:
+            return self.arch
+        return self.arch + DEFAULT_TARGET_FEATURES.get(self.arch, "")
+
+    @property
+    def total_memory(self) -> int:
+        """Total memory in bytes (`total_memory`, `mem_get_info`)."""
+        return self.memory_mib * 1024 * 1024
+
+    @property
     def base_arch(self) -> str:
         """The arch without target features (`gfx942:sramecc+:xnack-` -> `gfx942`)."""
         return self.arch.split(":", 1)[0]
@@ -63,6 +112,7 @@ class Host:
     visible: tuple[int, ...] = ()
     current: int = 0
     runtime_version: str | None = None
+    arch_list: tuple[str, ...] | None = None
     live: bool = False
 
     @classmethod
@@ -81,6 +131,7 @@ class Host:
                 visible=visible,
                 current=int(host.get("current", 0)),
                 runtime_version=host.get("runtime_version"),
+                arch_list=None if host.get("arch_list") is None else tuple(str(a) for a in host["arch_list"]),
                 live=live,
             )
         except (KeyError, TypeError, ValueError) as exc:
@@ -107,6 +158,14 @@ class Host:
         if not self.has_gpu_runtime:
             return None
         return self.runtime_version or DEFAULT_RUNTIME_VERSION[self.torch]
+
+    @property
+    def build_arch_list(self) -> list[str]:
+        """What `torch.cuda.get_arch_list()` lists on this build: the host's `arch_list`, else the release wheels'
+        (`DEFAULT_ARCH_LIST`); a CPU build lists none."""
+        if not self.has_gpu_runtime:
+            return []
+        return list(self.arch_list if self.arch_list is not None else DEFAULT_ARCH_LIST[self.torch])
 
     def visible_gpus(self) -> list[Gpu]:
         """The GPUs torch sees, by ordinal."""
@@ -136,4 +195,5 @@ def _gpu(g: Any) -> Gpu:
         name=g.get("name") or g["arch"],
         smem_optin=int(g.get("smem_optin") or DEFAULT_SMEM_OPTIN),
         uuid=g.get("uuid") or "",
+        memory_mib=int(g.get("memory_mib") or DEFAULT_MEMORY_MIB),
     )

@@ -2,12 +2,14 @@
 
 `RocmInfo(host_of).install()` answers `subprocess.run(["rocminfo", ...])` from the simulated host: one GPU
 agent per GPU of the build, in physical order (rocminfo lists ROCr's agents, which HIP_VISIBLE_DEVICES does not
-narrow; ROCR_VISIBLE_DEVICES does). Any other command runs for real. A CUDA or CPU host has no rocminfo: the
+narrow; ROCR_VISIBLE_DEVICES does, the caller's own when devsim can be asked), so the first `Name: gfx` line is
+device 0's, also on a mixed-arch box. Any other command runs for real. A CUDA or CPU host has no rocminfo: the
 call fails as `FileNotFoundError`, as on a machine without ROCm.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import types
@@ -21,24 +23,44 @@ from .recorder import Recorder
 _MISSING = object()
 
 
-def rocminfo_text(host: Host) -> str:
-    """rocminfo's agent listing for `host`'s GPUs (the fields projects parse: Name, Marketing Name, Device Type)."""
-    cpu_agent = (
-        "*******\nAgent 1\n*******\n  Name:                    CPU\n  Marketing Name:          CPU\n"
-        "  Device Type:             CPU\n"
+#: rocminfo's CPU agent (agent 1): a plausible CPU, not a measured one; projects parse the GPU agents.
+ROCMINFO_CPU_AGENT = (
+    "  Name:                    AMD EPYC 9654 96-Core Processor\n  Uuid:                    CPU-XX\n"
+    "  Marketing Name:          AMD EPYC 9654 96-Core Processor\n  Vendor Name:             CPU\n"
+    "  Device Type:             CPU\n"
+)
+
+
+def rocminfo_agent(gpu: Gpu) -> str:
+    """One GPU agent's fields as rocminfo prints them: `Name:` is the base target (`gfx942`), `Uuid:` ROCr's
+    `GPU-<serial>`, and the agent's ISA is named with its full target id (`amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-`)."""
+    uuid = gpu.uuid if gpu.uuid.startswith("GPU-") else f"GPU-{gpu.uuid}"
+    return (
+        f"  Name:                    {gpu.base_arch}\n  Uuid:                    {uuid}\n"
+        f"  Marketing Name:          {gpu.name}\n  Vendor Name:             AMD\n"
+        "  Device Type:             GPU\n  ISA Info:\n    ISA 1\n"
+        f"      Name:                    amdgcn-amd-amdhsa--{gpu.gcn_arch_name}\n"
     )
-    agents = [cpu_agent]
-    gpus = list(host.gpus)
-    mask = host.environment().get("ROCR_VISIBLE_DEVICES")
-    if mask is not None:
-        gpus = [host.gpus[int(i)] for i in mask.split(",") if i.strip().isdigit() and int(i) < len(host.gpus)]
-    for number, gpu in enumerate(gpus, 2):
-        agents.append(
-            f"*******\nAgent {number}\n*******\n  Name:                    {gpu.base_arch}\n"
-            f"  Uuid:                    {gpu.uuid}\n  Marketing Name:          {gpu.name}\n"
-            "  Device Type:             GPU\n"
-        )
-    return "ROCk module is loaded\n=====================\nHSA Agents\n==========\n" + "".join(agents)
+
+
+def rocminfo_document(agents: list[str]) -> str:
+    """rocminfo's output with the CPU agent first, then `agents` (GPU agents' fields) in the order ROCr lists them."""
+    numbered = [f"*******\nAgent {n}\n*******\n{fields}" for n, fields in enumerate([ROCMINFO_CPU_AGENT, *agents], 1)]
+    return ("ROCk module is loaded\n=====================\nHSA System Attributes\n=====================\n"
+            "Runtime Version:         1.1\n\n==========\nHSA Agents\n==========\n" + "".join(numbered)
+            + "*** Done ***\n")
+
+
+def rocminfo_text(host: Host, listed: list[int] | None = None) -> str:
+    """rocminfo's agent listing for `host`'s GPUs: `listed` (physical indices, as ROCr lists them under the
+    process's ROCR_VISIBLE_DEVICES: `childmasks.rocr_view`), else the host's own ROCR_VISIBLE_DEVICES read as plain
+    indices. HIP_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES never narrow it: they act in HIP, above ROCr."""
+    if listed is None:
+        listed = list(range(len(host.gpus)))
+        mask = host.environment().get("ROCR_VISIBLE_DEVICES")
+        if mask is not None:
+            listed = [int(i) for i in mask.split(",") if i.strip().isdigit() and int(i) < len(host.gpus)]
+    return rocminfo_document([rocminfo_agent(host.gpus[i]) for i in listed])
 
 
 class RocmInfo:
@@ -63,13 +85,25 @@ class RocmInfo:
             self.recorder.record("device_count", None, "rocminfo")
             if not host.is_rocm:
                 raise FileNotFoundError(2, "No such file or directory", "rocminfo")
-            text = rocminfo_text(host)
+            text = rocminfo_text(host, self._listed(host, kwargs.get("env")))
             out: Any = text if kwargs.get("text") or kwargs.get("universal_newlines") else text.encode()
             return subprocess.CompletedProcess(argv, 0, out if kwargs.get("capture_output") else None,
                                                "" if kwargs.get("text") else b"")
 
         self._patches.set(subprocess, "run", run)
         return self
+
+    @staticmethod
+    def _listed(host: Host, env: Any) -> list[int] | None:
+        """The GPUs ROCr lists for a rocminfo run with `env` (the caller's environment when None), where devsim
+        can be asked ($DEVSIM): its ROCR_VISIBLE_DEVICES, not the profile's, is the one that applies."""
+        environ = env if isinstance(env, dict) else os.environ
+        devsim = os.environ.get("DEVSIM")
+        if not devsim:
+            return None
+        from .childmasks import rocr_view
+
+        return rocr_view(devsim, [g.uuid for g in host.gpus], environ)
 
     def uninstall(self) -> None:
         """Restore subprocess.run."""

@@ -61,6 +61,9 @@ def load_profiles(devsim: str, folders: Sequence[Path] = ()) -> dict[str, dict[s
             "visible": entry.get("visible"),
             "current": entry["current"],
         }
+        for optional in ("runtime_version", "arch_list"):
+            if entry.get(optional) is not None:
+                profiles[entry["name"]][optional] = entry[optional]
     return profiles
 
 

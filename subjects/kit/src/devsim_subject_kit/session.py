@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -111,12 +111,20 @@ def boot(environ: dict[str, str] | None = None) -> SessionHost | str | None:
     Returns None outside a session child, the SessionHost once installed, or why this process must not run
     (a usage error for the plugin to raise): torch was imported before the plugin could patch it, torch does
     not import, or the kit cannot drive this torch."""
-    text = (os.environ if environ is None else environ).get(SESSION_ENV)
+    env: Mapping[str, str] = os.environ if environ is None else environ
+    text = env.get(SESSION_ENV)
     if not text:
         return None
     try:
         spec = SessionSpec.from_env(text)
-        host = Host.from_message(spec.host)
+        message = spec.host
+        devsim = env.get("DEVSIM")
+        if devsim:
+            # a process started with its own visible-device variables sees what they leave (`childmasks`)
+            from .childmasks import stacked_host
+
+            message = stacked_host(message, env, devsim)
+        host = Host.from_message(message)
     except (ValueError, HostError) as exc:
         return str(exc)
     if "torch" in sys.modules:
@@ -183,7 +191,8 @@ def resolve(early_config: pytest.Config, names: list[str]) -> dict[str, tuple[di
     ns = early_config.known_args_namespace
     binary = ns.devsim_binary or early_config.getini("devsim_binary") or None
     try:
-        profiles = load_profiles(find_devsim(binary), [Path(p) for p in early_config.getini("devsim_hosts")])
+        devsim = find_devsim(binary)
+        profiles = load_profiles(devsim, [Path(p) for p in early_config.getini("devsim_hosts")])
     except ProfileError as exc:
         raise pytest.UsageError(f"--devsim-host: {exc}") from exc
     unknown = [n for n in names if n not in profiles]
@@ -202,6 +211,8 @@ def resolve(early_config: pytest.Config, names: list[str]) -> dict[str, tuple[di
         if reason:
             raise pytest.UsageError(f"--devsim-host: profile {name}: {reason}")
         hosts[name] = (profiles[name], host)
+    # the session's processes (and the device tools they run) ask this devsim how their own masks stack
+    os.environ["DEVSIM"] = devsim
     return hosts
 
 

@@ -28,7 +28,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from .host import Host
+from .host import VISIBLE_ENV, Host
 from .junitcases import junit_suite
 from .session import SESSION_ENV, SessionSpec, junit_suites, say, worst
 from .shims import write_shims
@@ -124,6 +124,11 @@ def _run_child(name: str, message: dict[str, Any], scratch: Path, options: RunOp
     spec = SessionSpec(profile=name, host=message, timeout=options.timeout, report=str(stream),
                        skip=str(skip) if done else None)
     env = dict(os.environ, **{SESSION_ENV: spec.to_env()})
+    # the session child runs with exactly the profile's visible-device variables: a process it starts with other
+    # ones sees what those leave of the box (`childmasks`)
+    for variable in VISIBLE_ENV:
+        env.pop(variable, None)
+    env.update({str(k): str(v) for k, v in (message.get("env") or {}).items()})
     env["PATH"] = os.pathsep.join([str(scratch / "bin"), env.get("PATH", "")])
     if sys.stdout.isatty():  # the child writes to a pipe: keep the terminal's colours and width
         env.setdefault("PY_COLORS", "1")

@@ -5,8 +5,11 @@ A session on a simulated host (`pytest --devsim-host`, see `session`) puts `fold
 answer from the host instead of this machine. Each is a small Python script (run isolated, `python -I`, with
 the host's facts written into it) that answers the common queries:
 
-- `rocminfo`: the HSA agent listing (`Name: gfx1201`, `Marketing Name: ...`, `Device Type: GPU`), as `lowlevel`
-  answers it in-process (ROCR_VISIBLE_DEVICES narrows it, HIP_VISIBLE_DEVICES does not);
+- `rocminfo`: the HSA agent listing (`Name: gfx1201`, `Marketing Name: ...`, `Device Type: GPU`, the ISA's
+  target id), as `lowlevel` answers it in-process, in physical order: the first `Name: gfx` line is device 0's.
+  ROCR_VISIBLE_DEVICES narrows it, HIP_VISIBLE_DEVICES does not; the tool reads its own process's
+  ROCR_VISIBLE_DEVICES (devsim, named by $DEVSIM at session start, applies ROCr's rules), so a mask a project
+  sets for a child stacks as on the machine;
 - `nvidia-smi`: `-L`, `--query-gpu=FIELDS --format=csv[,noheader][,nounits]` (fields `index`, `name`,
   `compute_cap`, `uuid`, `pci.bus_id`, `memory.total`, `driver_version`, `count`), with `-i N`, and a short table
   with no arguments;
@@ -22,11 +25,18 @@ never an answer made up.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 from .host import Gpu, Host
-from .lowlevel import amd_box_gpus, nvidia_box_gpus, rocminfo_text
+from .lowlevel import (
+    amd_box_gpus,
+    nvidia_box_gpus,
+    rocminfo_agent,
+    rocminfo_document,
+    rocminfo_text,
+)
 
 #: The tools a session answers, by file name.
 TOOLS = ("rocminfo", "nvidia-smi", "amd-smi", "rocm-smi")
@@ -42,6 +52,11 @@ def host_facts(host: Host, profile: str) -> dict[str, object]:
     if amd:
         listing = rocminfo_text(host if host.is_rocm else Host(torch="hip", gpus=tuple(amd)))
     return {
+        # rocminfo's parts, for the tool to list what its own ROCR_VISIBLE_DEVICES leaves
+        "rocminfo_agents": [rocminfo_agent(g) for g in amd],
+        "rocminfo_empty": rocminfo_document([]) if amd else None,
+        "amd_uuids": [g.uuid for g in amd],
+        "devsim": os.environ.get("DEVSIM"),
         "profile": profile,
         "nvidia": [_gpu_facts(i, g) for i, g in enumerate(nvidia_box_gpus(host))],
         "amd": [_gpu_facts(i, g) for i, g in enumerate(amd)],
@@ -78,7 +93,7 @@ def write_shims(folder: Path, host: Host, profile: str) -> list[Path]:
 
 # The body every tool shares: standard library only, so it runs isolated (`python -I`) in a second or less.
 _SCRIPT = r'''
-import json, sys
+import json, os, sys
 
 facts = json.loads(FACTS)
 args = sys.argv[1:]
@@ -141,13 +156,37 @@ def nvidia_smi():
         print(", ".join(values))
 
 
+def rocr_listed():
+    """The box's AMD GPUs ROCr lists under this process's ROCR_VISIBLE_DEVICES (devsim's model), or None."""
+    mask = os.environ.get("ROCR_VISIBLE_DEVICES")
+    if mask is None:
+        return list(range(len(facts["amd_uuids"])))
+    if not facts.get("devsim"):
+        return None
+    import subprocess
+    line = json.dumps({"build": "hip", "uuids": facts["amd_uuids"], "env": {"ROCR_VISIBLE_DEVICES": mask}})
+    try:
+        done = subprocess.run([facts["devsim"], "visible", "--stdin-jsonl"], input=line + "\n",
+                              capture_output=True, text=True, timeout=60, check=False)
+        answer = json.loads(done.stdout.splitlines()[0])
+    except (OSError, subprocess.TimeoutExpired, IndexError, ValueError):
+        return None
+    return [int(i) for i in answer.get("runtime", [])]
+
+
 def rocminfo():
     if args:
         refuse(f"arguments {args!r} are not simulated")
     if facts["rocminfo"] is None:
         print("ROCk module is NOT loaded, possibly no GPU devices")
         sys.exit(1)
-    sys.stdout.write(facts["rocminfo"])
+    listed = rocr_listed()
+    if listed is None:
+        sys.stdout.write(facts["rocminfo"])
+        return
+    text = facts["rocminfo_empty"]
+    agents = "".join(f"*******\nAgent {n}\n*******\n{facts['rocminfo_agents'][i]}" for n, i in enumerate(listed, 2))
+    sys.stdout.write(text.replace("*** Done ***\n", agents + "*** Done ***\n"))
 
 
 def amd_smi():

@@ -31,6 +31,7 @@ from .gpuonly import GPU_ONLY, refusing
 from .host import VISIBLE_ENV, Gpu, Host
 from .patches import Patches, TorchOwner
 from .recorder import MoveCapture, Recorder
+from .simmemory import memory_patches
 
 
 class SimulatedCudaError(RuntimeError):
@@ -44,7 +45,7 @@ class _Props:
         self._runtime, self._ordinal, self._gpu, self._amd = runtime, ordinal, gpu, amd
         self.name = gpu.name
         self.multi_processor_count = 132 if not amd else 104
-        self.total_memory = 80 * 1024**3
+        self.total_memory = gpu.total_memory
         self.is_integrated = 0
         self.is_multi_gpu_board = 0
         self.max_threads_per_multi_processor = 2048
@@ -75,8 +76,8 @@ class _Props:
     @property
     def gcnArchName(self) -> str:
         self._probe("amd_arch", "get_device_properties().gcnArchName")
-        # CUDA builds of torch answer gcnArchName with a fixed text, never an arch.
-        return self._gpu.arch if self._amd else "NVIDIA"
+        # HIP answers the ISA's target id (gfx942:sramecc+:xnack-); CUDA builds a fixed text, never an arch.
+        return self._gpu.gcn_arch_name if self._amd else "NVIDIA"
 
     @property
     def shared_memory_per_block_optin(self) -> int:
@@ -282,6 +283,16 @@ class SimulatedTorch:
         self.recorder.record("device_name", ordinal)
         return gpu.name
 
+    def get_arch_list(self) -> list[str]:
+        """torch.cuda.get_arch_list: the build's compiled archs, none when no GPU is available."""
+        if not self.host.has_gpu_runtime or self.count() == 0:
+            return []
+        return self.host.build_arch_list
+
+    def _memory_index(self, device: Any) -> int:
+        self._require_runtime()
+        return self.index(device, optional=True)
+
     def synchronize(self, device: Any = None) -> None:
         self._require_runtime()
         ordinal = self.index(device, optional=True)
@@ -370,6 +381,7 @@ class SimulatedTorch:
             "get_device_properties": self.get_device_properties,
             "get_device_capability": self.get_device_capability,
             "get_device_name": self.get_device_name,
+            "get_arch_list": self.get_arch_list,
             "synchronize": self.synchronize,
             "is_initialized": lambda: self.host.has_gpu_runtime,
             "_is_compiled": lambda: self.host.has_gpu_runtime,
@@ -382,6 +394,15 @@ class SimulatedTorch:
         for name in GPU_ONLY:
             if hasattr(cuda, name):
                 p.set(cuda, name, refusing(name, self._require_runtime, lambda r: self.on_refusal(r), getattr(cuda, name)))
+        # the allocator's statistics and mem_get_info; torch.cuda.memory bound is_initialized at its import
+        memory = memory_patches(
+            lambda: self.host.has_gpu_runtime, self._memory_index, self._check, self.current_device,
+            lambda ordinal: self.host.visible_gpus()[ordinal].total_memory)
+        memory["is_initialized"] = cuda.is_initialized
+        for name, value in memory.items():
+            p.set(cuda.memory, name, value)
+            if name != "is_initialized" and hasattr(cuda, name):
+                p.set(cuda, name, value)
         # torch.cuda.random bound these names at its import (`from . import current_device, ...`)
         for name in ("current_device", "device_count", "is_initialized", "_lazy_init"):
             if hasattr(cuda.random, name):
