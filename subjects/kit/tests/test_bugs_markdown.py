@@ -36,8 +36,8 @@ DOCUMENT = {
 def test_the_page_states_each_verdict_and_the_evidence() -> None:
     text = render(DOCUMENT)
     assert "**1 scored cases: 1 reproduced, 0 caught" in text
-    assert "| `fake-bf16` | no-cross-vendor-probe | git | yes | no | no | repro#1 on rdna2 | 10 s |" in text
-    assert "| `fake-control` (control) | per-target-arch | index | yes | not flagged | - |" in text
+    assert "| `fake-bf16` | no-cross-vendor-probe | git | yes | no | no | no | repro#1 on rdna2 | 10 s |" in text
+    assert "| `fake-control` (control) | per-target-arch | index | yes | not flagged | no | - |" in text
     assert "- buggy (aaaaaaaaaa) `repro#1` on `rdna2`: **misbehaves**: returned `True` (4 s)" in text
 
 

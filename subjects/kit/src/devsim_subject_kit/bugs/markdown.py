@@ -20,24 +20,27 @@ def render(document: Mapping[str, Any]) -> str:
         "",
         (f"**{summary['scored']} scored cases: {summary['reproduced']} reproduced, {summary['caught']} caught "
         f"without case-specific code, {summary['false_alarms']} false alarms on a fixed commit; "
+        f"{sum(bool(c.get('sanitizer_on_repro')) for c in cases if not c['control'])} flagged by the sanitizer "
+        "while the repro ran; "
         f"{summary['controls']} controls; {summary['not_run']} not run; {summary['errors']} with errors** "
         f"(sanitizer {'on' if document.get('sanitizer') else 'off'}; {summary['seconds']:.0f} s of case time "
         "in all, cases two at a time)."),
         "",
-        "| case | rule | install | reproduced | caught | false alarm | by | time |",
-        "|---|---|---|---|---|---|---|---|",
+        "| case | rule | install | reproduced | caught | sanitizer on the repro | false alarm | by | time |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for case in cases:
         control = bool(case["control"])
         if case["not_run"] is not None or case.get("error"):
             why = case["not_run"] or case["error"]
-            lines.append(f"| `{case['id']}` | {case['rule'] or '-'} | {case['install'] or '-'} | not run | | | "
+            lines.append(f"| `{case['id']}` | {case['rule'] or '-'} | {case['install'] or '-'} | not run | | | | "
                          f"{_cell(str(why))} | {case['seconds']:.0f} s |")
             continue
         caught = ("flagged" if case["caught"] else "not flagged") if control else _yes(case["caught"])
         lines.append(
             f"| `{case['id']}`{' (control)' if control else ''} | {case['rule']} | {case['install']} | "
-            f"{_yes(case['reproduced'])} | {caught} | {'-' if control else _yes(case['false_alarm'])} | "
+            f"{_yes(case['reproduced'])} | {caught} | {_flagged(case)} | "
+            f"{'-' if control else _yes(case['false_alarm'])} | "
             f"{_cell('; '.join(case['by']) or '-')} | {case['seconds']:.0f} s |")
     for case in cases:
         lines += ["", f"### `{case['id']}`", "", (f"{case['title'] or ''} ({case['repository'] or ''}, "
@@ -80,6 +83,13 @@ def _evidence(outcome: Mapping[str, Any]) -> str:
     if outcome.get("error"):
         parts.append(f"error: {_cell(str(outcome['error']))[:160]}")
     return (": " + "; ".join(parts)) if parts else ""
+
+
+def _flagged(case: Mapping[str, Any]) -> str:
+    """Whether the sanitizer flagged the case's rule in the project's code while the repro drove it (evidence
+    of what the check sees, not "caught": the repro is code written for the case)."""
+    sites = sorted({f"{f.get('path') or f.get('file')}:{f.get('line')}" for f in case.get("sanitizer_on_repro") or []})
+    return ("flagged at " + ", ".join(sites[:2])) if sites else "no"
 
 
 def _cell(text: str) -> str:
