@@ -39,14 +39,17 @@ def expected_flags() -> set[tuple[str, str, str, int]]:
     return out
 
 
-def run_suite(where: Path, variant: str, *args: str, profiles: str = ",".join(PROFILES)) -> tuple[
-        subprocess.CompletedProcess[str], dict[str, Any] | None]:
+def run_suite(where: Path, variant: str, *args: str, profiles: str = ",".join(PROFILES),
+              sanitize_env: str | None = None) -> tuple[subprocess.CompletedProcess[str], dict[str, Any] | None]:
     if not (where / "pytest.ini").exists():
         shutil.copytree(SUITE, where, dirs_exist_ok=True)
     report = where / f"report-{variant}.json"
     report.unlink(missing_ok=True)
     env = dict(os.environ, SANITIZE_SUITE=variant,
                PYTHONPATH=os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]))
+    env.pop("DEVSIM_SANITIZE", None)
+    if sanitize_env is not None:
+        env["DEVSIM_SANITIZE"] = sanitize_env
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--devsim={DEVSIM}", "--devsim-host", profiles,
          "--devsim-report", str(report), *args],
@@ -140,6 +143,13 @@ def test_without_the_option_the_report_has_no_sanitizer_key(suite: Path) -> None
     done, report = run_suite(suite, "buggy", "-k", "vae_dtype", profiles="r9700x2")
     assert done.returncode == 0 and report is not None, done.stdout + done.stderr
     assert "sanitizer" not in report and "devsim sanitizer" not in done.stdout
+
+
+def test_the_environment_variable_turns_it_on(suite: Path) -> None:
+    done, report = run_suite(suite, "buggy", "-k", "vae_dtype", profiles="r9700x2", sanitize_env="error")
+    assert done.returncode == 1 and report is not None, done.stdout + done.stderr
+    assert [(f["rule"], f["function"]) for f in report["sanitizer"]] == [("per-target-arch", "vae_dtype")]
+    assert [t["outcome"] for t in report["tests"]] == ["failed"]
 
 
 def test_the_option_without_a_host_is_a_usage_error(suite: Path) -> None:

@@ -311,9 +311,13 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
 
 
 def sanitize_options(ns: Any, where: Path) -> tuple[str | None, str | None]:
-    """The sanitizer's mode (None: off) and its suppressions file (absolute, read once here so that a bad file is
-    a usage error naming its line before any session runs)."""
-    mode: str | None = getattr(ns, "devsim_sanitize", None)
+    """The sanitizer's mode (`--devsim-sanitize`, else $DEVSIM_SANITIZE; None: off) and its suppressions file
+    (absolute, read once here so that a bad file is a usage error naming its line before any session runs)."""
+    from .sanitize import MODES, SANITIZE_ENV
+
+    mode: str | None = getattr(ns, "devsim_sanitize", None) or os.environ.get(SANITIZE_ENV) or None
+    if mode is not None and mode not in MODES:
+        raise pytest.UsageError(f"${SANITIZE_ENV}={mode!r}: the sanitizer's mode is one of {', '.join(MODES)}")
     path: str | None = getattr(ns, "devsim_sanitize_suppressions", None)
     if path is not None and mode is None:
         raise pytest.UsageError("--devsim-sanitize-suppressions needs --devsim-sanitize")
