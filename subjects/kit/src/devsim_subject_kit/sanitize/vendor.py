@@ -2,8 +2,9 @@
 GPU or build.
 
 - On a HIP build, the capability the project reads (`get_device_capability`, `props.major` / `.minor`) is a
-  `Capability`: an int that flags when the project compares it (`major >= 8`, `cap >= (8, 0)`, and the
-  numbers made from it by `+`, `-`, `*`, as in `major * 10 + minor >= 80`).
+  `Capability`: an int that flags when the project compares it with a number of its own, a threshold
+  (`major >= 8`, `cap >= (8, 0)`, and the numbers made from it by `+`, `-`, `*`, as in
+  `major * 10 + minor >= 80`). Comparing two capabilities (`sorted(capabilities)`, `max`) is not a flag.
 - On a CUDA build, `props.gcnArchName` is an `ArchName`: a str that flags when the project compares it, asks
   `in` or `startswith` / `endswith` of it, or splits it.
 - `torch.version.cuda` on a HIP build (None there) and `torch.version.hip` on a CUDA build, read by a project
@@ -80,7 +81,8 @@ def install(san: Sanitizer) -> None:
 
 def _capability_class(san: Sanitizer) -> type[int]:
     def flag(value: int, op: str, other: object) -> None:
-        if isinstance(other, (int, float)) and not isinstance(other, bool):
+        # a threshold: a number of the project's own, not another capability (sorting capabilities decides nothing)
+        if isinstance(other, (int, float)) and not isinstance(other, (bool, Capability)):
             san.table.hit("no-cross-vendor-probe",
                           f"an NVIDIA compute capability (here {int(value)}) compared ({op} {other!r}) on an AMD "
                           "GPU, where it is a gfx version, not an NVIDIA feature level: decide on the build's "
