@@ -145,6 +145,14 @@ def test_without_the_option_the_report_has_no_sanitizer_key(suite: Path) -> None
     assert "sanitizer" not in report and "devsim sanitizer" not in done.stdout
 
 
+def test_flags_raised_in_xdist_workers_reach_the_report(suite: Path) -> None:
+    pytest.importorskip("xdist")
+    done, report = run_suite(suite, "buggy", "--devsim-sanitize", "-n", "2", profiles="r9700x2")
+    assert done.returncode == 0 and report is not None, done.stdout + done.stderr
+    assert sites(report, suite) == {s for s in expected_flags() if s[0] == "r9700x2"}
+    assert all(f["count"] == 1 and len(f["tests"]) == 1 for f in report["sanitizer"])
+
+
 def test_the_environment_variable_turns_it_on(suite: Path) -> None:
     done, report = run_suite(suite, "buggy", "-k", "vae_dtype", profiles="r9700x2", sanitize_env="error")
     assert done.returncode == 1 and report is not None, done.stdout + done.stderr
