@@ -34,6 +34,11 @@ class CurrentDevices:
         slot = self._slot
         return slot.ordinal if slot.generation == self._generation else 0
 
+    def is_set(self) -> bool:
+        """Whether the calling thread chose its current device on this host (the thread that configured the
+        host did)."""
+        return self._slot.generation == self._generation
+
     def set(self, ordinal: int) -> None:
         """Make `ordinal` the calling thread's current device."""
         slot = self._slot

@@ -80,6 +80,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--devsim-report", dest="devsim_report", default=None, metavar="FILE",
                     help="with --devsim-host: write each test's outcome on each profile to FILE (JSON)")
     parser.addini("devsim_host", "devsim host profiles the whole session runs on (as --devsim-host)", default=None)
+    group.addoption("--devsim-sanitize", dest="devsim_sanitize", nargs="?", const="report", default=None,
+                    choices=("report", "error"), metavar="MODE",
+                    help="with --devsim-host: flag every dispatch rule the run breaks at the project's line "
+                    "(docs/sanitizer.md); report (default) lists them after the sessions and in --devsim-report, "
+                    "error also fails the test that raised one. Write the mode with '=' (--devsim-sanitize=error)")
+    group.addoption("--devsim-sanitize-suppressions", dest="devsim_sanitize_suppressions", default=None,
+                    metavar="FILE", help="with --devsim-sanitize: a TOML file of [[suppress]] entries (rule, file, "
+                    "function, reason) whose flags are dropped")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -91,12 +99,16 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     if _BOOTED is not None:
         if not early_config.pluginmanager.has_plugin("devsim-session"):
             early_config.pluginmanager.register(SessionChild(_BOOTED, _REAL_STDERR), "devsim-session")
+        _register_sanitizer(early_config)
         return
     ns = early_config.known_args_namespace
     if ns.help or ns.version:
         return
     names = _session.requested(early_config, ns.devsim_session_hosts)
     if not names:
+        if getattr(ns, "devsim_sanitize", None) is not None:
+            raise pytest.UsageError("--devsim-sanitize needs --devsim-host (or devsim_host, $DEVSIM_HOST): it "
+                                    "checks a session on a simulated host")
         return
     capture = early_config.pluginmanager.getplugin("capturemanager")
     if capture is not None:
@@ -116,11 +128,23 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     if _BOOTED is not None and not config.pluginmanager.has_plugin("devsim-session"):
         config.pluginmanager.register(SessionChild(_BOOTED, _REAL_STDERR), "devsim-session")
+    if _BOOTED is not None:
+        _register_sanitizer(config)
     config.addinivalue_line(
         "markers",
         f"{MARKER}(*profiles, reimport=[...]): run the test once per devsim host profile, in a forked child on "
         "that simulated host (the devsim_host fixture is the handle)",
     )
+
+
+def _register_sanitizer(config: pytest.Config) -> None:
+    """In a sanitized session child (or its xdist worker): the sanitizer's hooks (`sanitize.plugin`)."""
+    if not isinstance(_BOOTED, _session.SessionHost) or _BOOTED.sanitizer is None:
+        return
+    if not config.pluginmanager.has_plugin("devsim-sanitizer"):
+        from .sanitize.plugin import SanitizerPlugin
+
+        config.pluginmanager.register(SanitizerPlugin(_BOOTED.sanitizer, _BOOTED.spec.report), "devsim-sanitizer")
 
 
 @dataclass

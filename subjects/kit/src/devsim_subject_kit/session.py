@@ -61,6 +61,10 @@ class SessionSpec:
     report: str | None = None
     #: a file of the node ids earlier children of this session ran (one a line): not run again
     skip: str | None = None
+    #: the sanitizer's mode (`report` or `error`), None when it is off
+    sanitize: str | None = None
+    #: the sanitizer's suppressions file (absolute), if any
+    suppressions: str | None = None
 
     def to_env(self) -> str:
         """The value of `DEVSIM_SESSION`."""
@@ -72,7 +76,8 @@ class SessionSpec:
         try:
             data = json.loads(text)
             return cls(profile=str(data["profile"]), host=dict(data["host"]), timeout=float(data["timeout"]),
-                       report=data.get("report"), skip=data.get("skip"))
+                       report=data.get("report"), skip=data.get("skip"), sanitize=data.get("sanitize"),
+                       suppressions=data.get("suppressions"))
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{SESSION_ENV} is not a devsim session: {exc!r}") from exc
 
@@ -86,6 +91,8 @@ class SessionHost:
     torch_host: Any
     #: what makes every thread's start enter the host (`threads`)
     threads: Any = None
+    #: the dispatch sanitizer, when the session runs sanitized (`sanitize`)
+    sanitizer: Any = None
 
 
 def worst(codes: Sequence[int]) -> int:
@@ -152,7 +159,26 @@ def boot(environ: dict[str, str] | None = None) -> SessionHost | str | None:
 
     # NVML and amdsmi, which some projects ask instead of torch (vLLM's platform detection), answer from the host
     ManagementLibraries(lambda: torch_host.host, torch_host.recorder).install()
-    return SessionHost(spec=spec, host=host, torch_host=torch_host, threads=_all_threads(torch_host))
+    threads = _all_threads(torch_host)
+    try:
+        sanitizer = _sanitizer(spec, torch_host, os.environ if environ is None else environ)
+    except ValueError as exc:
+        return f"devsim session on host {spec.profile}: {exc}"
+    return SessionHost(spec=spec, host=host, torch_host=torch_host, threads=threads, sanitizer=sanitizer)
+
+
+def _sanitizer(spec: SessionSpec, torch_host: Any, environ: Any) -> Any:
+    """The dispatch sanitizer installed over `torch_host` when the spec (`--devsim-sanitize`) or
+    $DEVSIM_SANITIZE asks for it, else None. A bad mode or suppressions file raises ValueError."""
+    from .sanitize import SANITIZE_ENV
+
+    mode = spec.sanitize or environ.get(SANITIZE_ENV) or None
+    if mode is None:
+        return None
+    from .sanitize import Sanitizer, load
+
+    suppressions = load(spec.suppressions) if spec.suppressions else None
+    return Sanitizer(torch_host, mode=mode, suppressions=suppressions, profile=spec.profile).install()
 
 
 def _all_threads(torch_host: Any) -> Any:
@@ -240,7 +266,9 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
     where = early_config.invocation_params.dir
     junit_path: str | None = getattr(ns, "xmlpath", None)  # absent under -p no:junitxml
     restarts = getattr(ns, "devsim_max_restarts", None)
+    sanitize, suppressions = sanitize_options(ns, Path(where))
     options = RunOptions(
+        sanitize=sanitize, suppressions=suppressions,
         args=child_args(early_config.invocation_params.args), where=Path(where),
         timeout=float(ns.devsim_timeout if ns.devsim_timeout is not None else DEFAULT_TIMEOUT),
         junit=bool(junit_path), max_restarts=DEFAULT_MAX_RESTARTS if restarts is None else max(int(restarts), 0),
@@ -250,6 +278,7 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
     restarted: dict[str, int] = {}
     unrun: dict[str, list[str]] = {}
     tests: list[dict[str, Any]] = []
+    flags: list[dict[str, Any]] = []
     suites: list[ElementTree.Element] = []
     for number, (name, (message, host)) in enumerate(hosts.items(), 1):
         say(f"devsim: session {number} of {len(hosts)} on simulated host {name} ({describe(host)})")
@@ -261,6 +290,7 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
                 suite.insert(0, properties)
             ElementTree.SubElement(properties, "property", name="devsim_restarts", value=str(run.restarts))
         codes[name], restarted[name], tests, suites = run.code, run.restarts, tests + run.tests, suites + run.suites
+        flags += run.sanitizer
         if run.unrun:
             unrun[name] = run.unrun
         if codes[name] == pytest.ExitCode.INTERRUPTED or (options.stop_on_failure and codes[name] != 0):
@@ -269,16 +299,49 @@ def dispatch(early_config: pytest.Config, names: list[str]) -> int:
     summary = ", ".join(f"{n}: exit {c}" + (f" after {restarted[n]} restart(s)" if restarted[n] else "")
                         for n, c in codes.items())
     say(f"devsim: sessions done ({summary})" + (f"; not run after that: {', '.join(left)}" if left else ""))
+    flagged: list[dict[str, Any]] = []
+    if sanitize is not None:
+        from .sanitize import merge
+        from .sanitize.report import section
+
+        flagged = merge(flags)
+        for line in section(flagged, sanitize):
+            say(line)
     if ns.devsim_report:
         # format 1 still: `restarts` and `unrun`, the `crashed` outcome and an entry's `output` came later
         document = {"format": REPORT_FORMAT, "profiles": list(hosts), "exit_codes": codes, "not_run": left,
                     "restarts": restarted, "unrun": unrun, "tests": tests}
+        if sanitize is not None:  # an added key (issue 54): absent when the sanitizer is off
+            document["sanitizer"] = flagged
         Path(where, ns.devsim_report).write_text(json.dumps(document, indent=2) + "\n")
     if junit_path:
         merged = ElementTree.Element("testsuites", name="pytest tests")
         merged.extend(suites)
         ElementTree.ElementTree(merged).write(Path(where, junit_path), encoding="utf-8", xml_declaration=True)
     return worst(list(codes.values()))
+
+
+def sanitize_options(ns: Any, where: Path) -> tuple[str | None, str | None]:
+    """The sanitizer's mode (`--devsim-sanitize`, else $DEVSIM_SANITIZE; None: off) and its suppressions file
+    (absolute, read once here so that a bad file is a usage error naming its line before any session runs)."""
+    from .sanitize import MODES, SANITIZE_ENV
+
+    mode: str | None = getattr(ns, "devsim_sanitize", None) or os.environ.get(SANITIZE_ENV) or None
+    if mode is not None and mode not in MODES:
+        raise pytest.UsageError(f"${SANITIZE_ENV}={mode!r}: the sanitizer's mode is one of {', '.join(MODES)}")
+    path: str | None = getattr(ns, "devsim_sanitize_suppressions", None)
+    if path is not None and mode is None:
+        raise pytest.UsageError("--devsim-sanitize-suppressions needs --devsim-sanitize")
+    if path is None:
+        return mode, None
+    from .sanitize import SuppressionError, load
+
+    absolute = str(Path(where, path).resolve())
+    try:
+        load(absolute)
+    except SuppressionError as exc:
+        raise pytest.UsageError(f"--devsim-sanitize-suppressions: failed to {exc}") from exc
+    return mode, absolute
 
 
 def junit_suites(path: Path, profile: str) -> list[ElementTree.Element]:

@@ -51,6 +51,8 @@ class ProfileRun:
     restarts: int = 0
     #: the tests never run because the restart limit was reached
     unrun: list[str] = field(default_factory=list)
+    #: the sanitizer's flags as the children streamed them (increments, merged by `sanitize.merge`)
+    sanitizer: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,9 @@ class RunOptions:
     junit: bool
     max_restarts: int = DEFAULT_MAX_RESTARTS
     stop_on_failure: bool = False
+    #: the sanitizer's mode (None: off) and suppressions file
+    sanitize: str | None = None
+    suppressions: str | None = None
 
 
 def run_profile(name: str, message: dict[str, Any], host: Host, options: RunOptions) -> ProfileRun:
@@ -78,6 +83,7 @@ def run_profile(name: str, message: dict[str, Any], host: Host, options: RunOpti
             read, code, tail = _run_child(name, message, scratch, options, run.restarts, done)
             collected = collected or read.collected
             run.tests += read.results
+            run.sanitizer += read.sanitizer
             crashed = [] if read.finished else [crash_entry(n, name, t, read, code, tail)
                                                 for n, t in read.running.items()]
             run.tests += crashed
@@ -122,7 +128,8 @@ def _run_child(name: str, message: dict[str, Any], scratch: Path, options: RunOp
     skip.write_text("".join(f"{n}\n" for n in done), encoding="utf-8")
     stream = scratch / f"stream-{attempt}.jsonl"
     spec = SessionSpec(profile=name, host=message, timeout=options.timeout, report=str(stream),
-                       skip=str(skip) if done else None)
+                       skip=str(skip) if done else None, sanitize=options.sanitize,
+                       suppressions=options.suppressions)
     env = dict(os.environ, **{SESSION_ENV: spec.to_env()})
     # the session child runs with exactly the profile's visible-device variables: a process it starts with other
     # ones sees what those leave of the box (`childmasks`)

@@ -2,7 +2,8 @@
 
 The child (`sessionchild`) writes, flushed at once so that nothing written is lost if it dies right after:
 `collected` (every test id, before any runs), `start` (a test begins), `refused` (a GPU-only call the test made,
-from any thread), `result` (a test's report entry, when it ends) and `finished` (the session ended normally).
+from any thread), `result` (a test's report entry, when it ends), `sanitizer` (the dispatch sanitizer's flags
+since its last such event, from the child and each xdist worker) and `finished` (the session ended normally).
 The parent (`sessionrun`) reads them back when the child ends, however it ended: a test that started and has no
 result is the one the child died in.
 """
@@ -46,6 +47,8 @@ class StreamRead:
     #: the first GPU-only call each test made: node id -> skip reason
     refused: dict[str, str] = field(default_factory=dict)
     finished: bool = False
+    #: the sanitizer's flags, as increments (`sanitize.flags.FlagTable.drain`)
+    sanitizer: list[dict[str, Any]] = field(default_factory=list)
 
 
 def read_stream(path: Path) -> StreamRead:
@@ -73,4 +76,6 @@ def read_stream(path: Path) -> StreamRead:
             read.results.append(dict(event["entry"]))
         elif kind == "finished":
             read.finished = True
+        elif kind == "sanitizer":
+            read.sanitizer += [dict(f) for f in event.get("flags", []) if isinstance(f, dict)]
     return read
