@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from bugs_fake import Fake, case_text, make_fake
 from conftest import REPO
-
 from devsim_subject_kit.bugs.case import CaseError, Expectation
 from devsim_subject_kit.bugs.load import Context, load_case
 from devsim_subject_kit.bugs.locate import Lines

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from devsim_subject_kit.bugs.cli import main
 from devsim_subject_kit.bugs.markdown import BEGIN, render
 

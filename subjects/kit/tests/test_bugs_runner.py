@@ -11,7 +11,6 @@ from xml.etree import ElementTree
 import pytest
 from bugs_fake import Fake, case_text, make_fake, make_wheels
 from conftest import REPO, devsim_binary
-
 from devsim_subject_kit.bugs.cli import main
 from devsim_subject_kit.bugs.install import STAMP, install_side
 from devsim_subject_kit.bugs.load import Context, load_case

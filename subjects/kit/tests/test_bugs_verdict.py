@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from devsim_subject_kit.bugs.case import Case, Expectation, Install, Side, Trigger
 from devsim_subject_kit.bugs.observe import HostOutcome, outcomes
 from devsim_subject_kit.bugs.trigger import Session

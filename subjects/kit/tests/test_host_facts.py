@@ -16,7 +16,6 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from conftest import devsim_binary
-
 from devsim_subject_kit import Host, Recorder
 from devsim_subject_kit.childmasks import stacked_host
 from devsim_subject_kit.host import DEFAULT_ARCH_LIST

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
-
-import tomllib
 
 from .case import FORMAT, SIDES, Case, CaseError, Expectation, Install, Side, Trigger
 from .locate import Lines

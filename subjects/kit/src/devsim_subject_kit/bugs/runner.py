@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import sys
 import time
+import tomllib
 import traceback
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-
-import tomllib
 
 from ..profiles import ProfileError, load_profiles
 from .case import Case, CaseError, Trigger

@@ -12,11 +12,10 @@
 
 from __future__ import annotations
 
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import tomllib
 
 from .case import Case
 from .observe import BEHAVES, ERROR, FAILED, MISBEHAVES, PASSED, HostOutcome
