@@ -102,8 +102,10 @@ rm -f "$reqs"
 #    `requires`): with them installed their verdicts are observed instead of skipped. Each must import on a
 #    CPU-only machine with the venv's torch; an install or import failure stops here, naming the package.
 #    llama-cpp-python has no wheel on PyPI: pip builds its sdist here, for the CPU only (GGML_NATIVE off, no
-#    examples, tools or server; about 5 minutes on 2 idle cores), which is what GGUFCppKernel runs on; the
-#    CUDA kernel's verdicts need a CUDA build and stay skipped (kernels.toml `requires_library`).
+#    examples, tools or server), which is what GGUFCppKernel runs on; the CUDA kernel's verdicts need a CUDA
+#    build and stay skipped (kernels.toml `requires_library`). It is built unoptimized (-O0): the subject loads
+#    its libraries, binds their symbols and validates, and the corpus runs no GGUF arithmetic on the CPU, so
+#    only build time changes (on a 2-core machine 460 s of CPU time instead of 812 s at -O3; 2026-12-07).
 #    Not installed: bitblas (0.1.0.post1's bundled TVM links libcuda.so.1, libcudart.so.12 and libnvrtc.so.12,
 #    so `import bitblas` fails without the NVIDIA driver) and mlx (see README.md).
 OPTIONAL=${GPTQMODEL_OPTIONAL:-bitsandbytes==0.50.2 llama-cpp-python==0.3.36}
@@ -113,7 +115,7 @@ for spec in $OPTIONAL; do
   module=${pkg//-/_} cmake_args=""
   if [ "$pkg" = llama-cpp-python ]; then
     module=llama_cpp
-    cmake_args="-DGGML_NATIVE=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF -DLLAMA_CURL=OFF"
+    cmake_args="-DCMAKE_C_FLAGS_RELEASE=-O0 -DCMAKE_CXX_FLAGS_RELEASE=-O0 -DGGML_NATIVE=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAVA_BUILD=OFF -DLLAMA_CURL=OFF"
   fi
   have=$("$PY" -c "from importlib.metadata import version; print(version('$pkg'))" 2>/dev/null || true)
   if [ -z "$have" ] || { [ -n "$want" ] && [ "$have" != "$want" ]; }; then
