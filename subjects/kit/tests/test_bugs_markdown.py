@@ -55,3 +55,21 @@ def test_check_fails_on_a_stale_page_and_regenerating_fixes_it(tmp_path: Path) -
 def test_the_committed_page_is_the_one_the_committed_results_give() -> None:
     assert main(["markdown", str(REPO / "docs" / "real-bugs.json"), "--page", str(REPO / "docs" / "real-bugs.md"),
                  "--check"]) == 0
+
+
+def test_against_names_each_case_whose_verdict_moved_from_the_committed_results(tmp_path: Path) -> None:
+    from devsim_subject_kit.bugs.cli import _drift
+    from devsim_subject_kit.bugs.runner import CaseResult
+    from devsim_subject_kit.bugs.verdict import Verdict
+
+    committed = tmp_path / "results.json"
+    committed.write_text(json.dumps(DOCUMENT))
+    same = CaseResult(path=Path("bugs/fake-bf16.toml"), verdict=Verdict(reproduced=True))
+    moved = CaseResult(path=Path("bugs/fake-control.toml"), verdict=Verdict(reproduced=False))
+    new = CaseResult(path=Path("bugs/fake-new.toml"), verdict=Verdict(reproduced=True))
+    unrun = CaseResult(path=Path("bugs/fake-gone.toml"), not_run="--index-only: installs from git")
+    assert _drift([same, unrun], committed) == []
+    assert _drift([same, moved, new], committed) == [
+        f"fake-control: differs from {committed}: reproduced True -> False",
+        f"fake-new: not in {committed}; run the whole benchmark and commit its results",
+    ]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..profiles import ProfileError, find_devsim
 from .markdown import page, render
-from .report import table, write_json, write_junit
+from .report import document, table, write_json, write_junit
 from .runner import CaseResult, Options, discover, progress, read_rules, run_cases
 from .trigger import sanitizer_available
 
@@ -47,6 +47,9 @@ def parser() -> argparse.ArgumentParser:
                      help="run only cases whose sides install from the package index; the others are not run")
     run.add_argument("--timeout", type=float, default=300.0, help="seconds per trigger (default 300)")
     run.add_argument("--devsim", default=None, help="the devsim binary (default: $DEVSIM, then PATH)")
+    run.add_argument("--against", type=Path, default=None, metavar="RESULTS",
+                     help="a committed results file: fail when a case that ran here is reproduced, caught or a "
+                          "false alarm where RESULTS says otherwise (or RESULTS lacks it)")
     run.add_argument("--rules", type=Path, default=None, help="the policy's rules (default: inventory/rules.toml)")
     markdown = commands.add_parser("markdown", help="render the results page (docs/real-bugs.md) from a results file")
     markdown.add_argument("results", type=Path, help="a results file of `run --json`")
@@ -114,7 +117,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_json(results, sanitizer_available(), args.json)
     if args.junit:
         write_junit(results, args.junit)
-    return 1 if any(_bad(r, args.index_only) for r in results) else 0
+    drift = _drift(results, args.against) if args.against else []
+    for line in drift:
+        sys.stderr.write(f"error: {line}\n")
+    return 1 if drift or any(_bad(r, args.index_only) for r in results) else 0
+
+
+#: The verdicts `--against` compares.
+VERDICTS = ("reproduced", "caught", "false_alarm")
+
+
+def _drift(results: Sequence[CaseResult], against: Path) -> list[str]:
+    """Each case that ran whose verdicts differ from the committed results file's."""
+    try:
+        committed = {c["id"]: c for c in json.loads(against.read_text(encoding="utf-8"))["cases"]}
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return [f"cannot read the committed results {against}: {exc}"]
+    lines = []
+    for entry in document(results, False)["cases"]:
+        if entry["not_run"] is not None or entry["error"]:
+            continue
+        before = committed.get(entry["id"])
+        if before is None:
+            lines.append(f"{entry['id']}: not in {against}; run the whole benchmark and commit its results")
+            continue
+        changed = [f"{k} {before.get(k)} -> {entry[k]}" for k in VERDICTS if bool(before.get(k)) != entry[k]]
+        if changed:
+            lines.append(f"{entry['id']}: differs from {against}: " + ", ".join(changed))
+    return lines
 
 
 def _bad(result: CaseResult, index_only: bool) -> bool:
