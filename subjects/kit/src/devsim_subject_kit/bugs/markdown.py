@@ -68,7 +68,9 @@ def page(head: str, document: Mapping[str, Any]) -> str:
 def _evidence(outcome: Mapping[str, Any]) -> str:
     parts: list[str] = []
     observation = outcome.get("observation") or {}
-    if observation.get("raised"):
+    if observation.get("device"):
+        parts.append(f"device `{observation['device']}`")
+    elif observation.get("raised"):
         parts.append(f"raised `{_cell(str(observation['raised']))[:160]}`")
     elif "returned_repr" in observation and observation.get("returned_repr") is not None:
         parts.append(f"returned `{_cell(str(observation['returned_repr']))[:120]}`")
