@@ -24,6 +24,9 @@ use thiserror::Error;
 
 use crate::shown::escape_controls;
 
+#[cfg(unix)]
+mod at;
+
 /// Why a file was not written.
 #[derive(Debug, Error)]
 pub enum WriteError {
@@ -123,6 +126,136 @@ pub fn write_file(
             folder: folder.to_path_buf(),
         });
     };
+    write_below(folder, on_the_way, file_name, contents, permissions)
+}
+
+/// The writing itself on Unix: the folder named is opened once, each folder on the way is opened (or
+/// made) below the last one without following a link, and the temporary file is created and renamed in
+/// the last one by its open descriptor, so no link swapped in after a check is ever followed.
+#[cfg(unix)]
+fn write_below(
+    folder: &Path,
+    on_the_way: &[&std::ffi::OsStr],
+    file_name: &std::ffi::OsStr,
+    contents: &[u8],
+    permissions: Permissions,
+) -> Result<PathBuf, WriteError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut path = folder.to_path_buf();
+    let mut dir = at::Dir::open(folder).map_err(|source| WriteError::Io {
+        path: path.join(on_the_way.first().copied().unwrap_or(file_name)),
+        source,
+    })?;
+    for name in on_the_way {
+        dir = folder_below(&dir, name, &path.join(name))?;
+        path.push(name);
+    }
+    path.push(file_name);
+    let kept = match dir.kind(file_name) {
+        Ok(None) => None,
+        Ok(Some(at::Kind::File(mode))) => Some(std::fs::Permissions::from_mode(mode)),
+        Ok(Some(at::Kind::Link)) => return Err(WriteError::Link { path }),
+        Ok(Some(at::Kind::Folder)) => return Err(not_regular(path, "a folder")),
+        Ok(Some(at::Kind::Other(found))) => return Err(not_regular(path, found)),
+        Err(source) => return Err(WriteError::Io { path, source }),
+    };
+    #[cfg(test)]
+    tests::AFTER_CHECK.with_borrow(|hook| hook.as_ref().map(|hook| hook(&path)));
+    let (temporary, mut file) =
+        create_temporary(file_name, |name| dir.create_new(name)).map_err(|source| {
+            WriteError::Io {
+                path: path.clone(),
+                source,
+            }
+        })?;
+    let written = file
+        .write_all(contents)
+        .and_then(|()| match (permissions, kept) {
+            (Permissions::Executable, _) => {
+                file.set_permissions(std::fs::Permissions::from_mode(0o755))
+            }
+            (Permissions::Kept, Some(kept)) => file.set_permissions(kept),
+            (Permissions::Kept, None) => Ok(()),
+        })
+        .and_then(|()| file.sync_all())
+        .and_then(|()| {
+            drop(file);
+            // rename(2) replaces the name, never what a link there points at.
+            dir.rename(&temporary, file_name)
+        });
+    match written {
+        Ok(()) => Ok(path),
+        Err(source) => {
+            let _ = dir.remove(&temporary);
+            Err(WriteError::Io { path, source })
+        }
+    }
+}
+
+fn not_regular(path: PathBuf, found: &'static str) -> WriteError {
+    WriteError::NotRegular {
+        path,
+        found,
+        expected: "a regular file",
+    }
+}
+
+/// Opens (or makes) one folder on the way to a file below `parent`: a real folder, never a link.
+#[cfg(unix)]
+fn folder_below(
+    parent: &at::Dir,
+    name: &std::ffi::OsStr,
+    path: &Path,
+) -> Result<at::Dir, WriteError> {
+    let io = |source| WriteError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut made = false;
+    loop {
+        match parent.open_below(name) {
+            Ok(dir) => return Ok(dir),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound && !made => {
+                // mkdirat(2) never follows a link; one made meanwhile makes it fail, and is then refused.
+                match parent.make_dir(name) {
+                    Ok(()) => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(source) => return Err(io(source)),
+                }
+                made = true;
+            }
+            Err(error) => {
+                return Err(match parent.kind(name) {
+                    Ok(Some(at::Kind::Link)) => WriteError::Link {
+                        path: path.to_path_buf(),
+                    },
+                    Ok(Some(at::Kind::File(_))) => WriteError::NotRegular {
+                        path: path.to_path_buf(),
+                        found: "a regular file",
+                        expected: "a folder",
+                    },
+                    Ok(Some(at::Kind::Other(found))) => WriteError::NotRegular {
+                        path: path.to_path_buf(),
+                        found,
+                        expected: "a folder",
+                    },
+                    _ => io(error),
+                });
+            }
+        }
+    }
+}
+
+/// The writing itself elsewhere than Unix: checked by path, then a temporary file renamed into place.
+#[cfg(not(unix))]
+fn write_below(
+    folder: &Path,
+    on_the_way: &[&std::ffi::OsStr],
+    file_name: &std::ffi::OsStr,
+    contents: &[u8],
+    permissions: Permissions,
+) -> Result<PathBuf, WriteError> {
+    let _ = permissions;
     let mut dir = folder.to_path_buf();
     for name in on_the_way {
         dir.push(name);
@@ -134,28 +267,29 @@ pub fn write_file(
             return Err(WriteError::Link { path });
         }
         Ok(metadata) if !metadata.file_type().is_file() => {
-            return Err(WriteError::NotRegular {
-                path,
-                found: kind_of(&metadata),
-                expected: "a regular file",
-            });
+            return Err(not_regular(path, kind_of(&metadata)));
         }
         Ok(metadata) => Some(metadata.permissions()),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
         Err(source) => return Err(WriteError::Io { path, source }),
     };
-    let (temporary, mut file) = create_temporary(&dir, file_name)?;
+    let (temporary, mut file) =
+        create_temporary(file_name, |name| std::fs::File::create_new(dir.join(name))).map_err(
+            |source| WriteError::Io {
+                path: path.clone(),
+                source,
+            },
+        )?;
+    let temporary = dir.join(temporary);
     let written = file
         .write_all(contents)
-        .and_then(|()| match (permissions, kept) {
-            (Permissions::Executable, _) => set_executable(&file),
-            (Permissions::Kept, Some(kept)) => file.set_permissions(kept),
-            (Permissions::Kept, None) => Ok(()),
+        .and_then(|()| match kept {
+            Some(kept) => file.set_permissions(kept),
+            None => Ok(()),
         })
         .and_then(|()| file.sync_all())
         .and_then(|()| {
             drop(file);
-            // rename(2) replaces the name, never what a link there points at.
             std::fs::rename(&temporary, &path)
         });
     match written {
@@ -185,6 +319,7 @@ pub fn write_beside(
 }
 
 /// Checks (or makes) one folder on the way to a file: a real folder, never a link.
+#[cfg(not(unix))]
 fn folder_on_the_way(dir: &Path) -> Result<(), WriteError> {
     let check = |metadata: std::fs::Metadata| {
         if metadata.file_type().is_symlink() {
@@ -221,13 +356,16 @@ fn folder_on_the_way(dir: &Path) -> Result<(), WriteError> {
     }
 }
 
-/// A fresh hidden file beside the destination, created exclusively: `.<name>.<pid>-<n>.devsim-tmp`. Its
-/// name ends neither in `.toml` nor `.pending`, so no scenario walk or review takes it.
+/// The number the next temporary file's name takes.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh hidden file beside the destination, created exclusively by `create` (which never follows a
+/// link): `.<name>.<pid>-<n>.devsim-tmp`, returned by its name. Its name ends neither in `.toml` nor
+/// `.pending`, so no scenario walk or review takes it.
 fn create_temporary(
-    dir: &Path,
     file_name: &std::ffi::OsStr,
-) -> Result<(PathBuf, std::fs::File), WriteError> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
+    create: impl Fn(&std::ffi::OsStr) -> std::io::Result<std::fs::File>,
+) -> std::io::Result<(std::ffi::OsString, std::fs::File)> {
     let mut tries = 0;
     loop {
         let mut name = std::ffi::OsString::from(".");
@@ -237,34 +375,17 @@ fn create_temporary(
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
-        let temporary = dir.join(name);
-        match std::fs::File::create_new(&temporary) {
-            Ok(file) => return Ok((temporary, file)),
+        match create(&name) {
+            Ok(file) => return Ok((name, file)),
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => {
                 tries += 1;
             }
-            // Named by the file it was for: the temporary name means nothing to a user.
-            Err(source) => {
-                return Err(WriteError::Io {
-                    path: dir.join(file_name),
-                    source,
-                });
-            }
+            Err(error) => return Err(error),
         }
     }
 }
 
-#[cfg(unix)]
-fn set_executable(file: &std::fs::File) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    file.set_permissions(std::fs::Permissions::from_mode(0o755))
-}
-
 #[cfg(not(unix))]
-fn set_executable(_file: &std::fs::File) -> std::io::Result<()> {
-    Ok(())
-}
-
 /// What a non-regular entry is, in words.
 fn kind_of(metadata: &std::fs::Metadata) -> &'static str {
     let kind = metadata.file_type();
@@ -293,6 +414,122 @@ fn kind_of(metadata: &std::fs::Metadata) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    type Hook = Box<dyn Fn(&Path)>;
+
+    thread_local! {
+        /// Run by a Unix write on this thread between its checks and its writes, with the destination:
+        /// what a racing process would do in that window.
+        pub(super) static AFTER_CHECK: std::cell::RefCell<Option<Hook>> =
+            const { std::cell::RefCell::new(None) };
+    }
+
+    /// [`write_file`] with `hook` run between its checks and its writes.
+    #[cfg(unix)]
+    fn write_racing(
+        folder: &Path,
+        below: &str,
+        hook: impl Fn(&Path) + 'static,
+    ) -> Result<PathBuf, WriteError> {
+        AFTER_CHECK.set(Some(Box::new(hook)));
+        let written = write_file(folder, Path::new(below), b"new\n", Permissions::Kept);
+        AFTER_CHECK.set(None);
+        written
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_the_destination_after_the_check_is_replaced_not_followed() {
+        let outside = tempfile::tempdir().expect("scratch");
+        let tree = tempfile::tempdir().expect("scratch");
+        let marker = outside.path().join("marker");
+        std::fs::write(&marker, "kept").expect("marker");
+        std::fs::write(tree.path().join("a.toml"), "old").expect("file");
+        let planted = marker.clone();
+        let path = write_racing(tree.path(), "a.toml", move |destination| {
+            std::fs::remove_file(destination).expect("remove");
+            std::os::unix::fs::symlink(&planted, destination).expect("link");
+        })
+        .expect("written");
+        assert_eq!(std::fs::read_to_string(&marker).expect("read"), "kept");
+        let metadata = std::fs::symlink_metadata(&path).expect("meta");
+        assert!(metadata.file_type().is_file(), "the link was replaced");
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "new\n");
+        assert_eq!(entries(tree.path()), ["a.toml"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_the_temporary_name_is_never_written_through() {
+        let outside = tempfile::tempdir().expect("scratch");
+        let tree = tempfile::tempdir().expect("scratch");
+        let marker = outside.path().join("marker");
+        std::fs::write(&marker, "kept").expect("marker");
+        let missing = outside.path().join("created");
+        let (to_marker, to_missing) = (marker.clone(), missing.clone());
+        // The next temporary names this process will try (other tests may take some meanwhile), each a
+        // link out: half to the marker, half dangling.
+        let path = write_racing(tree.path(), "a.toml", move |destination| {
+            let next = NEXT.load(Ordering::Relaxed);
+            for n in next..next + 40 {
+                let name = format!(".a.toml.{}-{n}.devsim-tmp", std::process::id());
+                let target = if n % 2 == 0 { &to_marker } else { &to_missing };
+                std::os::unix::fs::symlink(target, destination.with_file_name(name)).expect("link");
+            }
+        })
+        .expect("written beside the links");
+        assert_eq!(std::fs::read_to_string(&marker).expect("read"), "kept");
+        assert!(
+            !missing.exists(),
+            "nothing is created through a dangling link"
+        );
+        assert_eq!(std::fs::read_to_string(&path).expect("read"), "new\n");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn creating_the_temporary_file_fails_on_a_link_dangling_or_not() {
+        let outside = tempfile::tempdir().expect("scratch");
+        let tree = tempfile::tempdir().expect("scratch");
+        let marker = outside.path().join("marker");
+        std::fs::write(&marker, "kept").expect("marker");
+        std::os::unix::fs::symlink(&marker, tree.path().join("to-marker")).expect("link");
+        std::os::unix::fs::symlink(outside.path().join("created"), tree.path().join("dangling"))
+            .expect("link");
+        let dir = at::Dir::open(tree.path()).expect("open");
+        for name in ["to-marker", "dangling"] {
+            let error = dir
+                .create_new(std::ffi::OsStr::new(name))
+                .expect_err("a link is never opened");
+            assert_eq!(error.kind(), std::io::ErrorKind::AlreadyExists, "{name}");
+        }
+        assert_eq!(std::fs::read_to_string(&marker).expect("read"), "kept");
+        assert_eq!(entries(outside.path()), ["marker"]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_swapped_for_a_link_after_it_was_opened_is_not_followed() {
+        let outside = tempfile::tempdir().expect("scratch");
+        let tree = tempfile::tempdir().expect("scratch");
+        std::fs::create_dir(tree.path().join("hosts")).expect("folder");
+        let target = outside.path().to_path_buf();
+        let path = write_racing(tree.path(), "hosts/box.toml", move |destination| {
+            let hosts = destination.parent().expect("folder");
+            std::fs::rename(hosts, hosts.with_file_name("moved")).expect("move");
+            std::os::unix::fs::symlink(&target, hosts).expect("link");
+        })
+        .expect("written in the folder opened");
+        assert_eq!(path, tree.path().join("hosts/box.toml"));
+        assert!(
+            entries(outside.path()).is_empty(),
+            "nothing written outside"
+        );
+        assert_eq!(
+            std::fs::read_to_string(tree.path().join("moved/box.toml")).expect("read"),
+            "new\n"
+        );
+    }
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
