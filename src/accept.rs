@@ -292,7 +292,20 @@ pub fn accept_pending(copy: &Path, original: &Path) -> Result<(), AcceptError> {
         }
         .into());
     }
-    let text = crate::scenario::load::read_bounded(copy).map_err(|error| AcceptError::Io {
+    // Opened without following a link: one swapped in after the check above is refused, not read into the
+    // scenario file.
+    let bytes = crate::contain::read_no_follow(copy, crate::scenario::load::corpus::MAX_FILE_BYTES)
+        .map_err(|source| match crate::contain::is_link_refused(&source) {
+            true => AcceptError::from(crate::contain::WriteError::Link {
+                path: copy.to_path_buf(),
+            }),
+            false => AcceptError::Io {
+                action: "accept",
+                path: copy.display().to_string(),
+                source,
+            },
+        })?;
+    let text = crate::scenario::load::decode(copy, bytes).map_err(|error| AcceptError::Io {
         action: "accept",
         path: copy.display().to_string(),
         source: std::io::Error::other(error.message),
@@ -312,11 +325,17 @@ pub fn reject_pending(copy: &Path) -> Result<(), AcceptError> {
 
 /// The text of a scenario file or its pending copy, for review.
 pub fn read_for_review(path: &Path) -> Result<String, AcceptError> {
-    std::fs::read_to_string(path).map_err(|source| AcceptError::Io {
-        action: "read",
-        path: path.display().to_string(),
-        source,
-    })
+    // Never through a link: what review shows is what it may write, a regular file of the tree.
+    crate::contain::read_no_follow(path, crate::scenario::load::corpus::MAX_FILE_BYTES)
+        .and_then(|bytes| {
+            String::from_utf8(bytes)
+                .map_err(|error| std::io::Error::new(std::io::ErrorKind::InvalidData, error))
+        })
+        .map_err(|source| AcceptError::Io {
+            action: "read",
+            path: path.display().to_string(),
+            source,
+        })
 }
 
 /// Every pending copy under `root` (sorted), without following symbolic links.

@@ -5,10 +5,12 @@
 //! never outside the folder named, always a temporary file renamed into place. Depends on nothing else in
 //! devsim but [`crate::shown`], which escapes the paths its errors name (layer 1 of the README's table).
 
+pub mod read;
 pub mod write;
 
 use std::path::{Path, PathBuf};
 
+pub use read::{is_link_refused, read_no_follow};
 pub use write::{Permissions, WriteError, write_beside, write_file};
 
 /// The folder `path` was given under: its parent, or `.` for a bare name.

@@ -24,6 +24,9 @@ use thiserror::Error;
 
 use crate::shown::escape_controls;
 
+#[cfg(unix)]
+mod at;
+
 /// Why a file was not written.
 #[derive(Debug, Error)]
 pub enum WriteError {
@@ -123,6 +126,136 @@ pub fn write_file(
             folder: folder.to_path_buf(),
         });
     };
+    write_below(folder, on_the_way, file_name, contents, permissions)
+}
+
+/// The writing itself on Unix: the folder named is opened once, each folder on the way is opened (or
+/// made) below the last one without following a link, and the temporary file is created and renamed in
+/// the last one by its open descriptor, so no link swapped in after a check is ever followed.
+#[cfg(unix)]
+fn write_below(
+    folder: &Path,
+    on_the_way: &[&std::ffi::OsStr],
+    file_name: &std::ffi::OsStr,
+    contents: &[u8],
+    permissions: Permissions,
+) -> Result<PathBuf, WriteError> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut path = folder.to_path_buf();
+    let mut dir = at::Dir::open(folder).map_err(|source| WriteError::Io {
+        path: path.join(on_the_way.first().copied().unwrap_or(file_name)),
+        source,
+    })?;
+    for name in on_the_way {
+        dir = folder_below(&dir, name, &path.join(name))?;
+        path.push(name);
+    }
+    path.push(file_name);
+    let kept = match dir.kind(file_name) {
+        Ok(None) => None,
+        Ok(Some(at::Kind::File(mode))) => Some(std::fs::Permissions::from_mode(mode)),
+        Ok(Some(at::Kind::Link)) => return Err(WriteError::Link { path }),
+        Ok(Some(at::Kind::Folder)) => return Err(not_regular(path, "a folder")),
+        Ok(Some(at::Kind::Other(found))) => return Err(not_regular(path, found)),
+        Err(source) => return Err(WriteError::Io { path, source }),
+    };
+    #[cfg(test)]
+    tests::AFTER_CHECK.with_borrow(|hook| hook.as_ref().map(|hook| hook(&path)));
+    let (temporary, mut file) =
+        create_temporary(file_name, |name| dir.create_new(name)).map_err(|source| {
+            WriteError::Io {
+                path: path.clone(),
+                source,
+            }
+        })?;
+    let written = file
+        .write_all(contents)
+        .and_then(|()| match (permissions, kept) {
+            (Permissions::Executable, _) => {
+                file.set_permissions(std::fs::Permissions::from_mode(0o755))
+            }
+            (Permissions::Kept, Some(kept)) => file.set_permissions(kept),
+            (Permissions::Kept, None) => Ok(()),
+        })
+        .and_then(|()| file.sync_all())
+        .and_then(|()| {
+            drop(file);
+            // rename(2) replaces the name, never what a link there points at.
+            dir.rename(&temporary, file_name)
+        });
+    match written {
+        Ok(()) => Ok(path),
+        Err(source) => {
+            let _ = dir.remove(&temporary);
+            Err(WriteError::Io { path, source })
+        }
+    }
+}
+
+fn not_regular(path: PathBuf, found: &'static str) -> WriteError {
+    WriteError::NotRegular {
+        path,
+        found,
+        expected: "a regular file",
+    }
+}
+
+/// Opens (or makes) one folder on the way to a file below `parent`: a real folder, never a link.
+#[cfg(unix)]
+fn folder_below(
+    parent: &at::Dir,
+    name: &std::ffi::OsStr,
+    path: &Path,
+) -> Result<at::Dir, WriteError> {
+    let io = |source| WriteError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut made = false;
+    loop {
+        match parent.open_below(name) {
+            Ok(dir) => return Ok(dir),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound && !made => {
+                // mkdirat(2) never follows a link; one made meanwhile makes it fail, and is then refused.
+                match parent.make_dir(name) {
+                    Ok(()) => {}
+                    Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(source) => return Err(io(source)),
+                }
+                made = true;
+            }
+            Err(error) => {
+                return Err(match parent.kind(name) {
+                    Ok(Some(at::Kind::Link)) => WriteError::Link {
+                        path: path.to_path_buf(),
+                    },
+                    Ok(Some(at::Kind::File(_))) => WriteError::NotRegular {
+                        path: path.to_path_buf(),
+                        found: "a regular file",
+                        expected: "a folder",
+                    },
+                    Ok(Some(at::Kind::Other(found))) => WriteError::NotRegular {
+                        path: path.to_path_buf(),
+                        found,
+                        expected: "a folder",
+                    },
+                    _ => io(error),
+                });
+            }
+        }
+    }
+}
+
+/// The writing itself elsewhere than Unix: checked by path, then a temporary file renamed into place.
+#[cfg(not(unix))]
+fn write_below(
+    folder: &Path,
+    on_the_way: &[&std::ffi::OsStr],
+    file_name: &std::ffi::OsStr,
+    contents: &[u8],
+    permissions: Permissions,
+) -> Result<PathBuf, WriteError> {
+    let _ = permissions;
     let mut dir = folder.to_path_buf();
     for name in on_the_way {
         dir.push(name);
@@ -134,28 +267,29 @@ pub fn write_file(
             return Err(WriteError::Link { path });
         }
         Ok(metadata) if !metadata.file_type().is_file() => {
-            return Err(WriteError::NotRegular {
-                path,
-                found: kind_of(&metadata),
-                expected: "a regular file",
-            });
+            return Err(not_regular(path, kind_of(&metadata)));
         }
         Ok(metadata) => Some(metadata.permissions()),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => None,
         Err(source) => return Err(WriteError::Io { path, source }),
     };
-    let (temporary, mut file) = create_temporary(&dir, file_name)?;
+    let (temporary, mut file) =
+        create_temporary(file_name, |name| std::fs::File::create_new(dir.join(name))).map_err(
+            |source| WriteError::Io {
+                path: path.clone(),
+                source,
+            },
+        )?;
+    let temporary = dir.join(temporary);
     let written = file
         .write_all(contents)
-        .and_then(|()| match (permissions, kept) {
-            (Permissions::Executable, _) => set_executable(&file),
-            (Permissions::Kept, Some(kept)) => file.set_permissions(kept),
-            (Permissions::Kept, None) => Ok(()),
+        .and_then(|()| match kept {
+            Some(kept) => file.set_permissions(kept),
+            None => Ok(()),
         })
         .and_then(|()| file.sync_all())
         .and_then(|()| {
             drop(file);
-            // rename(2) replaces the name, never what a link there points at.
             std::fs::rename(&temporary, &path)
         });
     match written {
@@ -185,6 +319,7 @@ pub fn write_beside(
 }
 
 /// Checks (or makes) one folder on the way to a file: a real folder, never a link.
+#[cfg(not(unix))]
 fn folder_on_the_way(dir: &Path) -> Result<(), WriteError> {
     let check = |metadata: std::fs::Metadata| {
         if metadata.file_type().is_symlink() {
@@ -221,13 +356,16 @@ fn folder_on_the_way(dir: &Path) -> Result<(), WriteError> {
     }
 }
 
-/// A fresh hidden file beside the destination, created exclusively: `.<name>.<pid>-<n>.devsim-tmp`. Its
-/// name ends neither in `.toml` nor `.pending`, so no scenario walk or review takes it.
+/// The number the next temporary file's name takes.
+static NEXT: AtomicU64 = AtomicU64::new(0);
+
+/// A fresh hidden file beside the destination, created exclusively by `create` (which never follows a
+/// link): `.<name>.<pid>-<n>.devsim-tmp`, returned by its name. Its name ends neither in `.toml` nor
+/// `.pending`, so no scenario walk or review takes it.
 fn create_temporary(
-    dir: &Path,
     file_name: &std::ffi::OsStr,
-) -> Result<(PathBuf, std::fs::File), WriteError> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
+    create: impl Fn(&std::ffi::OsStr) -> std::io::Result<std::fs::File>,
+) -> std::io::Result<(std::ffi::OsString, std::fs::File)> {
     let mut tries = 0;
     loop {
         let mut name = std::ffi::OsString::from(".");
@@ -237,34 +375,17 @@ fn create_temporary(
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
-        let temporary = dir.join(name);
-        match std::fs::File::create_new(&temporary) {
-            Ok(file) => return Ok((temporary, file)),
+        match create(&name) {
+            Ok(file) => return Ok((name, file)),
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 100 => {
                 tries += 1;
             }
-            // Named by the file it was for: the temporary name means nothing to a user.
-            Err(source) => {
-                return Err(WriteError::Io {
-                    path: dir.join(file_name),
-                    source,
-                });
-            }
+            Err(error) => return Err(error),
         }
     }
 }
 
-#[cfg(unix)]
-fn set_executable(file: &std::fs::File) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    file.set_permissions(std::fs::Permissions::from_mode(0o755))
-}
-
 #[cfg(not(unix))]
-fn set_executable(_file: &std::fs::File) -> std::io::Result<()> {
-    Ok(())
-}
-
 /// What a non-regular entry is, in words.
 fn kind_of(metadata: &std::fs::Metadata) -> &'static str {
     let kind = metadata.file_type();
@@ -291,162 +412,4 @@ fn kind_of(metadata: &std::fs::Metadata) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entries(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .expect("list")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
-    #[test]
-    fn a_file_is_written_whole_and_no_temporary_file_is_left() {
-        let tree = tempfile::tempdir().expect("scratch");
-        let path = write_file(
-            tree.path(),
-            Path::new("hosts/box.toml"),
-            b"torch = \"cuda\"\n",
-            Permissions::Kept,
-        )
-        .expect("written");
-        assert_eq!(path, tree.path().join("hosts/box.toml"));
-        assert_eq!(
-            std::fs::read_to_string(&path).expect("read"),
-            "torch = \"cuda\"\n"
-        );
-        write_file(
-            tree.path(),
-            Path::new("hosts/box.toml"),
-            b"again\n",
-            Permissions::Kept,
-        )
-        .expect("replaced");
-        assert_eq!(std::fs::read_to_string(&path).expect("read"), "again\n");
-        assert_eq!(entries(&tree.path().join("hosts")), ["box.toml"]);
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_link_where_the_file_goes_is_refused_dangling_or_not_and_its_target_is_untouched() {
-        let outside = tempfile::tempdir().expect("scratch");
-        let tree = tempfile::tempdir().expect("scratch");
-        let marker = outside.path().join("marker");
-        std::fs::write(&marker, "kept").expect("marker");
-        std::os::unix::fs::symlink(&marker, tree.path().join("a.toml.pending")).expect("link");
-        let missing = outside.path().join("created");
-        std::os::unix::fs::symlink(&missing, tree.path().join("b.toml")).expect("link");
-        for name in ["a.toml.pending", "b.toml"] {
-            let error = write_file(tree.path(), Path::new(name), b"x", Permissions::Kept)
-                .expect_err("a link is refused");
-            assert!(
-                matches!(&error, WriteError::Link { path } if *path == tree.path().join(name)),
-                "{error:?}"
-            );
-            assert!(error.to_string().contains(name), "{error}");
-        }
-        assert_eq!(std::fs::read_to_string(&marker).expect("read"), "kept");
-        assert!(
-            !missing.exists(),
-            "nothing is created through a dangling link"
-        );
-        assert_eq!(entries(tree.path()), ["a.toml.pending", "b.toml"]);
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_folder_on_the_way_that_is_a_link_is_refused() {
-        let outside = tempfile::tempdir().expect("scratch");
-        let tree = tempfile::tempdir().expect("scratch");
-        std::os::unix::fs::symlink(outside.path(), tree.path().join("hosts")).expect("link");
-        let error = write_file(
-            tree.path(),
-            Path::new("hosts/box.toml"),
-            b"x",
-            Permissions::Kept,
-        )
-        .expect_err("a folder link is refused");
-        assert!(
-            matches!(&error, WriteError::Link { path } if *path == tree.path().join("hosts")),
-            "{error:?}"
-        );
-        assert!(entries(outside.path()).is_empty());
-    }
-
-    #[test]
-    fn a_path_that_leaves_the_folder_is_refused() {
-        let tree = tempfile::tempdir().expect("scratch");
-        std::fs::create_dir(tree.path().join("in")).expect("folder");
-        for below in ["../x.toml", "/tmp/x.toml", "", "a/../../x"] {
-            let error = write_file(
-                &tree.path().join("in"),
-                Path::new(below),
-                b"x",
-                Permissions::Kept,
-            )
-            .expect_err("refused");
-            assert!(
-                matches!(error, WriteError::Outside { .. }),
-                "{below}: {error:?}"
-            );
-        }
-        assert_eq!(entries(tree.path()), ["in"]);
-        assert!(entries(&tree.path().join("in")).is_empty());
-    }
-
-    #[test]
-    fn a_folder_where_the_file_goes_is_refused() {
-        let tree = tempfile::tempdir().expect("scratch");
-        std::fs::create_dir(tree.path().join("x.toml")).expect("folder");
-        let error = write_file(tree.path(), Path::new("x.toml"), b"x", Permissions::Kept)
-            .expect_err("refused");
-        assert!(
-            error
-                .to_string()
-                .ends_with("x.toml: it is a folder, expected a regular file"),
-            "{error}"
-        );
-        assert_eq!(entries(tree.path()), ["x.toml"]);
-    }
-
-    #[test]
-    fn a_missing_folder_is_an_error_naming_the_file_not_the_temporary_one() {
-        let tree = tempfile::tempdir().expect("scratch");
-        let folder = tree.path().join("none");
-        let error = write_file(&folder, Path::new("b.toml"), b"x", Permissions::Kept)
-            .expect_err("no folder");
-        assert!(
-            matches!(&error, WriteError::Io { path, .. } if *path == folder.join("b.toml")),
-            "{error:?}"
-        );
-        assert!(!folder.exists(), "the folder named is never made");
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn permissions_are_kept_or_made_executable() {
-        use std::os::unix::fs::PermissionsExt;
-        let tree = tempfile::tempdir().expect("scratch");
-        let path = tree.path().join("a.toml");
-        std::fs::write(&path, "old").expect("file");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("mode");
-        write_file(tree.path(), Path::new("a.toml"), b"new", Permissions::Kept).expect("written");
-        let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
-        assert_eq!(mode & 0o777, 0o600);
-        let script = write_file(
-            tree.path(),
-            Path::new("r.py"),
-            b"#!",
-            Permissions::Executable,
-        )
-        .expect("written");
-        let mode = std::fs::metadata(&script)
-            .expect("meta")
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o755);
-    }
-}
+mod tests;

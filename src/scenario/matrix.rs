@@ -26,6 +26,7 @@
 
 use crate::kernel::Catalog;
 use crate::kernel::audit::Inventory;
+use crate::scenario::load::source::{DUPLICATE_KEY_HELP, duplicate_key};
 use text::{
     blank, check_placeholders, executions_per_case, find_section, is_identifier, substitute,
 };
@@ -175,11 +176,19 @@ pub fn plan(text: &str, context: &MatrixContext) -> Result<Option<Plan>, MatrixE
     let Some(section) = find_section(text) else {
         return Ok(None);
     };
-    let table: toml::Table = toml::from_str(&text[section.body.clone()]).map_err(|error| {
-        MatrixError::at(
-            section.body.start + error.span().map_or(0, |span| span.start),
-            format!("read [matrix]: {}", error.message()),
-        )
+    let body = &text[section.body.clone()];
+    let table: toml::Table = toml::from_str(body).map_err(|error| {
+        let span = error.span().unwrap_or(0..0);
+        let offset = section.body.start + span.start;
+        // A key set twice is named, as in the rest of the file; the parser's message alone says not which.
+        match duplicate_key(error.message().trim(), body, &span) {
+            Some(message) => MatrixError {
+                offset,
+                message,
+                help: Some(DUPLICATE_KEY_HELP.to_string()),
+            },
+            None => MatrixError::at(offset, format!("read [matrix]: {}", error.message())),
+        }
     })?;
     let mut params: Vec<(String, Vec<Value>)> = Vec::new();
     for (name, value) in &table {

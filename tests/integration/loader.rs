@@ -7,6 +7,7 @@ use std::path::Path;
 use devsim::kernel::Catalog;
 use devsim::scenario::load_scenario;
 use devsim::scenario::render;
+use devsim::scenario::{LoadError, ProfileSources, load_scenarios_with};
 use tempfile::TempDir;
 
 #[test]
@@ -22,11 +23,19 @@ fn invalid_scenarios_give_located_diagnostics() {
             "{}: the first line says what is wrong",
             relative.display()
         );
-        let error =
-            load_scenario(relative, &catalog).expect_err("an invalid fixture must not load");
+        let error = first_error(relative, &catalog);
         assert!(error.line >= 1 && error.column >= 1);
         insta::assert_snapshot!(render(&error));
     });
+}
+
+/// The first error of loading `path` as every scenario it holds (a file with a `[matrix]` too); fails the
+/// test when it loads.
+fn first_error(path: &Path, catalog: &Catalog) -> LoadError {
+    load_scenarios_with(path, catalog, &ProfileSources::shipped())
+        .into_iter()
+        .find_map(|(_, loaded)| loaded.err())
+        .unwrap_or_else(|| panic!("{}: an invalid fixture must not load", path.display()))
 }
 
 /// The mistakes a new user makes most, each with what its message must name and the line it must point at:
@@ -43,6 +52,12 @@ fn common_mistakes_name_the_key_and_its_line() {
         ),
         (
             "duplicate_key_host_table",
+            "`host`",
+            6,
+            Some("keep one of the two"),
+        ),
+        (
+            "duplicate_key_matrix",
             "`host`",
             6,
             Some("keep one of the two"),
@@ -67,7 +82,7 @@ fn common_mistakes_name_the_key_and_its_line() {
     ];
     for (name, names, line, help) in cases {
         let path = format!("tests/fixtures/invalid/{name}.toml");
-        let error = load_scenario(Path::new(&path), &catalog).expect_err(name);
+        let error = first_error(Path::new(&path), &catalog);
         assert!(error.message.contains(names), "{name}: {error}");
         assert_eq!(error.line, *line, "{name}: {error}");
         if let Some(help) = help {

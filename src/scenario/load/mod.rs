@@ -18,7 +18,7 @@ mod expectations;
 mod hints;
 pub(crate) mod hosts;
 mod levels;
-mod source;
+pub(crate) mod source;
 mod steps;
 
 use std::path::{Path, PathBuf};

@@ -236,11 +236,7 @@ impl<'a> Source<'a> {
             let help = unknown_field_hint(&message)
                 .or_else(|| crate::scenario::load::hints::unknown_variant(&message))
                 .or_else(|| crate::scenario::load::hints::missing_field(&message))
-                .or_else(|| {
-                    duplicate.then(|| {
-                        "keep one of the two: TOML sets a key once per table, a later line does not replace an earlier one".to_string()
-                    })
-                });
+                .or_else(|| duplicate.then(|| DUPLICATE_KEY_HELP.to_string()));
             let (message, help) = match single_step_table(&message) {
                 true => (
                     "read `[step]`: use [[step]] — a scenario has a list of steps".to_string(),
@@ -264,10 +260,13 @@ fn unspanned(text: &str, message: &str) -> Range<usize> {
     0..0
 }
 
+/// The help under a key set twice in one table.
+pub(crate) const DUPLICATE_KEY_HELP: &str = "keep one of the two: TOML sets a key once per table, a later line does not replace an earlier one";
+
 /// The TOML parser's bare "duplicate key" with the key it points at named: `duplicate key `action``. The
 /// span covers the key as written (a header's key for a table defined twice); quotes and brackets are
 /// dropped, and the name is escaped and clipped as user text.
-fn duplicate_key(message: &str, text: &str, span: &Range<usize>) -> Option<String> {
+pub(crate) fn duplicate_key(message: &str, text: &str, span: &Range<usize>) -> Option<String> {
     if message != "duplicate key" {
         return None;
     }
