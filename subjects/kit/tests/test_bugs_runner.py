@@ -49,10 +49,12 @@ def test_a_fake_bug_is_reproduced_and_caught_by_its_suite_with_no_false_alarm(fa
     assert (sides["fixed"]["suite#2"]["outcome"], sides["fixed"]["suite#2"]["passed"]) == ("passed", 2)
     # the import trigger imports the project and a lenient stub's submodule on both sides: no catch, no alarm
     assert [sides[s]["import#3"]["outcome"] for s in ("buggy", "fixed")] == ["passed", "passed"]
+    # the suite catches it twice: its own test fails, and the sanitizer flags the capability comparison
     assert case["by"] == [
         "reproduced: repro#1 on rdna2",
         ("caught: suite#2 on rdna2 fails on buggy, passes on fixed "
         "(tests/test_dtype.py::test_pick_dtype_matches_the_gpu[devsim:rdna2])"),
+        "caught: suite#2 on rdna2 sanitizer no-cross-vendor-probe at fastdtype/__init__.py:5 in pick_dtype",
     ]
     testcases = list(ElementTree.parse(junit).getroot().iter("testcase"))
     assert sorted(t.get("name") for t in testcases) == sorted(

@@ -275,7 +275,7 @@ pub const STEPS: &[Step] = &[
         "kit",
         "the subject kit's tests: the protocol, the simulated host, the pytest plugin, the sanitizer, the real-bug runner",
         &["gptqmodel-install", "corpus"],
-        420,
+        900,
         python::kit,
     )),
     in_torch(other(
