@@ -6,6 +6,11 @@ use xshell::cmd;
 use crate::ci::{Ci, Job, StepError, lines_starting};
 use crate::steps::results::run_against_baseline;
 
+/// The release binary the corpus step builds, which the Python steps hand to the kit as `DEVSIM`.
+fn release_devsim(ci: &Ci) -> std::path::PathBuf {
+    ci.root().join("target/release/devsim")
+}
+
 /// GPTQModel's second release, whose source tree the subject runs on with `--subject-src`.
 const GPTQMODEL_SECOND_RELEASE: &str = "7.3.4";
 
@@ -20,7 +25,7 @@ pub fn visible_devices(ci: &Ci) -> Result<(), StepError> {
 /// The subject kit's own tests (the protocol, the simulated host, the plugin, the sanitizer, the real-bug
 /// runner) on the release binary.
 pub fn kit(ci: &Ci) -> Result<(), StepError> {
-    let devsim = ci.root().join("target/release/devsim");
+    let devsim = release_devsim(ci);
     ci.run(
         cmd!(
             ci.sh(),
@@ -44,7 +49,7 @@ pub fn gptqmodel_install(ci: &Ci) -> Result<(), StepError> {
 }
 
 pub fn gptqmodel(ci: &Ci) -> Result<(), StepError> {
-    let devsim = ci.root().join("target/release/devsim");
+    let devsim = release_devsim(ci);
     let beside = ci.root().parent().unwrap_or(ci.root()).to_path_buf();
     ci.run(cmd!(ci.sh(), "cargo build --locked --release --quiet"))?;
     ci.run(cmd!(
@@ -120,7 +125,7 @@ const REAL_BUGS_IN_CI: &[&str] = &[
 /// Those cases (`python -m devsim_subject_kit.bugs run --index-only`) on the release binary: a case's error, a
 /// false alarm, or a verdict that moved from `docs/real-bugs.json` fails the step.
 pub fn real_bugs(ci: &Ci) -> Result<(), StepError> {
-    let devsim = ci.root().join("target/release/devsim");
+    let devsim = release_devsim(ci);
     let only = REAL_BUGS_IN_CI.iter().flat_map(|id| ["--only", id]);
     ci.run(
         cmd!(
